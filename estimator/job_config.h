@@ -73,6 +73,8 @@ struct ModelSection {
   absl::StatusOr<bool> GetBool(absl::string_view key, bool default_value) const;
   absl::StatusOr<std::string> GetString(absl::string_view key,
                                         absl::string_view default_value) const;
+  absl::StatusOr<std::vector<int64_t>> GetIntList(absl::string_view key,
+                                                  std::vector<int64_t> default_value) const;
   bool operator==(const ModelSection& o) const = default;
 };
 

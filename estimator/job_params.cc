@@ -86,4 +86,20 @@ absl::StatusOr<std::string> ModelSection::GetString(absl::string_view key,
   return v == nullptr ? std::string(default_value) : v->string_value;
 }
 
+absl::StatusOr<std::vector<int64_t>> ModelSection::GetIntList(
+    absl::string_view key, std::vector<int64_t> default_value) const {
+  TANDEM_ASSIGN_OR_RETURN(const ParamValue* v, FindParam(params, key, ParamValue::Type::kArray,
+                                                         "an array of integers"));
+  if (v == nullptr) return default_value;
+  std::vector<int64_t> out;
+  for (const ParamValue& e : v->array) {
+    if (e.type != ParamValue::Type::kInt) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("[model.params] ", key, " must be an array of integers"));
+    }
+    out.push_back(e.int_value);
+  }
+  return out;
+}
+
 }  // namespace tandem

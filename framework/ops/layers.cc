@@ -12,7 +12,10 @@ namespace {
 // A trainable variable of a fully known shape, initialised by `init`.
 Variable MakeVariable(const Scope& scope, absl::string_view name, const TensorShape& shape,
                       DType dtype, const Initializer& init, bool trainable = true) {
-  Output initial = init(scope.NewSubScope(absl::StrCat(name, "/Initializer")), shape, dtype);
+  // Initial values, like the variable, ignore the caller's control dependencies.
+  Output initial = init(
+      scope.WithNoControlDependencies().NewSubScope(absl::StrCat(name, "/Initializer")), shape,
+      dtype);
   VariableOptions options;
   options.trainable = trainable;
   return Variable(scope, name, initial, options);

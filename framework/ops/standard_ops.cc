@@ -17,11 +17,13 @@ void EnsureStandardOps() {
     RegisterRandomOps(r);
     RegisterTrainingOps(r);
     RegisterRuntimeOps(r);
+    RegisterSummaryOps(r);
     GradientRegistry* g = GradientRegistry::Global();
     RegisterArrayGradients(g);
     RegisterMathGradients(g);
     RegisterNnGradients(g);
     RegisterStateGradients(g);
+    RegisterSummaryGradients(g);
   });
 }
 

@@ -27,11 +27,13 @@ void RegisterStateOps(OpRegistry* r);
 void RegisterRandomOps(OpRegistry* r);
 void RegisterTrainingOps(OpRegistry* r);
 void RegisterRuntimeOps(OpRegistry* r);
+void RegisterSummaryOps(OpRegistry* r);
 
 void RegisterArrayGradients(GradientRegistry* r);
 void RegisterMathGradients(GradientRegistry* r);
 void RegisterNnGradients(GradientRegistry* r);
 void RegisterStateGradients(GradientRegistry* r);
+void RegisterSummaryGradients(GradientRegistry* r);
 
 }  // namespace ops
 }  // namespace tandem

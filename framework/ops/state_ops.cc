@@ -182,12 +182,15 @@ Variable::Variable(const Scope& scope, absl::string_view name, Output initial_va
         absl::InvalidArgumentError(absl::StrCat("variable '", name, "': invalid initial value")));
     return;
   }
-  Output handle = VarHandleOp(scope.WithOpName(name), initial_value.dtype(), initial_value.shape());
+  // Outside the caller's control dependencies (TensorFlow's init_scope): the variable
+  // must be creatable and initialisable before anything the caller waits for runs.
+  const Scope outer = scope.WithNoControlDependencies();
+  Output handle = VarHandleOp(outer.WithOpName(name), initial_value.dtype(), initial_value.shape());
   if (!handle.valid()) return;
   const std::string& full = handle.node->name();
   // Children are named under the handle: "<handle>/Assign", "<handle>/Read/...".
   std::string rel = scope.name_scope().empty() ? full : full.substr(scope.name_scope().size() + 1);
-  Scope vs = scope.ColocateWith(handle.node);
+  Scope vs = outer.ColocateWith(handle.node);
   Node* init = internal::BuildNode(vs.WithOpName(rel + "/Assign"), "AssignVariableOp",
                                    {handle, initial_value});
   Output value =

@@ -10,6 +10,10 @@
 // variable that was never assigned is FAILED_PRECONDITION
 // "Attempting to use uninitialized value <name>".
 //
+// A variable (handle, initializer, read) is built outside the scope's control
+// dependencies, as TensorFlow's init_scope does, so initialising it never waits for the
+// ops a model function is made to depend on. Layers build initial values the same way.
+//
 // Variables are recorded in the graph collections kGlobalVariables and (when
 // trainable) kTrainableVariables by handle node name; Variable::FromGraph rebuilds
 // the object from a name.

@@ -16,6 +16,49 @@ def mlp():
                          nn.Linear(128, 10))
 
 
+def fashion_mlp():
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                         nn.Linear(128, 100), nn.ReLU(), nn.Linear(100, 10))
+
+
+def load_idx(path):
+    """An IDX(.gz) file as a uint8 numpy array (big-endian header, as in the spec)."""
+    import gzip
+    import numpy as np
+    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def bench_e2e(threads, batch, steps, warmup, data_dir):
+    """fashion_mlp end to end: IDX files -> shuffled DataLoader -> Adam steps."""
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    images = load_idx(f"{data_dir}/train-images-idx3-ubyte.gz")
+    labels = load_idx(f"{data_dir}/train-labels-idx1-ubyte.gz")
+    x = torch.from_numpy(images.reshape(-1, 784).astype("float32") / 255.0)
+    y = torch.from_numpy(labels.astype("int64"))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y),
+                                         batch_size=batch, shuffle=True, drop_last=True)
+    model = fashion_mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    i = 0
+    while True:
+        for xb, yb in loader:
+            if i == warmup:
+                start = time.perf_counter()
+            if i == warmup + steps:
+                return batch * steps / (time.perf_counter() - start)
+            opt.zero_grad()
+            loss = loss_fn(model(xb), yb)
+            loss.backward()
+            opt.step()
+            i += 1
+
+
 class Cnn(nn.Module):
     def __init__(self):
         super().__init__()
@@ -53,13 +96,17 @@ def bench(model_name, threads, batch, steps, warmup):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--model", choices=["mlp", "cnn"], required=True)
+    p.add_argument("--model", choices=["mlp", "cnn", "fashion_mlp_e2e"], required=True)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--data_dir", default="/usr/share/datasets/fashion-mnist")
     a = p.parse_args()
-    eps = bench(a.model, a.threads, a.batch, a.steps, a.warmup)
+    if a.model == "fashion_mlp_e2e":
+        eps = bench_e2e(a.threads, a.batch, a.steps, a.warmup, a.data_dir)
+    else:
+        eps = bench(a.model, a.threads, a.batch, a.steps, a.warmup)
     print(f"peer {a.model} threads={a.threads} examples_per_second={eps:.0f}", flush=True)
 
 

@@ -70,8 +70,18 @@ TEST(JobConfigTest, ExampleConfigsParse) {
   absl::StatusOr<JobConfig> cnn = JobConfig::Load(ConfigPath("fashion_cnn.toml"));
   ASSERT_TRUE(cnn.ok());
   EXPECT_DOUBLE_EQ(*cnn->model.GetDouble("dropout_rate", 0), 0.4);
-  EXPECT_EQ(cnn->run_config().save_checkpoints_secs(), 300);
-  EXPECT_EQ(cnn->run_config().session_config()->intra_op_parallelism_threads, 4);
+  EXPECT_EQ(cnn->run_config().save_checkpoints_steps(), 1000);
+  EXPECT_EQ(cnn->run_config().save_checkpoints_secs(), std::nullopt);
+  EXPECT_FALSE(cnn->run_config().session_config().has_value());  // 0 threads: defaults.
+}
+
+TEST(JobConfigTest, ThreadCountsBecomeTheSessionConfig) {
+  absl::StatusOr<JobConfig> c =
+      Parse("[model]\nname = \"m\"\n[run]\ninter_op_threads = 2\nintra_op_threads = 4\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->run_config().session_config().has_value());
+  EXPECT_EQ(c->run_config().session_config()->inter_op_parallelism_threads, 2);
+  EXPECT_EQ(c->run_config().session_config()->intra_op_parallelism_threads, 4);
 }
 
 TEST(JobConfigTest, DefaultsAndTypedParams) {

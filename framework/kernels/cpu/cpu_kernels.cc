@@ -8,6 +8,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterCpuNnKernels(r);
   RegisterCpuRandomKernels(r);
   RegisterCpuStateKernels(r);
+  RegisterCpuSummaryKernels(r);
   RegisterCpuTrainingKernels(r);
 }
 

@@ -15,6 +15,7 @@ void RegisterCpuMathKernels(KernelRegistry* registry);
 void RegisterCpuNnKernels(KernelRegistry* registry);
 void RegisterCpuRandomKernels(KernelRegistry* registry);
 void RegisterCpuStateKernels(KernelRegistry* registry);
+void RegisterCpuSummaryKernels(KernelRegistry* registry);
 void RegisterCpuTrainingKernels(KernelRegistry* registry);
 
 }  // namespace tandem

@@ -1,0 +1,259 @@
+// apps/trainer/trainer_main.cc
+//
+// The trainer command line (apps/trainer/trainer_main.h): resolves the job config,
+// creates the registered model and runs the Estimator call a subcommand names.
+#include "apps/trainer/trainer_main.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "estimator/estimator.h"
+#include "estimator/job_config.h"
+#include "estimator/training.h"
+#include "framework/core/status.h"
+#include "glog/logging.h"
+#include "nlohmann/json.hpp"
+
+namespace tandem {
+namespace {
+
+constexpr int kRuntimeError = 1;
+constexpr int kUsageError = 2;
+
+struct Flags {
+  std::string config;
+  std::vector<std::string> sets;
+  bool print_config = false;
+  std::string checkpoint;
+  std::string output = "-";
+  std::vector<std::string> predict_keys;
+};
+
+int Fail(int code, const absl::Status& status) {
+  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+  return code;
+}
+
+// One JSON value per row of `t`: a number for a single element, else a flat list.
+nlohmann::json RowJson(const Tensor& t, int64_t row) {
+  const int64_t per_row = t.dim(0) == 0 ? 0 : t.NumElements() / t.dim(0);
+  nlohmann::json values = nlohmann::json::array();
+  for (int64_t j = row * per_row; j < (row + 1) * per_row; ++j) {
+    switch (t.dtype()) {
+      case DType::kFloat:
+        values.push_back(t.data<float>()[j]);
+        break;
+      case DType::kInt32:
+        values.push_back(t.data<int32_t>()[j]);
+        break;
+      case DType::kInt64:
+        values.push_back(t.data<int64_t>()[j]);
+        break;
+      case DType::kUInt8:
+        values.push_back(t.data<uint8_t>()[j]);
+        break;
+      case DType::kBool:
+        values.push_back(t.data<bool>()[j]);
+        break;
+      default:
+        values.push_back(nullptr);
+    }
+  }
+  if (per_row == 1 && t.shape().dims().size() == 1) return values[0];
+  return values;
+}
+
+// Writes each example of each batch as one JSON line.
+class JsonLinesWriter {
+ public:
+  explicit JsonLinesWriter(std::ostream* out) : out_(out) {}
+  absl::Status Write(const std::map<std::string, Tensor>& batch) {
+    int64_t rows = -1;
+    for (const auto& [key, t] : batch) {
+      if (t.shape().dims().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("prediction '", key, "' is a scalar"));
+      }
+      if (rows >= 0 && t.dim(0) != rows) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "predictions disagree on the batch size: '", key, "' has ", t.dim(0), " rows"));
+      }
+      rows = t.dim(0);
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      nlohmann::json line = nlohmann::json::object();
+      for (const auto& [key, t] : batch) line[key] = RowJson(t, i);
+      *out_ << line.dump() << '\n';
+      ++count_;
+    }
+    if (!*out_) return absl::DataLossError("writing predictions failed");
+    return absl::OkStatus();
+  }
+  int64_t count() const { return count_; }
+
+ private:
+  std::ostream* out_;
+  int64_t count_ = 0;
+};
+
+std::string FormatMetrics(const EvalResult& r) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : r.metrics) parts.push_back(absl::StrCat(name, " = ", value));
+  parts.push_back(absl::StrCat("global_step = ", r.global_step));
+  return absl::StrJoin(parts, ", ");
+}
+
+EvalOptions EvalOptionsFor(const JobConfig& job, const Flags& flags) {
+  EvalOptions eo;
+  if (job.eval.steps > 0) eo.steps = job.eval.steps;
+  eo.name = job.eval.name;
+  eo.checkpoint_path = flags.checkpoint;
+  return eo;
+}
+
+int Run(const std::string& command, const Flags& flags,
+        const std::function<void(ModelRegistry&)>& register_models) {
+  ModelRegistry registry;
+  register_models(registry);
+  if (command == "models") {
+    for (const std::string& name : registry.Names()) std::printf("%s\n", name.c_str());
+    return 0;
+  }
+  absl::StatusOr<JobConfig> job = JobConfig::LoadWithEnvironment(flags.config, flags.sets);
+  if (!job.ok()) return Fail(kUsageError, job.status());
+  if (flags.print_config) {
+    std::printf("%s", job->ToToml().c_str());
+    return 0;
+  }
+  absl::StatusOr<std::unique_ptr<Model>> model = registry.Create(job->model.name);
+  if (!model.ok()) return Fail(kUsageError, model.status());
+  if (job->run_config().model_dir().empty()) {
+    return Fail(kUsageError, absl::InvalidArgumentError(
+                                 "[run] model_dir is required (in the config or --set "
+                                 "run.model_dir=DIR)"));
+  }
+  if (command == "serve") {
+    return Fail(kRuntimeError,
+                absl::UnimplementedError("serve needs the distributed runtime, which is not "
+                                         "built yet"));
+  }
+  EstimatorOptions eo;
+  eo.model_fn = BindModelFn(model->get());
+  eo.config = job->run_config();
+  eo.params = job->model;
+  absl::StatusOr<std::unique_ptr<Estimator>> estimator = Estimator::Create(std::move(eo));
+  if (!estimator.ok()) return Fail(kUsageError, estimator.status());
+  InputFn input_fn = BindInputFn(model->get(), &*job);
+
+  if (command == "train") {
+    TrainOptions to;
+    to.max_steps = job->train.max_steps;
+    absl::StatusOr<int64_t> step = (*estimator)->Train(input_fn, to);
+    if (!step.ok()) return Fail(kRuntimeError, step.status());
+    std::printf("trained: global_step = %lld, model_dir = %s\n", static_cast<long long>(*step),
+                (*estimator)->model_dir().c_str());
+    return 0;
+  }
+  if (command == "evaluate") {
+    absl::StatusOr<EvalResult> r = (*estimator)->Evaluate(input_fn, EvalOptionsFor(*job, flags));
+    if (!r.ok()) return Fail(kRuntimeError, r.status());
+    std::printf("evaluation of %s: %s\n", r->checkpoint_path.c_str(), FormatMetrics(*r).c_str());
+    return 0;
+  }
+  if (command == "train_and_evaluate") {
+    TrainSpec ts{input_fn, job->train.max_steps, {}};
+    EvalSpec es;
+    es.input_fn = input_fn;
+    if (job->eval.steps > 0) {
+      es.steps = job->eval.steps;
+    } else {
+      es.steps.reset();
+    }
+    es.name = job->eval.name;
+    es.start_delay_secs = job->eval.start_delay_secs;
+    es.throttle_secs = job->eval.throttle_secs;
+    absl::StatusOr<EvalResult> r = TrainAndEvaluate(**estimator, ts, es);
+    if (!r.ok()) return Fail(kRuntimeError, r.status());
+    std::printf("final evaluation: %s\n", FormatMetrics(*r).c_str());
+    return 0;
+  }
+  if (command == "predict") {
+    std::ofstream file;
+    std::ostream* out = &std::cout;
+    if (flags.output != "-") {
+      file.open(flags.output, std::ios::trunc);
+      if (!file) {
+        return Fail(kRuntimeError, absl::NotFoundError(absl::StrCat(
+                                       "cannot open --output ", flags.output, " for writing")));
+      }
+      out = &file;
+    }
+    JsonLinesWriter writer(out);
+    PredictOptions po;
+    po.checkpoint_path = flags.checkpoint;
+    po.predict_keys = flags.predict_keys;
+    absl::Status s = (*estimator)->Predict(
+        input_fn, [&](const std::map<std::string, Tensor>& b) { return writer.Write(b); }, po);
+    if (!s.ok()) return Fail(kRuntimeError, s);
+    out->flush();
+    LOG(INFO) << "Wrote " << writer.count() << " predictions to " << flags.output;
+    return 0;
+  }
+  return Fail(kUsageError, absl::InvalidArgumentError("unknown command " + command));
+}
+
+}  // namespace
+
+int TrainerMain(int argc, char** argv,
+                const std::function<void(ModelRegistry&)>& register_models) {
+  CLI::App app{
+      "tandem trainer: train, evaluate and predict with a registered model from a TOML job "
+      "config (TF_CONFIG is read for the cluster role)."};
+  app.require_subcommand(1);
+  Flags flags;
+  auto add_common = [&](CLI::App* sub) {
+    sub->add_option("--config", flags.config, "the TOML job config")->required();
+    sub->add_option("--set", flags.sets,
+                    "override a config value: section.key=value (TOML value; repeatable)");
+    sub->add_flag("--print_config", flags.print_config,
+                  "print the resolved config (file < TF_CONFIG < --set) and exit");
+  };
+  CLI::App* train = app.add_subcommand("train", "train until [train] max_steps");
+  add_common(train);
+  CLI::App* evaluate =
+      app.add_subcommand("evaluate", "evaluate a checkpoint (default: the latest)");
+  add_common(evaluate);
+  evaluate->add_option("--checkpoint", flags.checkpoint, "checkpoint prefix to evaluate");
+  CLI::App* tae = app.add_subcommand(
+      "train_and_evaluate", "train, evaluating after checkpoints (throttled) and at the end");
+  add_common(tae);
+  CLI::App* predict = app.add_subcommand("predict", "write predictions as JSON Lines");
+  add_common(predict);
+  predict->add_option("--checkpoint", flags.checkpoint, "checkpoint prefix (default: latest)");
+  predict->add_option("--output", flags.output, "output file, '-' for stdout")
+      ->capture_default_str();
+  predict->add_option("--predict_keys", flags.predict_keys, "predictions to write (default all)");
+  CLI::App* serve =
+      app.add_subcommand("serve", "run a parameter-server/worker task (needs the distributed "
+                                  "runtime; not built yet)");
+  add_common(serve);
+  app.add_subcommand("models", "list the registered models");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kUsageError;
+  }
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  std::string command = app.get_subcommands()[0]->get_name();
+  return Run(command, flags, register_models);
+}
+
+}  // namespace tandem

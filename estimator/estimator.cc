@@ -1,0 +1,468 @@
+// estimator/estimator.cc
+//
+// Estimator::Train / Evaluate / Predict: build the mode's graph around placeholders
+// shaped like the input's first batch, wrap it in a MonitoredSession with the
+// estimator's hooks, and feed the batches.
+#include "estimator/estimator.h"
+
+#include <regex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "checkpoint/checkpoint_index.h"
+#include "checkpoint/checkpoint_reader.h"
+#include "checkpoint/checkpoint_state.h"
+#include "framework/core/env.h"
+#include "framework/core/status.h"
+#include "framework/ops/array_ops.h"
+#include "framework/ops/optimizer.h"
+#include "framework/ops/state_ops.h"
+#include "framework/ops/summary_ops.h"
+#include "glog/logging.h"
+
+namespace tandem {
+namespace {
+
+// Consecutive recoverable step failures (ABORTED/UNAVAILABLE) tolerated before giving up.
+constexpr int kMaxConsecutiveRecoveries = 10;
+
+template <typename T>
+absl::StatusOr<T> Annotated(absl::StatusOr<T> value, absl::string_view context) {
+  if (!value.ok()) return AnnotateStatus(value.status(), context);
+  return value;
+}
+
+// The graph of one mode: placeholders fed from the input, the spec, the global step.
+struct ModeGraph {
+  Scope root = Scope::NewRootScope();
+  std::vector<std::string> feed_names;  // Per element component; "" = not fed.
+  EstimatorSpec spec;
+  ops::Variable global_step;
+};
+
+// The input of one call: an iterator with its first batch already taken (to shape the
+// placeholders).
+struct OpenInput {
+  InputData data;
+  std::unique_ptr<data::Iterator> iterator;
+  std::optional<data::Element> first;
+
+  absl::StatusOr<std::optional<data::Element>> Next() {
+    if (first) {
+      std::optional<data::Element> e = std::move(first);
+      first.reset();
+      return e;
+    }
+    return iterator->GetNext();
+  }
+};
+
+absl::StatusOr<OpenInput> Open(const InputFn& input_fn, ModeKey mode,
+                               const InputContext& context) {
+  const std::string where = absl::StrCat("input_fn(", ModeKeyName(mode), ")");
+  TANDEM_ASSIGN_OR_RETURN(InputData data, Annotated(input_fn(mode, context), where));
+  if (data.dataset == nullptr) return absl::InvalidArgumentError(where + " returned no dataset");
+  OpenInput in;
+  TANDEM_ASSIGN_OR_RETURN(in.iterator, data.dataset->MakeIterator());
+  TANDEM_ASSIGN_OR_RETURN(in.first, in.iterator->GetNext());
+  if (!in.first) {
+    return absl::FailedPreconditionError(absl::StrCat(where, ": the dataset is empty"));
+  }
+  const size_t want = data.feature_names.size() + (data.has_labels ? 1 : 0);
+  if (data.feature_names.empty() || in.first->size() != want) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": dataset elements have ", in.first->size(), " components, but feature_names has ",
+        data.feature_names.size(), data.has_labels ? " (+1 for the labels)" : ""));
+  }
+  in.data = std::move(data);
+  return in;
+}
+
+// Builds the graph of `mode` with placeholders like `first`.
+absl::Status BuildModeGraph(const EstimatorOptions& o, ModeKey mode, const OpenInput& in,
+                            ModeGraph* g) {
+  if (o.config.tf_random_seed()) g->root.graph()->set_seed(*o.config.tf_random_seed());
+  g->global_step = ops::GetOrCreateGlobalStep(g->root);
+  Features features;
+  Output labels;
+  const data::Element& first = *in.first;
+  for (size_t i = 0; i < first.size(); ++i) {
+    const bool is_label = i == in.data.feature_names.size();
+    if (is_label && mode == ModeKey::kPredict) {
+      g->feed_names.push_back("");  // PREDICT ignores labels, as TensorFlow does.
+      continue;
+    }
+    const std::string name = is_label ? "labels" : in.data.feature_names[i];
+    Dims dims = first[i].shape().dims();
+    if (!dims.empty()) dims[0] = -1;
+    Output p = ops::Placeholder(g->root.WithOpName("input/" + name), first[i].dtype(),
+                                PartialShape(absl::MakeConstSpan(dims)));
+    g->feed_names.push_back(p.name());
+    if (is_label) {
+      labels = p;
+    } else if (!features.emplace(name, p).second) {
+      return absl::InvalidArgumentError(absl::StrCat("input_fn: duplicate feature '", name, "'"));
+    }
+  }
+  TANDEM_RETURN_IF_ERROR(g->root.status());
+  // As TensorFlow's Estimator does, the model is built under a control dependency on
+  // the global step's read, so hooks fetching that read see the step before this run's
+  // increment: "loss = 2.31, step = 0" for the first step.
+  const Scope model_scope = g->root.WithControlDependencies({g->global_step.value()});
+  TANDEM_ASSIGN_OR_RETURN(g->spec, o.model_fn(model_scope, features, labels, mode, o.params));
+  TANDEM_RETURN_IF_ERROR(AnnotateStatus(g->root.status(), "model_fn"));
+  if (g->spec.mode != mode) {
+    return absl::InvalidArgumentError(absl::StrCat("model_fn returned a spec for mode ",
+                                                   ModeKeyName(g->spec.mode), " when asked for ",
+                                                   ModeKeyName(mode)));
+  }
+  return g->spec.Validate();
+}
+
+FeedMap Feeds(const ModeGraph& g, const data::Element& element) {
+  FeedMap feeds;
+  for (size_t i = 0; i < element.size() && i < g.feed_names.size(); ++i) {
+    if (!g.feed_names[i].empty()) feeds.emplace_back(g.feed_names[i], element[i]);
+  }
+  return feeds;
+}
+
+SessionOptions MakeSessionOptions(const RunConfig& config) {
+  SessionOptions so;
+  if (config.session_config()) {
+    so.inter_op_threads = config.session_config()->inter_op_parallelism_threads;
+    so.intra_op_threads = config.session_config()->intra_op_parallelism_threads;
+    so.allow_soft_placement = config.session_config()->allow_soft_placement;
+  }
+  so.target = config.master();
+  return so;
+}
+
+checkpoint::SaverOptions MakeSaverOptions(const RunConfig& config) {
+  checkpoint::SaverOptions so;
+  so.max_to_keep = config.keep_checkpoint_max();
+  so.keep_checkpoint_every_n_hours = config.keep_checkpoint_every_n_hours();
+  return so;
+}
+
+// The checkpoint prefix of `path`: itself, or the latest checkpoint when it is a
+// directory.
+absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
+  if (env::IsDirectory(path)) return checkpoint::LatestCheckpoint(path);
+  return path;
+}
+
+// Warm start as the Scaffold's init_fn: feed checkpoint values to the matching
+// variables' initializers.
+std::function<absl::Status(Session*)> WarmStartFn(Graph* graph, WarmStartSettings ws) {
+  return [graph, ws](Session* session) -> absl::Status {
+    TANDEM_ASSIGN_OR_RETURN(std::string prefix,
+                            Annotated(ResolveCheckpoint(ws.ckpt_to_initialize_from),
+                                      "warm start from " + ws.ckpt_to_initialize_from));
+    TANDEM_ASSIGN_OR_RETURN(auto reader,
+                            Annotated(checkpoint::CheckpointReader::Open(prefix),
+                                      "warm start from " + ws.ckpt_to_initialize_from));
+    TANDEM_ASSIGN_OR_RETURN(
+        auto vars, ops::VariablesInCollection(graph, ws.trainable_only ? ops::kTrainableVariables
+                                                                       : ops::kGlobalVariables));
+    std::regex pattern;
+    try {
+      pattern = std::regex(ws.vars_to_warm_start);
+    } catch (const std::regex_error& e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "warm start: vars_to_warm_start '", ws.vars_to_warm_start, "' is not a regex: ", e.what()));
+    }
+    int warmed = 0;
+    for (const ops::Variable& v : vars) {
+      if (!std::regex_search(v.name(), pattern, std::regex_constants::match_continuous)) continue;
+      TANDEM_ASSIGN_OR_RETURN(
+          Tensor value,
+          Annotated(reader->Read(v.name()), absl::StrCat("warm start of variable '", v.name(), "'")));
+      if (value.dtype() != v.dtype() || !v.shape().IsCompatibleWith(value.shape())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "warm start of variable '", v.name(), "': ", prefix, " holds ",
+            DTypeName(value.dtype()), value.shape().DebugString(), ", the model has ",
+            DTypeName(v.dtype()), v.shape().DebugString()));
+      }
+      TANDEM_RETURN_IF_ERROR(
+          session->Run({{v.initializer()->input(1).name(), value}}, {}, {v.initializer()->name()})
+              .status());
+      ++warmed;
+    }
+    LOG(INFO) << "Warm-started " << warmed << " variables from " << prefix;
+    return absl::OkStatus();
+  };
+}
+
+int64_t CheckpointStep(const std::string& prefix) {
+  absl::StatusOr<checkpoint::CheckpointIndex> index =
+      checkpoint::ReadIndex(checkpoint::IndexPath(prefix));
+  return index.ok() ? index->global_step : -1;
+}
+
+bool Recoverable(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kAborted || s.code() == absl::StatusCode::kUnavailable;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions options) {
+  if (!options.model_fn) return absl::InvalidArgumentError("Estimator: model_fn is required");
+  if (options.config.model_dir().empty()) {
+    return absl::InvalidArgumentError("Estimator: [run] model_dir is required");
+  }
+  if (!options.session_factory) {
+    if (options.config.is_distributed()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "Estimator: this task is '", options.config.task_type(), "' of a cluster, but the "
+          "distributed runtime (GrpcSession) is not built yet; run without TF_CONFIG/[cluster]"));
+    }
+    options.session_factory = DefaultSessionFactory();
+  }
+  return std::unique_ptr<Estimator>(new Estimator(std::move(options)));
+}
+
+std::string Estimator::LatestCheckpoint() const {
+  absl::StatusOr<std::string> latest = checkpoint::LatestCheckpoint(model_dir());
+  return latest.ok() ? *latest : "";
+}
+
+std::string Estimator::EvalDir(const std::string& name) const {
+  return env::JoinPath(model_dir(), name.empty() ? "eval" : "eval_" + name);
+}
+
+absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOptions& options) {
+  if (options.steps && options.max_steps) {
+    return absl::InvalidArgumentError("Train: give steps or max_steps, not both");
+  }
+  if ((options.steps && *options.steps <= 0) || (options.max_steps && *options.max_steps <= 0)) {
+    return absl::InvalidArgumentError("Train: steps and max_steps must be positive");
+  }
+  const RunConfig& config = options_.config;
+  if (options.max_steps) {
+    std::string latest = LatestCheckpoint();
+    int64_t step = latest.empty() ? -1 : CheckpointStep(latest);
+    if (step >= *options.max_steps) {
+      LOG(INFO) << "Skipping training since max_steps has already saved (checkpoint " << latest
+                << " is at step " << step << ").";
+      return step;
+    }
+  }
+  if (!options.saving_listeners.empty() && !config.checkpoints_enabled()) {
+    return absl::InvalidArgumentError(
+        "Train: saving_listeners need checkpoints (set save_checkpoints_steps or _secs)");
+  }
+  TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kTrain, options_.input_context));
+  ModeGraph g;
+  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kTrain, in, &g));
+  ops::summary::Scalar(g.root, "loss", g.spec.loss);
+  TANDEM_RETURN_IF_ERROR(g.root.status());
+
+  std::shared_ptr<Scaffold> scaffold = g.spec.scaffold;
+  if (scaffold == nullptr) {
+    ScaffoldOptions so;
+    so.saver_options = MakeSaverOptions(config);
+    if (!options_.warm_start.ckpt_to_initialize_from.empty()) {
+      so.init_fn = WarmStartFn(g.root.graph(), options_.warm_start);
+    }
+    scaffold = std::make_shared<Scaffold>(std::move(so));
+  } else if (!options_.warm_start.ckpt_to_initialize_from.empty()) {
+    return absl::UnimplementedError(
+        "warm start together with a model_fn-provided Scaffold is not supported; set the "
+        "Scaffold's init_fn instead");
+  }
+
+  MonitoredTrainingSessionOptions mts;
+  mts.is_chief = config.is_chief();
+  mts.checkpoint_dir = model_dir();
+  mts.scaffold = scaffold;
+  mts.hooks = options.hooks;
+  if (options.steps || options.max_steps) {
+    mts.hooks.push_back(std::make_shared<StopAtStepHook>(options.steps, options.max_steps));
+  }
+  mts.hooks.push_back(std::make_shared<NanTensorHook>(g.spec.loss.name()));
+  mts.hooks.push_back(std::make_shared<LoggingTensorHook>(
+      std::vector<std::pair<std::string, std::string>>{{"loss", g.spec.loss.name()},
+                                                       {"step", g.global_step.value().name()}},
+      Every::Steps(config.log_step_count_steps())));
+  mts.hooks.insert(mts.hooks.end(), g.spec.training_hooks.begin(), g.spec.training_hooks.end());
+  mts.chief_only_hooks = g.spec.training_chief_hooks;
+  if (config.checkpoints_enabled()) {
+    Every every = config.save_checkpoints_steps() ? Every::Steps(*config.save_checkpoints_steps())
+                                                  : Every::Secs(*config.save_checkpoints_secs());
+    mts.chief_only_hooks.push_back(std::make_shared<CheckpointSaverHook>(
+        model_dir(), every, scaffold.get(), options.saving_listeners));
+  }
+  // The estimator adds its own checkpoint hook (with the listeners) above.
+  mts.save_checkpoint_secs.reset();
+  mts.save_checkpoint_steps.reset();
+  mts.save_summaries_steps = config.save_summary_steps();
+  mts.log_step_count_steps = config.log_step_count_steps();
+  mts.session_options = MakeSessionOptions(config);
+  mts.factory = options_.session_factory;
+
+  TANDEM_ASSIGN_OR_RETURN(auto session, NewMonitoredTrainingSession(g.root.graph(), mts));
+  const SessionRunRequest base{{}, {}, {g.spec.train_op->name()}};
+  int failures = 0;
+  while (!session->ShouldStop()) {
+    TANDEM_ASSIGN_OR_RETURN(std::optional<data::Element> batch, in.Next());
+    if (!batch) {
+      LOG(INFO) << "Training input ended.";
+      break;
+    }
+    SessionRunRequest request = base;
+    request.feeds = Feeds(g, *batch);
+    absl::Status s = session->Run(request).status();
+    if (Recoverable(s) && ++failures <= kMaxConsecutiveRecoveries) {
+      LOG(WARNING) << "Training step failed, session recreated: " << s;
+      continue;
+    }
+    TANDEM_RETURN_IF_ERROR(s);
+    failures = 0;
+  }
+  TANDEM_ASSIGN_OR_RETURN(auto step,
+                          session->raw_session()->Run({}, {g.global_step.value().name()}));
+  TANDEM_RETURN_IF_ERROR(session->Close());
+  LOG(INFO) << "Training finished at global step " << step[0].scalar<int64_t>() << ".";
+  return step[0].scalar<int64_t>();
+}
+
+absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,
+                                               const EvalOptions& options) {
+  if (options.steps && *options.steps <= 0) {
+    return absl::InvalidArgumentError("Evaluate: steps must be positive");
+  }
+  std::string checkpoint_path = options.checkpoint_path;
+  if (checkpoint_path.empty()) checkpoint_path = LatestCheckpoint();
+  if (checkpoint_path.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Evaluate: could not find a trained model (no checkpoint) in ", model_dir()));
+  }
+  TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kEval, options_.input_context));
+  ModeGraph g;
+  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kEval, in, &g));
+  if (g.spec.eval_metric_ops.count("loss")) {
+    return absl::InvalidArgumentError(
+        "EstimatorSpec: metric name 'loss' is reserved for the Estimator's mean loss");
+  }
+  std::map<std::string, ops::metrics::Metric> metrics = g.spec.eval_metric_ops;
+  metrics["loss"] = ops::metrics::Mean(g.root.NewSubScope("eval_loss"), g.spec.loss);
+  TANDEM_RETURN_IF_ERROR(g.root.status());
+
+  std::vector<std::string> names, values, updates;
+  for (const auto& [name, m] : metrics) {
+    names.push_back(name);
+    values.push_back(m.value.name());
+    updates.push_back(m.update_op.node->name());
+  }
+  std::vector<std::string> final_tensors = values;
+  final_tensors.push_back(g.global_step.value().name());
+  auto final_ops = std::make_shared<FinalOpsHook>(final_tensors);
+  std::vector<std::shared_ptr<SessionRunHook>> hooks = g.spec.evaluation_hooks;
+  hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());
+  hooks.push_back(final_ops);
+
+  SessionCreatorOptions sco;
+  sco.scaffold = g.spec.scaffold ? g.spec.scaffold : std::make_shared<Scaffold>();
+  sco.session_options = MakeSessionOptions(options_.config);
+  sco.factory = options_.session_factory;
+  LOG(INFO) << "Starting evaluation of " << checkpoint_path;
+  TANDEM_ASSIGN_OR_RETURN(
+      auto session,
+      MonitoredSession::Create(g.root.graph(),
+                               std::make_unique<ChiefSessionCreator>(sco, "", checkpoint_path),
+                               hooks));
+  const SessionRunRequest base{{}, {}, updates};
+  int64_t step = 0;
+  while (!session->ShouldStop() && (!options.steps || step < *options.steps)) {
+    TANDEM_ASSIGN_OR_RETURN(std::optional<data::Element> batch, in.Next());
+    if (!batch) break;
+    SessionRunRequest request = base;
+    request.feeds = Feeds(g, *batch);
+    TANDEM_RETURN_IF_ERROR(session->Run(request).status());
+    ++step;
+    if (options.steps && *options.steps >= 10 && step % (*options.steps / 10) == 0) {
+      LOG(INFO) << "Evaluation [" << step << "/" << *options.steps << "]";
+    }
+  }
+  TANDEM_RETURN_IF_ERROR(session->Close());
+  const std::vector<Tensor>& out = final_ops->final_values();
+  if (out.size() != final_tensors.size()) {
+    return absl::InternalError("Evaluate: the final metric values were not fetched");
+  }
+  EvalResult result;
+  result.checkpoint_path = checkpoint_path;
+  result.global_step = out.back().scalar<int64_t>();
+  std::vector<std::pair<std::string, float>> scalars;
+  std::vector<std::string> printed;
+  for (size_t i = 0; i < names.size(); ++i) {
+    float v = out[i].scalar<float>();
+    result.metrics[names[i]] = v;
+    scalars.emplace_back(names[i], v);
+    printed.push_back(absl::StrCat(names[i], " = ", v));
+  }
+  printed.push_back(absl::StrCat("global_step = ", result.global_step));
+  LOG(INFO) << "Saving dict for global step " << result.global_step << ": "
+            << absl::StrJoin(printed, ", ") << " (" << step << " batches)";
+  TANDEM_ASSIGN_OR_RETURN(auto writer, SummaryWriterForDir(EvalDir(options.name)));
+  TANDEM_RETURN_IF_ERROR(writer->AddScalars(scalars, result.global_step));
+  TANDEM_RETURN_IF_ERROR(writer->Flush());
+  return result;
+}
+
+absl::Status Estimator::Predict(const InputFn& input_fn, const PredictionCallback& on_batch,
+                                const PredictOptions& options) {
+  std::string checkpoint_path = options.checkpoint_path;
+  if (checkpoint_path.empty()) checkpoint_path = LatestCheckpoint();
+  TANDEM_ASSIGN_OR_RETURN(OpenInput in,
+                          Open(input_fn, ModeKey::kPredict, options_.input_context));
+  ModeGraph g;
+  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kPredict, in, &g));
+  std::vector<std::string> keys, fetches;
+  for (const auto& [key, tensor] : g.spec.predictions) {
+    if (!options.predict_keys.empty() &&
+        std::find(options.predict_keys.begin(), options.predict_keys.end(), key) ==
+            options.predict_keys.end()) {
+      continue;
+    }
+    keys.push_back(key);
+    fetches.push_back(tensor.name());
+  }
+  for (const std::string& k : options.predict_keys) {
+    if (!g.spec.predictions.count(k)) {
+      std::vector<std::string> have;
+      for (const auto& [key, unused] : g.spec.predictions) have.push_back(key);
+      return absl::InvalidArgumentError(absl::StrCat("Predict: unknown predict_key '", k,
+                                                     "'; the model predicts ",
+                                                     absl::StrJoin(have, ", ")));
+    }
+  }
+  if (checkpoint_path.empty()) {
+    LOG(WARNING) << "Could not find a trained model in " << model_dir()
+                 << ", running initialization to predict.";
+  }
+  SessionCreatorOptions sco;
+  sco.scaffold = g.spec.scaffold ? g.spec.scaffold : std::make_shared<Scaffold>();
+  sco.session_options = MakeSessionOptions(options_.config);
+  sco.factory = options_.session_factory;
+  std::vector<std::shared_ptr<SessionRunHook>> hooks = g.spec.prediction_hooks;
+  hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());
+  TANDEM_ASSIGN_OR_RETURN(
+      auto session,
+      MonitoredSession::Create(g.root.graph(),
+                               std::make_unique<ChiefSessionCreator>(sco, "", checkpoint_path),
+                               hooks));
+  while (!session->ShouldStop()) {
+    TANDEM_ASSIGN_OR_RETURN(std::optional<data::Element> batch, in.Next());
+    if (!batch) break;
+    SessionRunRequest request{Feeds(g, *batch), fetches, {}};
+    TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> out, session->Run(request));
+    std::map<std::string, Tensor> predictions;
+    for (size_t i = 0; i < keys.size(); ++i) predictions.emplace(keys[i], std::move(out[i]));
+    TANDEM_RETURN_IF_ERROR(on_batch(predictions));
+  }
+  return session->Close();
+}
+
+}  // namespace tandem

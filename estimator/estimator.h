@@ -1,0 +1,120 @@
+// estimator/estimator.h
+//
+// Estimator (tf.estimator.Estimator): trains, evaluates and predicts with a model
+// function, keeping everything in model_dir (checkpoints, event files, eval results).
+// Each call builds a fresh graph for its mode, creates the session through a
+// MonitoredSession (hooks/), feeds the input batches and returns.
+//
+//   Train:    restores the latest checkpoint (or initialises, with warm start), runs
+//             steps until `steps` more / `max_steps` / the end of the input, saving
+//             checkpoints per the RunConfig and at the end. Skips training when the
+//             latest checkpoint is already at max_steps. Hooks: the spec's training
+//             hooks, StopAtStepHook, NanTensorHook, LoggingTensorHook (loss and step
+//             every log_step_count_steps), and on the chief the default summary,
+//             step-counter and checkpoint hooks plus the spec's chief hooks.
+//   Evaluate: restores `checkpoint_path` (default: the latest; FAILED_PRECONDITION
+//             when there is none), runs the metrics' update ops for `steps` batches or
+//             until the input ends, and returns every metric plus "loss" (mean batch
+//             loss) and global_step; writes them as scalars to model_dir/eval or
+//             model_dir/eval_<name> at the checkpoint's global step.
+//   Predict:  restores the checkpoint and calls `on_batch` with the predictions of
+//             every batch until the input ends.
+//
+// Warm start (tf.estimator.WarmStartSettings): when variables are initialised (not
+// restored), the variables whose names match `vars_to_warm_start` (a regex, default all
+// trainable) take their values from `ckpt_to_initialize_from` (a checkpoint prefix or a
+// model_dir, whose latest checkpoint is used). A matching variable missing from that
+// checkpoint, or one of another shape, is an error naming it.
+//
+// Thread safety: one call at a time per Estimator.
+#ifndef TANDEM_ESTIMATOR_ESTIMATOR_H_
+#define TANDEM_ESTIMATOR_ESTIMATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "estimator/model.h"
+#include "estimator/run_config.h"
+#include "hooks/basic_hooks.h"
+#include "hooks/monitored_session.h"
+
+namespace tandem {
+
+struct WarmStartSettings {
+  std::string ckpt_to_initialize_from;  // "" = no warm start.
+  std::string vars_to_warm_start = ".*";
+  bool trainable_only = true;  // Match only trainable variables (TensorFlow's default).
+};
+
+struct TrainOptions {
+  std::optional<int64_t> steps;      // More steps from the current global step.
+  std::optional<int64_t> max_steps;  // Absolute; at most one of steps / max_steps.
+  std::vector<std::shared_ptr<SessionRunHook>> hooks;
+  std::vector<std::shared_ptr<CheckpointSaverListener>> saving_listeners;
+};
+
+struct EvalOptions {
+  std::optional<int64_t> steps;  // Unset: until the input ends.
+  std::vector<std::shared_ptr<SessionRunHook>> hooks;
+  std::string checkpoint_path;  // "" = latest in model_dir.
+  std::string name;             // Eval directory suffix: eval_<name>.
+};
+
+struct EvalResult {
+  std::map<std::string, float> metrics;  // Includes "loss".
+  int64_t global_step = 0;
+  std::string checkpoint_path;
+};
+
+struct PredictOptions {
+  std::string checkpoint_path;           // "" = latest in model_dir.
+  std::vector<std::string> predict_keys;  // Empty: all predictions.
+  std::vector<std::shared_ptr<SessionRunHook>> hooks;
+};
+
+// Predictions of one batch: key -> tensor [batch, ...].
+using PredictionCallback =
+    std::function<absl::Status(const std::map<std::string, Tensor>& predictions)>;
+
+struct EstimatorOptions {
+  ModelFn model_fn;
+  RunConfig config;
+  ModelSection params;
+  WarmStartSettings warm_start;
+  SessionFactory session_factory;  // Null: DirectSession (GrpcSession comes with issue 4).
+  InputContext input_context;
+};
+
+class Estimator {
+ public:
+  // INVALID_ARGUMENT when model_fn is missing or config has no model_dir.
+  static absl::StatusOr<std::unique_ptr<Estimator>> Create(EstimatorOptions options);
+
+  // Returns the global step reached.
+  absl::StatusOr<int64_t> Train(const InputFn& input_fn, const TrainOptions& options = {});
+  absl::StatusOr<EvalResult> Evaluate(const InputFn& input_fn, const EvalOptions& options = {});
+  absl::Status Predict(const InputFn& input_fn, const PredictionCallback& on_batch,
+                       const PredictOptions& options = {});
+
+  // The newest checkpoint prefix in model_dir, or "" when there is none.
+  std::string LatestCheckpoint() const;
+  const std::string& model_dir() const { return options_.config.model_dir(); }
+  const RunConfig& config() const { return options_.config; }
+  // "model_dir/eval" or "model_dir/eval_<name>".
+  std::string EvalDir(const std::string& name) const;
+
+ private:
+  explicit Estimator(EstimatorOptions options) : options_(std::move(options)) {}
+
+  EstimatorOptions options_;
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_ESTIMATOR_ESTIMATOR_H_

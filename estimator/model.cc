@@ -1,0 +1,134 @@
+// estimator/model.cc
+//
+// ModeKey names, EstimatorSpec validation (TensorFlow's rules), the model registry
+// and the binding of a Model to a job.
+#include "estimator/model.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tandem {
+namespace {
+
+int EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<int> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    int diag = row[0];
+    row[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      int up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+const char* ModeKeyName(ModeKey mode) {
+  switch (mode) {
+    case ModeKey::kTrain:
+      return "train";
+    case ModeKey::kEval:
+      return "eval";
+    case ModeKey::kPredict:
+      return "infer";
+  }
+  return "unknown";
+}
+
+absl::Status EstimatorSpec::Validate() const {
+  const std::string where = absl::StrCat("EstimatorSpec for mode ", ModeKeyName(mode), ": ");
+  if (mode == ModeKey::kTrain || mode == ModeKey::kEval) {
+    if (!loss.valid()) return absl::InvalidArgumentError(where + "missing loss");
+    if (loss.dtype() != DType::kFloat) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "loss must be float32, got ", DTypeName(loss.dtype())));
+    }
+    const PartialShape& s = loss.shape();
+    if (s.known_rank() && s.rank() != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "loss must be a scalar, got shape ", s.DebugString()));
+    }
+  }
+  if (mode == ModeKey::kTrain && train_op == nullptr) {
+    return absl::InvalidArgumentError(where + "missing train_op");
+  }
+  if (mode == ModeKey::kPredict && predictions.empty()) {
+    return absl::InvalidArgumentError(where + "missing predictions");
+  }
+  for (const auto& [key, tensor] : predictions) {
+    if (!tensor.valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "prediction '", key, "' is invalid"));
+    }
+    if (tensor.shape().known_rank() && tensor.shape().rank() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "prediction '", key, "' must have the batch as its first dimension, got a scalar"));
+    }
+  }
+  for (const auto& [name, metric] : eval_metric_ops) {
+    if (!metric.value.valid() || !metric.update_op.valid()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "eval metric '", name, "' has no value or update_op"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelRegistry::Register(const std::string& name, ModelFactory factory) {
+  if (name.empty()) return absl::InvalidArgumentError("model name must not be empty");
+  if (!factory) return absl::InvalidArgumentError(absl::StrCat("model '", name, "': no factory"));
+  if (!factories_.emplace(name, std::move(factory)).second) {
+    return absl::AlreadyExistsError(absl::StrCat("model '", name, "' is already registered"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Model>> ModelRegistry::Create(const std::string& name) const {
+  auto it = factories_.find(name);
+  if (it == factories_.end()) {
+    std::string hint;
+    int best = 1 << 30;
+    for (const auto& [candidate, unused] : factories_) {
+      int d = EditDistance(name, candidate);
+      if (d < best && d <= std::max<int>(2, static_cast<int>(name.size()) / 3)) {
+        best = d;
+        hint = absl::StrCat(" (did you mean '", candidate, "'?)");
+      }
+    }
+    return absl::NotFoundError(absl::StrCat("[model] name: unknown model '", name, "'", hint,
+                                            "; registered models: ",
+                                            absl::StrJoin(Names(), ", ")));
+  }
+  std::unique_ptr<Model> model = it->second();
+  if (model == nullptr) {
+    return absl::InternalError(absl::StrCat("model '", name, "': factory returned null"));
+  }
+  return model;
+}
+
+std::vector<std::string> ModelRegistry::Names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, unused] : factories_) names.push_back(name);
+  return names;
+}
+
+InputFn BindInputFn(Model* model, const JobConfig* job) {
+  return [model, job](ModeKey mode, const InputContext& context) {
+    return model->InputFn(mode, context, *job);
+  };
+}
+
+ModelFn BindModelFn(Model* model) {
+  return [model](const Scope& scope, const Features& features, Output labels, ModeKey mode,
+                 const ModelSection& params) {
+    return model->ModelFn(scope, features, labels, mode, params);
+  };
+}
+
+}  // namespace tandem

@@ -1,0 +1,380 @@
+// hooks/basic_hooks.cc: StopAtStepHook, StepCounterHook, LoggingTensorHook,
+// NanTensorHook, GlobalStepWaiterHook, FinalOpsHook, EarlyStoppingHook and the
+// per-directory SummaryWriter cache. CheckpointSaverHook, SummarySaverHook and
+// ProfilerHook live in their own files.
+#include "hooks/basic_hooks.h"
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "framework/core/status.h"
+#include "glog/logging.h"
+#include "hooks/internal/hook_util.h"
+#include "hooks/summary.h"
+
+namespace tandem {
+
+using hooks_internal::GlobalStepTensorName;
+using hooks_internal::ReadInt64;
+using hooks_internal::ScalarToInt64;
+
+// ---------------------------------------------------------------------------------------
+// SummaryWriterForDir
+
+absl::StatusOr<std::shared_ptr<SummaryWriter>> SummaryWriterForDir(const std::string& dir) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* writers ABSL_GUARDED_BY(mu) =
+      new std::map<std::string, std::shared_ptr<SummaryWriter>>();
+  absl::MutexLock lock(&mu);
+  auto it = writers->find(dir);
+  if (it != writers->end()) return it->second;
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<SummaryWriter> writer, SummaryWriter::Create(dir));
+  std::shared_ptr<SummaryWriter> shared(std::move(writer));
+  (*writers)[dir] = shared;
+  return shared;
+}
+
+// ---------------------------------------------------------------------------------------
+// StopAtStepHook
+
+StopAtStepHook::StopAtStepHook(std::optional<int64_t> num_steps, std::optional<int64_t> last_step)
+    : num_steps_(num_steps), last_step_(last_step) {}
+
+absl::Status StopAtStepHook::Begin(Graph* graph) {
+  if (num_steps_.has_value() == last_step_.has_value()) {
+    return absl::InvalidArgumentError(
+        "StopAtStepHook: exactly one of num_steps and last_step must be set");
+  }
+  if (num_steps_.has_value() && *num_steps_ < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("StopAtStepHook: num_steps must be >= 0, got ", *num_steps_));
+  }
+  TANDEM_ASSIGN_OR_RETURN(global_step_tensor_, GlobalStepTensorName(graph, "StopAtStepHook"));
+  return absl::OkStatus();
+}
+
+absl::Status StopAtStepHook::AfterCreateSession(Session* session) {
+  // After a recovery the target step stays the one computed the first time.
+  if (last_step_.has_value()) return absl::OkStatus();
+  TANDEM_ASSIGN_OR_RETURN(int64_t global_step, ReadInt64(session, global_step_tensor_));
+  last_step_ = global_step + *num_steps_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SessionRunArgs> StopAtStepHook::BeforeRun(SessionRunContext& context) {
+  SessionRunArgs args;
+  args.fetches.push_back(global_step_tensor_);
+  return args;
+}
+
+absl::Status StopAtStepHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {
+  TANDEM_ASSIGN_OR_RETURN(int64_t stale, ScalarToInt64(values.results.at(0), global_step_tensor_));
+  if (stale + 1 >= *last_step_) {
+    // The fetched value may predate this step's increment: read it again.
+    TANDEM_ASSIGN_OR_RETURN(int64_t step, ReadInt64(context.session(), global_step_tensor_));
+    if (step >= *last_step_) context.RequestStop();
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------
+// StepCounterHook
+
+StepCounterHook::StepCounterHook(Every every, std::string output_dir)
+    : timer_(every.secs, every.steps), output_dir_(std::move(output_dir)) {}
+
+absl::Status StepCounterHook::Begin(Graph* graph) {
+  TANDEM_ASSIGN_OR_RETURN(global_step_tensor_, GlobalStepTensorName(graph, "StepCounterHook"));
+  if (!output_dir_.empty() && writer_ == nullptr) {
+    TANDEM_ASSIGN_OR_RETURN(writer_, SummaryWriterForDir(output_dir_));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SessionRunArgs> StepCounterHook::BeforeRun(SessionRunContext& context) {
+  SessionRunArgs args;
+  args.fetches.push_back(global_step_tensor_);
+  return args;
+}
+
+absl::Status StepCounterHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {
+  TANDEM_ASSIGN_OR_RETURN(int64_t stale, ScalarToInt64(values.results.at(0), global_step_tensor_));
+  if (!timer_.ShouldTrigger(stale + 1)) return absl::OkStatus();
+  TANDEM_ASSIGN_OR_RETURN(int64_t global_step, ReadInt64(context.session(), global_step_tensor_));
+  if (!timer_.ShouldTrigger(global_step)) return absl::OkStatus();
+  std::optional<std::pair<double, int64_t>> elapsed = timer_.UpdateLastTriggered(global_step);
+  if (!elapsed.has_value() || elapsed->first <= 0) return absl::OkStatus();
+  const double steps_per_sec = static_cast<double>(elapsed->second) / elapsed->first;
+  LOG(INFO) << absl::StrFormat("global_step/sec: %g", steps_per_sec);
+  if (writer_ != nullptr) {
+    TANDEM_RETURN_IF_ERROR(
+        writer_->AddScalar("global_step/sec", static_cast<float>(steps_per_sec), global_step));
+    // Rare records: hand them to the OS at once so TensorBoard sees them live.
+    TANDEM_RETURN_IF_ERROR(writer_->Flush());
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------
+// LoggingTensorHook
+
+namespace {
+
+std::string FormatNumber(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kInt64:
+      return absl::StrCat(t.data<int64_t>()[i]);
+    case DType::kInt32:
+      return absl::StrCat(t.data<int32_t>()[i]);
+    case DType::kUInt8:
+      return absl::StrCat(static_cast<int>(t.data<uint8_t>()[i]));
+    case DType::kBool:
+      return t.data<bool>()[i] ? "True" : "False";
+    default:
+      return absl::StrFormat("%g", t.ValueAsDouble(i));
+  }
+}
+
+// Appends dimension `dim` of `t` from flat element `offset` as a nested list, printing
+// at most *budget numbers.
+void AppendNested(const Tensor& t, int dim, int64_t offset, int64_t* budget, std::string* out) {
+  if (dim == t.rank()) {
+    absl::StrAppend(out, FormatNumber(t, offset));
+    --*budget;
+    return;
+  }
+  int64_t stride = 1;
+  for (int d = dim + 1; d < t.rank(); ++d) stride *= t.dim(d);
+  absl::StrAppend(out, "[");
+  for (int64_t i = 0; i < t.dim(dim); ++i) {
+    if (i > 0) absl::StrAppend(out, ", ");
+    if (*budget <= 0) {
+      absl::StrAppend(out, "...");
+      break;
+    }
+    AppendNested(t, dim + 1, offset + i * stride, budget, out);
+  }
+  absl::StrAppend(out, "]");
+}
+
+// Scalars as numbers; other tensors as nested lists ("[[1, 2], [3, 4]]") of at most 20
+// numbers, then "...".
+std::string FormatTensor(const Tensor& t) {
+  if (!t.IsInitialized()) return "<uninitialized>";
+  if (t.dtype() == DType::kResource) return t.DebugString();
+  std::string out;
+  int64_t budget = 20;
+  AppendNested(t, 0, 0, &budget, &out);
+  return out;
+}
+
+}  // namespace
+
+LoggingTensorHook::LoggingTensorHook(std::vector<std::pair<std::string, std::string>> tensors,
+                                     Every every, bool at_end)
+    : tensors_(std::move(tensors)), timer_(every.secs, every.steps), at_end_(at_end) {}
+
+absl::StatusOr<SessionRunArgs> LoggingTensorHook::BeforeRun(SessionRunContext& context) {
+  // As TensorFlow: the timer counts this hook's iterations, not global steps.
+  should_trigger_ = timer_.ShouldTrigger(iter_);
+  SessionRunArgs args;
+  if (should_trigger_) {
+    for (const auto& [display, tensor] : tensors_) args.fetches.push_back(tensor);
+  }
+  return args;
+}
+
+absl::Status LoggingTensorHook::AfterRun(SessionRunContext& context,
+                                         const SessionRunValues& values) {
+  if (should_trigger_) {
+    if (values.results.size() != tensors_.size()) {
+      return absl::InternalError("LoggingTensorHook: wrong number of fetched values");
+    }
+    std::vector<std::string> stats;
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      stats.push_back(absl::StrCat(tensors_[i].first, " = ", FormatTensor(values.results[i])));
+    }
+    std::optional<std::pair<double, int64_t>> elapsed = timer_.UpdateLastTriggered(iter_);
+    last_line_ = absl::StrJoin(stats, ", ");
+    if (elapsed.has_value())
+      absl::StrAppend(&last_line_, absl::StrFormat(" (%.3f sec)", elapsed->first));
+    LOG(INFO) << last_line_;
+  }
+  ++iter_;
+  return absl::OkStatus();
+}
+
+absl::Status LoggingTensorHook::End(Session* session) {
+  if (!at_end_ || tensors_.empty()) return absl::OkStatus();
+  std::vector<std::string> fetches;
+  for (const auto& [display, tensor] : tensors_) fetches.push_back(tensor);
+  TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> results, session->Run({}, fetches));
+  std::vector<std::string> stats;
+  for (size_t i = 0; i < tensors_.size() && i < results.size(); ++i) {
+    stats.push_back(absl::StrCat(tensors_[i].first, " = ", FormatTensor(results[i])));
+  }
+  std::optional<std::pair<double, int64_t>> elapsed = timer_.UpdateLastTriggered(iter_);
+  last_line_ = absl::StrJoin(stats, ", ");
+  if (elapsed.has_value())
+    absl::StrAppend(&last_line_, absl::StrFormat(" (%.3f sec)", elapsed->first));
+  LOG(INFO) << last_line_;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------
+// NanTensorHook
+
+NanTensorHook::NanTensorHook(std::string loss_tensor, bool fail_on_nan_loss)
+    : loss_tensor_(std::move(loss_tensor)), fail_on_nan_loss_(fail_on_nan_loss) {}
+
+absl::StatusOr<SessionRunArgs> NanTensorHook::BeforeRun(SessionRunContext& context) {
+  SessionRunArgs args;
+  args.fetches.push_back(loss_tensor_);
+  return args;
+}
+
+absl::Status NanTensorHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {
+  const Tensor& loss = values.results.at(0);
+  if (!loss.IsInitialized() || loss.dtype() == DType::kResource || loss.NumElements() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("NanTensorHook: ", loss_tensor_,
+                                                   " is not a scalar (shape ",
+                                                   loss.shape().DebugString(), ")"));
+  }
+  const double v = loss.ValueAsDouble(0);
+  if (std::isfinite(v)) return absl::OkStatus();
+  const std::string message =
+      absl::StrCat("Model diverged with loss = ", FormatNumber(loss, 0), " (", loss_tensor_, ")");
+  if (fail_on_nan_loss_) {
+    LOG(ERROR) << message;
+    return absl::InternalError(absl::StrCat("NaN loss during training. ", message));
+  }
+  LOG(WARNING) << message << "; requesting stop";
+  context.RequestStop();
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------
+// GlobalStepWaiterHook
+
+GlobalStepWaiterHook::GlobalStepWaiterHook(int64_t wait_until_step, double poll_secs)
+    : wait_until_step_(wait_until_step), poll_secs_(poll_secs) {}
+
+absl::Status GlobalStepWaiterHook::Begin(Graph* graph) {
+  waited_ = false;
+  TANDEM_ASSIGN_OR_RETURN(global_step_tensor_, GlobalStepTensorName(graph, "GlobalStepWaiterHook"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SessionRunArgs> GlobalStepWaiterHook::BeforeRun(SessionRunContext& context) {
+  if (waited_) return SessionRunArgs();
+  if (wait_until_step_ <= 0) {
+    waited_ = true;
+    return SessionRunArgs();
+  }
+  LOG(INFO) << "Waiting for global step " << wait_until_step_ << " before starting training.";
+  int64_t last_logged = 0;
+  const auto poll = std::chrono::duration<double>(std::max(poll_secs_, 0.001));
+  while (true) {
+    TANDEM_ASSIGN_OR_RETURN(int64_t step, ReadInt64(context.session(), global_step_tensor_));
+    if (step >= wait_until_step_) break;
+    if (step - last_logged > 1000) {
+      LOG(INFO) << "Waiting for global step " << wait_until_step_
+                << " before starting training. Current step is " << step << ".";
+      last_logged = step;
+    }
+    std::this_thread::sleep_for(poll);
+  }
+  waited_ = true;
+  return SessionRunArgs();
+}
+
+// ---------------------------------------------------------------------------------------
+// FinalOpsHook
+
+FinalOpsHook::FinalOpsHook(std::vector<std::string> final_tensors, FeedMap feeds)
+    : final_tensors_(std::move(final_tensors)), feeds_(std::move(feeds)) {}
+
+absl::Status FinalOpsHook::End(Session* session) {
+  if (final_tensors_.empty()) return absl::OkStatus();
+  absl::StatusOr<std::vector<Tensor>> values = session->Run(feeds_, final_tensors_);
+  if (!values.ok()) return AnnotateStatus(values.status(), "FinalOpsHook: running final ops");
+  values_ = *std::move(values);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------
+// EarlyStoppingHook
+
+EarlyStoppingHook::EarlyStoppingHook(std::string eval_dir, std::string metric_name,
+                                     bool higher_is_better, int64_t max_steps_without_improvement,
+                                     int64_t min_steps, Every every)
+    : eval_dir_(std::move(eval_dir)),
+      metric_name_(std::move(metric_name)),
+      higher_is_better_(higher_is_better),
+      max_steps_without_improvement_(max_steps_without_improvement),
+      min_steps_(min_steps),
+      timer_(every.secs, every.steps) {}
+
+absl::Status EarlyStoppingHook::Begin(Graph* graph) {
+  TANDEM_ASSIGN_OR_RETURN(global_step_tensor_, GlobalStepTensorName(graph, "EarlyStoppingHook"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SessionRunArgs> EarlyStoppingHook::BeforeRun(SessionRunContext& context) {
+  SessionRunArgs args;
+  args.fetches.push_back(global_step_tensor_);
+  return args;
+}
+
+absl::Status EarlyStoppingHook::AfterRun(SessionRunContext& context,
+                                         const SessionRunValues& values) {
+  TANDEM_ASSIGN_OR_RETURN(int64_t global_step,
+                          ScalarToInt64(values.results.at(0), global_step_tensor_));
+  if (!timer_.ShouldTrigger(global_step)) return absl::OkStatus();
+  timer_.UpdateLastTriggered(global_step);
+  if (global_step < min_steps_) return absl::OkStatus();
+
+  absl::StatusOr<std::map<std::string, std::vector<ScalarPoint>>> scalars = ReadScalars(eval_dir_);
+  if (!scalars.ok()) {
+    // No evaluation yet (or a file being written): try again next time.
+    if (!absl::IsNotFound(scalars.status())) {
+      LOG(WARNING) << "EarlyStoppingHook: cannot read evaluations in " << eval_dir_ << ": "
+                   << scalars.status();
+    }
+    return absl::OkStatus();
+  }
+  auto it = scalars->find(metric_name_);
+  if (it == scalars->end()) return absl::OkStatus();
+  // One value per evaluated step (the last written wins), in step order, as TensorFlow's
+  // read_eval_metrics.
+  std::map<int64_t, float> by_step;
+  for (const ScalarPoint& p : it->second) by_step[p.step] = p.value;
+
+  std::optional<float> best;
+  int64_t best_step = 0;
+  for (const auto& [step, value] : by_step) {
+    if (step < min_steps_) continue;
+    if (!best.has_value() || (higher_is_better_ ? value > *best : value < *best)) {
+      best = value;
+      best_step = step;
+    }
+    if (step - best_step >= max_steps_without_improvement_) {
+      LOG(INFO) << "No " << (higher_is_better_ ? "increase" : "decrease") << " in metric \""
+                << metric_name_ << "\" for " << step - best_step
+                << " steps, which is greater than or equal to max steps ("
+                << max_steps_without_improvement_ << ") configured for early stopping.";
+      LOG(INFO) << "Requesting early stopping at global step " << global_step;
+      context.RequestStop();
+      break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tandem

@@ -1,0 +1,164 @@
+// hooks/monitored_session.h
+//
+// MonitoredSession (tf.train.MonitoredSession) drives training steps through hooks and
+// recovers from a lost session; MonitoredTrainingSession builds one with TensorFlow's
+// default hooks for a chief or a worker.
+//
+//   Create(graph, creator, hooks):
+//     hooks[i]->Begin(graph)             in order; may add ops
+//     creator->CreateSession(graph)      finalises the Scaffold, creates the session,
+//                                        restores or initialises (chief) or waits until
+//                                        ready (worker)
+//     hooks[i]->AfterCreateSession(s)
+//   Run(request): BeforeRun of every hook, one Session::Run of the caller's and the
+//     hooks' fetches/targets/feeds, AfterRun of every hook; returns the caller's fetches.
+//     ShouldStop() is true once a hook requested a stop.
+//   Close(): End(session) of every hook (skipped after an error), then closes the session.
+//
+// Recovery: when a step (or a hook's session use) fails with ABORTED or UNAVAILABLE,
+// the session is closed and created again by the creator (the chief restores the latest
+// checkpoint), AfterCreateSession runs again, and the error is returned to the caller,
+// whose next Run goes to the new session (TensorFlow's _RecoverableSession retries the
+// step; tandem returns the error so the input batch is not silently replayed).
+// Any other error is returned and the session stays as it is.
+//
+// Session creators separate the chief from the workers (the distributed seam):
+//   ChiefSessionCreator   restore checkpoint_filename_with_path, else the latest
+//                         checkpoint of checkpoint_dir, else run init_op (+ init_fn);
+//                         then local_init_op. "No checkpoint" (NOT_FOUND "no
+//                         checkpoint"/"no readable checkpoint" from RestoreLatest) means
+//                         initialise; any other restore error (a checkpoint lacking a
+//                         variable included) is returned. After restoring/initialising,
+//                         FAILED_PRECONDITION naming the variables still uninitialised
+//                         (TensorFlow's "Init operations did not make model ready").
+//   WorkerSessionCreator  waits (polling) until every global variable is initialised by
+//                         the chief, up to max_wait_secs (DEADLINE_EXCEEDED naming the
+//                         uninitialised variables), then runs local_init_op.
+// Both create sessions through a SessionFactory: NewDirectSession by default,
+// GrpcSession when the options name a grpc:// target (issue 4).
+//
+// Thread safety: one thread drives a MonitoredSession.
+#ifndef TANDEM_HOOKS_MONITORED_SESSION_H_
+#define TANDEM_HOOKS_MONITORED_SESSION_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hooks/basic_hooks.h"
+#include "hooks/scaffold.h"
+#include "hooks/session_run_hook.h"
+
+namespace tandem {
+
+using SessionFactory = std::function<absl::StatusOr<std::unique_ptr<Session>>(
+    const proto::GraphDef&, const SessionOptions&)>;
+// NewDirectSession. For a non-empty SessionOptions::target it returns UNIMPLEMENTED
+// (hooks/ does not depend on framework/distributed): pass a factory that makes remote
+// sessions.
+SessionFactory DefaultSessionFactory();
+
+class SessionCreator {
+ public:
+  virtual ~SessionCreator() = default;
+  // A new, ready session for `graph` (not owned).
+  virtual absl::StatusOr<std::unique_ptr<Session>> CreateSession(Graph* graph) = 0;
+};
+
+struct SessionCreatorOptions {
+  std::shared_ptr<Scaffold> scaffold;  // Null: a default Scaffold.
+  SessionOptions session_options;
+  SessionFactory factory;  // Null: DefaultSessionFactory().
+};
+
+class ChiefSessionCreator : public SessionCreator {
+ public:
+  ChiefSessionCreator(SessionCreatorOptions options, std::string checkpoint_dir = "",
+                      std::string checkpoint_filename_with_path = "");
+  absl::StatusOr<std::unique_ptr<Session>> CreateSession(Graph* graph) override;
+  // The checkpoint the last CreateSession restored ("" when it initialised).
+  const std::string& restored_from() const { return restored_from_; }
+
+ private:
+  SessionCreatorOptions options_;
+  std::string checkpoint_dir_, checkpoint_filename_with_path_;
+  std::string restored_from_;
+};
+
+class WorkerSessionCreator : public SessionCreator {
+ public:
+  explicit WorkerSessionCreator(SessionCreatorOptions options, double max_wait_secs = 7200,
+                                double poll_secs = 1.0);
+  absl::StatusOr<std::unique_ptr<Session>> CreateSession(Graph* graph) override;
+
+ private:
+  SessionCreatorOptions options_;
+  double max_wait_secs_, poll_secs_;
+};
+
+class MonitoredSession {
+ public:
+  static absl::StatusOr<std::unique_ptr<MonitoredSession>> Create(
+      Graph* graph, std::unique_ptr<SessionCreator> creator,
+      std::vector<std::shared_ptr<SessionRunHook>> hooks);
+  ~MonitoredSession();  // Closes (without calling End) if Close was not called.
+  MonitoredSession(const MonitoredSession&) = delete;
+  MonitoredSession& operator=(const MonitoredSession&) = delete;
+
+  // One step; returns the values of request.fetches.
+  absl::StatusOr<std::vector<Tensor>> Run(const SessionRunRequest& request);
+  bool ShouldStop() const { return stop_requested_; }
+  // End of every hook, then Session::Close. Idempotent.
+  absl::Status Close();
+  // The current underlying session (changes after a recovery). Not owned.
+  Session* raw_session() const { return session_.get(); }
+  // How many times the session was re-created after ABORTED/UNAVAILABLE.
+  int recoveries() const { return recoveries_; }
+
+ private:
+  MonitoredSession(Graph* graph, std::unique_ptr<SessionCreator> creator,
+                   std::vector<std::shared_ptr<SessionRunHook>> hooks);
+  absl::Status CreateAndNotify();
+
+  Graph* graph_;  // Not owned.
+  std::unique_ptr<SessionCreator> creator_;
+  std::vector<std::shared_ptr<SessionRunHook>> hooks_;
+  std::unique_ptr<Session> session_;
+  bool stop_requested_ = false;
+  bool closed_ = false;
+  bool failed_ = false;  // A step or hook returned a non-recoverable error: Close skips End.
+  int recoveries_ = 0;
+};
+
+struct MonitoredTrainingSessionOptions {
+  bool is_chief = true;
+  std::string checkpoint_dir;  // "": no restore, no checkpoints.
+  std::string summary_dir;     // "": checkpoint_dir.
+  std::shared_ptr<Scaffold> scaffold;
+  std::vector<std::shared_ptr<SessionRunHook>> hooks;
+  std::vector<std::shared_ptr<SessionRunHook>> chief_only_hooks;
+  // TensorFlow's defaults; 0 or unset disables the corresponding hook.
+  std::optional<double> save_checkpoint_secs = 600;
+  std::optional<int64_t> save_checkpoint_steps;
+  std::optional<int64_t> save_summaries_steps = 100;
+  std::optional<double> save_summaries_secs;
+  int64_t log_step_count_steps = 100;
+  std::vector<std::shared_ptr<CheckpointSaverListener>> saving_listeners;
+  SessionOptions session_options;
+  SessionFactory factory;
+  double max_wait_secs = 7200;
+};
+
+// Chief: ChiefSessionCreator, hooks = chief_only_hooks, StepCounterHook,
+// SummarySaverHook, CheckpointSaverHook (each when enabled and a directory is set),
+// then hooks. Worker: WorkerSessionCreator and only `hooks`.
+absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
+    Graph* graph, MonitoredTrainingSessionOptions options);
+
+}  // namespace tandem
+
+#endif  // TANDEM_HOOKS_MONITORED_SESSION_H_

@@ -1,0 +1,295 @@
+// Estimator end to end on a small linear model: train / skip at max_steps / resume,
+// evaluate (metrics, eval event files), predict, warm start, train_and_evaluate,
+// and the errors of bad specs and inputs.
+#include "estimator/estimator.h"
+
+#include <cmath>
+#include <random>
+
+#include "checkpoint/checkpoint_reader.h"
+#include "estimator/training.h"
+#include "framework/core/env.h"
+#include "framework/ops/array_ops.h"
+#include "framework/ops/layers.h"
+#include "framework/ops/losses.h"
+#include "framework/ops/metrics.h"
+#include "framework/ops/optimizers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "hooks/summary.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// y = 2 x0 - x1 + 0.5, 512 examples, batches of 32.
+InputFn LinearInput(int64_t batch = 32, bool repeat = true) {
+  return [=](ModeKey mode, const InputContext&) -> absl::StatusOr<InputData> {
+    const int64_t n = 512;
+    Tensor x(DType::kFloat, TensorShape({n, 2}));
+    Tensor y(DType::kFloat, TensorShape({n, 1}));
+    std::mt19937 rng(mode == ModeKey::kTrain ? 1 : 2);
+    std::normal_distribution<float> normal;
+    for (int64_t i = 0; i < n; ++i) {
+      float a = normal(rng), b = normal(rng);
+      x.data<float>()[2 * i] = a;
+      x.data<float>()[2 * i + 1] = b;
+      y.data<float>()[i] = 2 * a - b + 0.5f;
+    }
+    auto ds = data::FromTensors({x, y});
+    if (!ds.ok()) return ds.status();
+    data::DatasetPtr d = (*ds)->Batch(batch);
+    if (mode == ModeKey::kTrain && repeat) d = d->Repeat(-1);
+    return InputData{d, {"x"}, true};
+  };
+}
+
+float g_learning_rate = 0.05f;
+
+absl::StatusOr<EstimatorSpec> LinearModelFn(const Scope& scope, const Features& features,
+                                            Output labels, ModeKey mode, const ModelSection&) {
+  EstimatorSpec spec;
+  spec.mode = mode;
+  Output pred = ops::Dense(scope, features.at("x"), 1);
+  spec.predictions["y"] = pred;
+  if (mode == ModeKey::kPredict) return spec;
+  spec.loss = ops::MeanSquaredError(scope, labels, pred);
+  if (mode == ModeKey::kEval) {
+    spec.eval_metric_ops["mse"] = ops::metrics::MeanSquaredError(scope, labels, pred);
+    return spec;
+  }
+  ops::GradientDescentOptimizer sgd(g_learning_rate);
+  std::optional<ops::Variable> step = ops::GetGlobalStep(scope.graph());
+  auto train = sgd.Minimize(scope, spec.loss, &*step);
+  if (!train.ok()) return train.status();
+  spec.train_op = *train;
+  return spec;
+}
+
+class EstimatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = env::MakeTempDir("estimator_test");
+    ASSERT_TRUE(dir.ok());
+    dir_ = *dir;
+    g_learning_rate = 0.05f;
+  }
+  void TearDown() override { env::DeleteRecursively(dir_).IgnoreError(); }
+
+  std::unique_ptr<Estimator> Make(const std::string& model_dir, RunConfigOptions ro = {},
+                                  WarmStartSettings ws = {}) {
+    ro.model_dir = model_dir;
+    if (!ro.save_checkpoints_secs) ro.save_checkpoints_steps = ro.save_checkpoints_steps.value_or(100);
+    ro.tf_random_seed = 7;
+    ro.log_step_count_steps = 50;
+    auto config = RunConfig::Create(ro, TfConfig());
+    EXPECT_TRUE(config.ok()) << config.status();
+    EstimatorOptions o;
+    o.model_fn = LinearModelFn;
+    o.config = *config;
+    o.warm_start = ws;
+    auto e = Estimator::Create(o);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return std::move(*e);
+  }
+
+  std::string dir_;
+};
+
+TEST_F(EstimatorTest, TrainEvaluatePredictAndResume) {
+  auto est = Make(env::JoinPath(dir_, "m"));
+  TrainOptions to;
+  to.max_steps = 200;
+  auto step = est->Train(LinearInput(), to);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ(*step, 200);
+  EXPECT_THAT(est->LatestCheckpoint(), HasSubstr("model.ckpt-200"));
+
+  auto eval = est->Evaluate(LinearInput());
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  EXPECT_EQ(eval->global_step, 200);
+  ASSERT_TRUE(eval->metrics.count("mse"));
+  ASSERT_TRUE(eval->metrics.count("loss"));
+  EXPECT_LT(eval->metrics["mse"], 0.01f);  // A linear target, learned.
+  // Every batch has 32 examples, so the mean batch loss equals the streaming MSE.
+  EXPECT_NEAR(eval->metrics["loss"], eval->metrics["mse"], 1e-5);
+  auto scalars = ReadScalars(est->EvalDir(""));
+  ASSERT_TRUE(scalars.ok()) << scalars.status();
+  ASSERT_EQ((*scalars)["mse"].size(), 1u);
+  EXPECT_EQ((*scalars)["mse"][0].step, 200);
+  EXPECT_FLOAT_EQ((*scalars)["mse"][0].value, eval->metrics["mse"]);
+
+  // Already at max_steps: skipped, nothing new saved.
+  auto again = est->Train(LinearInput(), to);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 200);
+  // Resume: `steps` more from the restored global step.
+  TrainOptions more;
+  more.steps = 30;
+  auto resumed = est->Train(LinearInput(), more);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(*resumed, 230);
+  EXPECT_THAT(est->LatestCheckpoint(), HasSubstr("model.ckpt-230"));
+
+  int64_t rows = 0;
+  auto s = est->Predict(LinearInput(100), [&](const std::map<std::string, Tensor>& p) {
+    EXPECT_EQ(p.size(), 1u);
+    const Tensor& y = p.at("y");
+    EXPECT_EQ(y.dim(1), 1);
+    rows += y.dim(0);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(rows, 512);  // Predict reads the input to its end (last batch of 12).
+}
+
+TEST_F(EstimatorTest, TrainingLossGoesDownAndSummariesAreWritten) {
+  RunConfigOptions ro;
+  ro.save_summary_steps = 20;
+  auto est = Make(env::JoinPath(dir_, "m"), ro);
+  TrainOptions to;
+  to.max_steps = 100;
+  ASSERT_TRUE(est->Train(LinearInput(), to).ok());
+  auto scalars = ReadScalars(est->model_dir());
+  ASSERT_TRUE(scalars.ok()) << scalars.status();
+  const auto& loss = (*scalars)["loss"];
+  ASSERT_GE(loss.size(), 4u);
+  EXPECT_LT(loss.back().value, loss.front().value * 0.1f);
+  EXPECT_TRUE(scalars->count("global_step/sec"));
+}
+
+TEST_F(EstimatorTest, WarmStartCopiesTrainableVariables) {
+  auto src = Make(env::JoinPath(dir_, "src"));
+  TrainOptions to;
+  to.max_steps = 100;
+  ASSERT_TRUE(src->Train(LinearInput(), to).ok());
+  g_learning_rate = 1e-12f;  // Training barely moves the warm-started values.
+  WarmStartSettings ws;
+  ws.ckpt_to_initialize_from = src->model_dir();  // A directory: its latest checkpoint.
+  auto dst = Make(env::JoinPath(dir_, "dst"), {}, ws);
+  TrainOptions one;
+  one.steps = 1;
+  auto step = dst->Train(LinearInput(), one);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ(*step, 1);  // The global step is not warm-started.
+  auto a = checkpoint::CheckpointReader::Open(src->LatestCheckpoint());
+  auto b = checkpoint::CheckpointReader::Open(dst->LatestCheckpoint());
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto ka = (*a)->Read("dense/kernel");
+  auto kb = (*b)->Read("dense/kernel");
+  ASSERT_TRUE(ka.ok() && kb.ok()) << ka.status() << kb.status();
+  for (int i = 0; i < 2; ++i) EXPECT_NEAR(ka->data<float>()[i], kb->data<float>()[i], 1e-6);
+
+  WarmStartSettings bad;
+  bad.ckpt_to_initialize_from = env::JoinPath(dir_, "nowhere");
+  auto broken = Make(env::JoinPath(dir_, "broken"), {}, bad);
+  auto failed = broken->Train(LinearInput(), one);
+  EXPECT_FALSE(failed.ok());
+  EXPECT_THAT(failed.status().message(), HasSubstr("warm start")) << failed.status();
+}
+
+TEST_F(EstimatorTest, TrainAndEvaluateEvaluatesAfterCheckpoints) {
+  auto est = Make(env::JoinPath(dir_, "m"));  // Checkpoints every 100 steps.
+  TrainSpec ts{LinearInput(), 300, {}};
+  EvalSpec es;
+  es.input_fn = LinearInput();
+  es.steps = 4;
+  es.throttle_secs = 0;
+  auto r = TrainAndEvaluate(*est, ts, es);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->global_step, 300);
+  auto scalars = ReadScalars(est->EvalDir(""));
+  ASSERT_TRUE(scalars.ok());
+  std::vector<int64_t> steps;
+  for (const auto& p : (*scalars)["loss"]) steps.push_back(p.step);
+  EXPECT_THAT(steps, ElementsAre(100, 200, 300));
+}
+
+TEST_F(EstimatorTest, EndOfInputEndsTraining) {
+  auto est = Make(env::JoinPath(dir_, "m"));
+  auto step = est->Train(LinearInput(32, /*repeat=*/false));  // One pass: 16 batches.
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ(*step, 16);
+}
+
+TEST_F(EstimatorTest, Errors) {
+  auto est = Make(env::JoinPath(dir_, "m"));
+  auto no_ckpt = est->Evaluate(LinearInput());
+  EXPECT_EQ(no_ckpt.status().code(), absl::StatusCode::kFailedPrecondition);
+
+  TrainOptions both;
+  both.steps = 1;
+  both.max_steps = 2;
+  EXPECT_EQ(est->Train(LinearInput(), both).status().code(), absl::StatusCode::kInvalidArgument);
+
+  InputFn wrong_arity = [](ModeKey, const InputContext&) -> absl::StatusOr<InputData> {
+    auto ds = data::FromTensors({Tensor(DType::kFloat, TensorShape({4, 2}))});
+    if (!ds.ok()) return ds.status();
+    return InputData{(*ds)->Batch(2), {"x"}, true};  // Claims labels it does not have.
+  };
+  auto s = est->Train(wrong_arity);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.status().message(), HasSubstr("1 components"));
+
+  EstimatorOptions o;
+  o.model_fn = [](const Scope& scope, const Features& f, Output labels, ModeKey mode,
+                  const ModelSection&) -> absl::StatusOr<EstimatorSpec> {
+    EstimatorSpec spec;
+    spec.mode = mode;
+    spec.loss = ops::MeanSquaredError(scope, labels, ops::Dense(scope, f.at("x"), 1));
+    return spec;  // No train_op.
+  };
+  RunConfigOptions ro;
+  ro.model_dir = env::JoinPath(dir_, "n");
+  o.config = *RunConfig::Create(ro, TfConfig());
+  auto no_train_op = Estimator::Create(o);
+  ASSERT_TRUE(no_train_op.ok());
+  auto t = (*no_train_op)->Train(LinearInput());
+  EXPECT_THAT(t.status().message(), HasSubstr("missing train_op"));
+}
+
+TEST(EstimatorSpecTest, ValidateFollowsTensorFlowRules) {
+  Scope root = Scope::NewRootScope();
+  Output scalar = ops::Const(root, 1.0f);
+  Output vector = ops::Const(root, {1.0f, 2.0f}, TensorShape({2}));
+  EstimatorSpec spec;
+  spec.mode = ModeKey::kEval;
+  EXPECT_THAT(spec.Validate().message(), HasSubstr("missing loss"));
+  spec.loss = vector;
+  EXPECT_THAT(spec.Validate().message(), HasSubstr("must be a scalar"));
+  spec.loss = scalar;
+  EXPECT_TRUE(spec.Validate().ok());
+  spec.mode = ModeKey::kPredict;
+  EXPECT_THAT(spec.Validate().message(), HasSubstr("missing predictions"));
+  spec.predictions["p"] = scalar;
+  EXPECT_THAT(spec.Validate().message(), HasSubstr("batch as its first dimension"));
+  spec.predictions["p"] = vector;
+  EXPECT_TRUE(spec.Validate().ok());
+}
+
+class NullModel : public Model {
+  absl::StatusOr<InputData> InputFn(ModeKey, const InputContext&, const JobConfig&) override {
+    return absl::UnimplementedError("unused");
+  }
+  absl::StatusOr<EstimatorSpec> ModelFn(const Scope&, const Features&, Output, ModeKey,
+                                        const ModelSection&) override {
+    return absl::UnimplementedError("unused");
+  }
+};
+
+TEST(ModelRegistryTest, RegisterCreateAndSuggest) {
+  ModelRegistry registry;
+  ASSERT_TRUE(registry.Register("fashion_mlp", [] { return std::make_unique<NullModel>(); }).ok());
+  EXPECT_EQ(registry.Register("fashion_mlp", [] { return std::make_unique<NullModel>(); }).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(registry.Create("fashion_mlp").ok());
+  auto missing = registry.Create("fashion_mpl");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("did you mean 'fashion_mlp'"));
+  EXPECT_THAT(registry.Names(), ElementsAre("fashion_mlp"));
+}
+
+}  // namespace
+}  // namespace tandem
