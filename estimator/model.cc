@@ -9,26 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "estimator/internal/did_you_mean.h"
 
 namespace tandem {
-namespace {
-
-int EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<int> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    int diag = row[0];
-    row[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j) {
-      int up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
 
 const char* ModeKeyName(ModeKey mode) {
   switch (mode) {
@@ -92,16 +75,8 @@ absl::Status ModelRegistry::Register(const std::string& name, ModelFactory facto
 absl::StatusOr<std::unique_ptr<Model>> ModelRegistry::Create(const std::string& name) const {
   auto it = factories_.find(name);
   if (it == factories_.end()) {
-    std::string hint;
-    int best = 1 << 30;
-    for (const auto& [candidate, unused] : factories_) {
-      int d = EditDistance(name, candidate);
-      if (d < best && d <= std::max<int>(2, static_cast<int>(name.size()) / 3)) {
-        best = d;
-        hint = absl::StrCat(" (did you mean '", candidate, "'?)");
-      }
-    }
-    return absl::NotFoundError(absl::StrCat("[model] name: unknown model '", name, "'", hint,
+    return absl::NotFoundError(absl::StrCat("[model] name: unknown model '", name, "'",
+                                            internal::DidYouMean(name, Names()),
                                             "; registered models: ",
                                             absl::StrJoin(Names(), ", ")));
   }

@@ -2,7 +2,8 @@
 # Runs tandem's benchmarks next to the PyTorch peer in one invocation and prints the
 # ratio tandem / PyTorch for each configuration (higher is better for tandem). tandem
 # runs one op at a time with all threads inside it (--inter_op 1), as PyTorch does.
-# Usage: tests/bench/run.sh [build-dir]   (needs: scripts/install-deps.sh --bench)
+# Usage: tests/bench/run.sh [build-dir] [--e2e]   (needs: scripts/install-deps.sh --bench)
+#   --e2e: only the end-to-end trainer and Estimator-overhead figures.
 set -euo pipefail
 build=${1:-build}
 bench="$build/tests/bench/train_bench"
@@ -12,19 +13,25 @@ have_peer=1
 /usr/bin/python3 -c "import torch" 2>/dev/null || { have_peer=0; echo "no python3-torch: tandem figures only"; }
 
 rate() { sed -n 's/.*examples_per_second=\([0-9.]*\).*/\1/p'; }
+# peer_best THREADS ARGS...: the PyTorch peer's best rate of two BLAS settings
+# (OpenBLAS's own threads can fight PyTorch's OpenMP threads, so give it the faster).
+peer_best() {
+  local threads=$1 best=0 r
+  shift
+  for ob in 1 "$threads"; do
+    r=$(OPENBLAS_NUM_THREADS=$ob OMP_NUM_THREADS=$threads /usr/bin/python3 "$peer" --threads "$threads" "$@" | rate)
+    best=$(awk -v a="$best" -v b="$r" 'BEGIN { print (b > a) ? b : a }')
+  done
+  echo "$best"
+}
+if [[ "${2:-}" != "--e2e" ]]; then
 for threads in 1 2; do
   for cfg in "mlp 128 300" "cnn 100 20"; do
     set -- $cfg
     ours=$(OMP_NUM_THREADS=$threads "$bench" --model "$1" --threads "$threads" --batch "$2" --steps "$3" | rate)
     line="$1 batch=$2 threads=$threads tandem=${ours}"
     if (( have_peer )); then
-      # The peer's best of two BLAS settings: OpenBLAS's own threads can fight
-      # PyTorch's OpenMP threads, so give it the benefit of the faster one.
-      theirs=0
-      for ob in 1 "$threads"; do
-        r=$(OPENBLAS_NUM_THREADS=$ob OMP_NUM_THREADS=$threads /usr/bin/python3 "$peer" --model "$1" --threads "$threads" --batch "$2" --steps "$3" | rate)
-        theirs=$(awk -v a="$theirs" -v b="$r" 'BEGIN { print (b > a) ? b : a }')
-      done
+      theirs=$(peer_best "$threads" --model "$1" --batch "$2" --steps "$3")
       ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')
       line="$line pytorch=${theirs} ratio=${ratio}"
     fi
@@ -32,3 +39,30 @@ for threads in 1 2; do
   done
 done
 for threads in 1 2; do OMP_NUM_THREADS=$threads "$bench" --model matmul --threads "$threads" | tail -1; done
+fi
+
+# End to end: `trainer train` on configs/fashion_mlp.toml (784-256-128-100-10, Adam,
+# batch 128: input pipeline, hooks, summaries, checkpoints included) against the
+# PyTorch loop over a shuffled DataLoader. tandem's rate is the mean of the
+# StepCounterHook's global_step/sec lines after the first, times the batch size.
+trainer="$build/apps/trainer"
+config="$(dirname "$0")/../../configs/fashion_mlp.toml"
+for threads in 1 2; do
+  dir=$(mktemp -d)
+  steps=$(OMP_NUM_THREADS=$threads "$trainer" train --config "$config" --set run.model_dir="\"$dir\"" \
+      --set train.max_steps=1500 --set run.inter_op_threads=$threads --set run.intra_op_threads=$threads 2>&1 |
+    sed -n 's/.*global_step\/sec: \([0-9.]*\).*/\1/p' | tail -n +2 | awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n }')
+  rm -rf "$dir"
+  ours=$(awk -v s="$steps" 'BEGIN { printf "%.0f", s * 128 }')
+  line="trainer fashion_mlp e2e threads=$threads tandem=${ours}"
+  if (( have_peer )); then
+    theirs=$(peer_best "$threads" --model fashion_mlp_e2e --batch 128 --steps 500 --warmup 20)
+    ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')
+    line="$line pytorch=${theirs} ratio=${ratio}"
+  fi
+  echo "$line examples/s"
+done
+# The Estimator's own cost: Estimator::Train vs a bare DirectSession loop, same model.
+for threads in 1 2; do
+  OMP_NUM_THREADS=$threads "$build/tests/bench/estimator_bench" --config "$config" --threads "$threads" --steps 1000
+done

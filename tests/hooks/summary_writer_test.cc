@@ -16,132 +16,14 @@
 #include "framework/core/env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/hand_decode.h"
 
 namespace tandem {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-uint64_t Le(const std::string& b, size_t pos, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) {
-    v |= static_cast<uint64_t>(static_cast<uint8_t>(b[pos + i])) << (8 * i);
-  }
-  return v;
-}
-
-// Splits a TFRecord file into payloads, asserting every length and CRC.
-std::vector<std::string> ReadTfRecords(const std::string& bytes) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < bytes.size()) {
-    EXPECT_LE(pos + 12, bytes.size()) << "truncated header at " << pos;
-    if (pos + 12 > bytes.size()) break;
-    uint64_t len = Le(bytes, pos, 8);
-    EXPECT_EQ(Le(bytes, pos + 8, 4), crc32c::Mask(crc32c::Value(bytes.data() + pos, 8)))
-        << "length crc at " << pos;
-    EXPECT_LE(pos + 12 + len + 4, bytes.size()) << "truncated payload at " << pos;
-    if (pos + 12 + len + 4 > bytes.size()) break;
-    std::string payload = bytes.substr(pos + 12, len);
-    EXPECT_EQ(Le(bytes, pos + 12 + len, 4), crc32c::Mask(crc32c::Value(payload)))
-        << "payload crc at " << pos;
-    out.push_back(payload);
-    pos += 12 + len + 4;
-  }
-  return out;
-}
-
-// A protobuf message decoded by hand: field number -> raw values (varints and fixed
-// values as integers, length-delimited as bytes).
-struct Fields {
-  std::multimap<int, uint64_t> ints;
-  std::multimap<int, std::string> bytes;
-  std::map<int, int> wire_type;
-};
-
-uint64_t Varint(const std::string& b, size_t* pos) {
-  uint64_t v = 0;
-  for (int shift = 0; *pos < b.size() && shift < 64; shift += 7) {
-    uint8_t c = static_cast<uint8_t>(b[(*pos)++]);
-    v |= static_cast<uint64_t>(c & 0x7f) << shift;
-    if (!(c & 0x80)) return v;
-  }
-  ADD_FAILURE() << "bad varint";
-  return v;
-}
-
-Fields Decode(const std::string& b) {
-  Fields f;
-  size_t pos = 0;
-  while (pos < b.size()) {
-    uint64_t key = Varint(b, &pos);
-    int field = static_cast<int>(key >> 3), type = static_cast<int>(key & 7);
-    f.wire_type[field] = type;
-    if (type == 0) {
-      f.ints.emplace(field, Varint(b, &pos));
-    } else if (type == 1) {
-      f.ints.emplace(field, Le(b, pos, 8));
-      pos += 8;
-    } else if (type == 5) {
-      f.ints.emplace(field, Le(b, pos, 4));
-      pos += 4;
-    } else if (type == 2) {
-      uint64_t n = Varint(b, &pos);
-      f.bytes.emplace(field, b.substr(pos, n));
-      pos += n;
-    } else {
-      ADD_FAILURE() << "wire type " << type;
-      break;
-    }
-  }
-  return f;
-}
-
-double AsDouble(uint64_t bits) {
-  double d;
-  std::memcpy(&d, &bits, 8);
-  return d;
-}
-float AsFloat(uint64_t bits) {
-  uint32_t b32 = static_cast<uint32_t>(bits);
-  float f;
-  std::memcpy(&f, &b32, 4);
-  return f;
-}
-
-struct Scalar {
-  int64_t step;
-  std::string tag;
-  float value;
-  double wall_time;
-};
-
-// Decodes every Event after the first as {step, summary.value[*]}.
-std::vector<Scalar> Scalars(const std::vector<std::string>& records) {
-  std::vector<Scalar> out;
-  for (size_t i = 1; i < records.size(); ++i) {
-    Fields event = Decode(records[i]);
-    EXPECT_EQ(event.wire_type[1], 1);  // wall_time: double
-    if (event.wire_type.count(2)) {
-      EXPECT_EQ(event.wire_type[2], 0);  // step: varint
-    }
-    EXPECT_EQ(event.wire_type[5], 2);  // summary: message
-    auto summary = event.bytes.find(5);
-    if (summary == event.bytes.end()) continue;
-    Fields s = Decode(summary->second);
-    // repeated Value value = 1
-    for (auto [it, end] = s.bytes.equal_range(1); it != end; ++it) {
-      Fields v = Decode(it->second);
-      EXPECT_EQ(v.wire_type[2], 5);    // simple_value: float
-      auto step = event.ints.find(2);  // proto3 omits step 0.
-      out.push_back({step == event.ints.end() ? 0 : static_cast<int64_t>(step->second),
-                     v.bytes.find(1)->second, AsFloat(v.ints.find(2)->second),
-                     AsDouble(event.ints.find(1)->second)});
-    }
-  }
-  return out;
-}
+using namespace ::tandem::testing;  // NOLINT: the hand decoders.
 
 class SummaryWriterTest : public ::testing::Test {
  protected:

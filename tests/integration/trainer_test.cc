@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/subprocess.h"
+#include "tests/util/hand_decode.h"
 
 namespace tandem {
 namespace {
@@ -200,6 +201,67 @@ TEST_F(TrainerTest, ResumesAfterSigkillAndSkipsACorruptCheckpoint) {
   EXPECT_LT(resumed_losses.front().second, first_losses.front().second * 0.2)
       << "first run started at loss " << first_losses.front().second;
   EXPECT_EQ(LatestStep(model_dir_), target);
+}
+
+// What the trainer leaves on disk, read with the hand decoders (no tandem reader code):
+// the loss scalars of the event file at the SummarySaverHook's steps, the evaluation's
+// metrics in eval/, and the checkpoint shard's tensors.
+TEST_F(TrainerTest, EventFilesAndShardsReadByHand) {
+  std::string out, err;
+  ASSERT_EQ(Run(Job("train", {"train.max_steps=200", "run.save_summary_steps=50",
+                              "run.save_checkpoints_steps=100"}),
+                &out, &err),
+            0)
+      << err;
+  ASSERT_EQ(Run(Job("evaluate"), &out, &err), 0) << err;
+
+  auto events_in = [](const std::string& dir) {
+    std::vector<testing::Scalar> all;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().filename().string().find("tfevents") == std::string::npos) continue;
+      auto bytes = env::ReadFile(entry.path().string());
+      EXPECT_TRUE(bytes.ok());
+      std::vector<std::string> records = testing::ReadTfRecords(*bytes);
+      EXPECT_FALSE(records.empty());
+      // The first record is the file version.
+      testing::Fields first = testing::Decode(records[0]);
+      EXPECT_EQ(first.bytes.find(3)->second, "brain.Event:2");
+      for (const testing::Scalar& sc : testing::Scalars(records)) all.push_back(sc);
+    }
+    return all;
+  };
+  std::vector<int64_t> loss_steps;
+  std::vector<float> losses;
+  for (const testing::Scalar& sc : events_in(model_dir_)) {
+    if (sc.tag == "loss") {
+      loss_steps.push_back(sc.step);
+      losses.push_back(sc.value);
+    }
+  }
+  // TensorFlow's SummarySaverHook cadence: the first step, then every 50.
+  EXPECT_THAT(loss_steps, ::testing::ElementsAre(1, 51, 101, 151));
+  ASSERT_EQ(losses.size(), 4u);
+  EXPECT_LT(losses.back(), losses.front());
+
+  std::map<std::string, std::pair<int64_t, float>> eval;
+  for (const testing::Scalar& sc : events_in(model_dir_ + "/eval")) {
+    eval[sc.tag] = {sc.step, sc.value};
+  }
+  ASSERT_TRUE(eval.count("mse") && eval.count("loss"));
+  EXPECT_EQ(eval["mse"].first, 200);
+  EXPECT_LT(eval["mse"].second, losses.front());
+
+  auto shard = env::ReadFile(model_dir_ + "/model.ckpt-200-00000-of-00001.safetensors");
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  testing::SafetensorsByHand st = testing::ParseSafetensorsByHand(*shard);
+  ASSERT_TRUE(st.header.contains("dense/kernel")) << st.header.dump();
+  EXPECT_EQ(st.header["dense/kernel"]["dtype"], "F32");
+  EXPECT_EQ(st.header["dense/kernel"]["shape"], nlohmann::json({10, 1}));
+  EXPECT_TRUE(st.header["__metadata__"].contains("crc32c:dense/kernel"));
+  ASSERT_EQ(st.header["global_step"]["dtype"], "I64");
+  size_t begin = st.header["global_step"]["data_offsets"][0];
+  ASSERT_LE(begin + 8, st.data.size());
+  EXPECT_EQ(testing::Le(st.data, begin, 8), 200u);
 }
 
 // Each malformed config or command line fails with exit code 2 (or 1 for errors
