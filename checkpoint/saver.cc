@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "checkpoint/safetensors.h"
@@ -296,6 +297,14 @@ absl::Status Saver::Restore(Session* session, const std::string& prefix) {
   return RestoreImpl(session, prefix, &kind);
 }
 
+namespace {
+constexpr char kNoCheckpointIn[] = "no checkpoint in ";
+}  // namespace
+
+bool IsNoCheckpoint(const absl::Status& status) {
+  return absl::IsNotFound(status) && absl::StartsWith(status.message(), kNoCheckpointIn);
+}
+
 absl::StatusOr<std::string> Saver::RestoreLatest(Session* session, const std::string& model_dir) {
   absl::StatusOr<CheckpointState> state = ReadCheckpointState(model_dir);
   std::vector<std::string> candidates;  // Newest first.
@@ -312,7 +321,7 @@ absl::StatusOr<std::string> Saver::RestoreLatest(Session* session, const std::st
     }
   } else if (absl::IsNotFound(state.status())) {
     // As TF: no state file, no checkpoint.
-    return absl::NotFoundError(absl::StrCat("no checkpoint in ", model_dir));
+    return absl::NotFoundError(absl::StrCat(kNoCheckpointIn, model_dir));
   } else {
     LOG(WARNING) << "Ignoring unreadable checkpoint state file, looking for index files: "
                  << state.status();
@@ -325,8 +334,10 @@ absl::StatusOr<std::string> Saver::RestoreLatest(Session* session, const std::st
     if (kind != FailureKind::kUnreadable) return s;
     LOG(WARNING) << "Checkpoint " << prefix << " cannot be read, trying an older one: " << s;
   }
-  return absl::NotFoundError(absl::StrCat("no readable checkpoint in ", model_dir, " (",
-                                          candidates.size(), " listed, all unreadable)"));
+  if (candidates.empty()) return absl::NotFoundError(absl::StrCat(kNoCheckpointIn, model_dir));
+  // Checkpoints exist but none can be read: an error, never a reason to start over.
+  return absl::DataLossError(absl::StrCat("no readable checkpoint in ", model_dir, ": all ",
+                                          candidates.size(), " listed checkpoints are unreadable"));
 }
 
 }  // namespace tandem::checkpoint

@@ -87,6 +87,10 @@ struct SaverOptions {
   int max_parallel_writes = 8;
 };
 
+// True for RestoreLatest's "the directory has no checkpoint" (NOT_FOUND), as opposed to
+// a checkpoint that lacks a variable (also NOT_FOUND) or unreadable ones (DATA_LOSS).
+bool IsNoCheckpoint(const absl::Status& status);
+
 class Saver {
  public:
   // Adds the save/restore ops for the variables to `graph` (not owned; it must outlive
@@ -108,9 +112,10 @@ class Saver {
   absl::Status Restore(Session* session, const std::string& prefix);
   // Restores the newest checkpoint of `model_dir` that can be read, logging a warning
   // naming the file for each newer one that cannot (corrupt, truncated, missing shard),
-  // and returns its prefix. NOT_FOUND when the directory has no readable checkpoint or
-  // no state file; when the state file itself is unreadable, the index files found in
-  // the directory are tried, highest step first.
+  // and returns its prefix. NOT_FOUND (IsNoCheckpoint) when the directory has no
+  // checkpoint; DATA_LOSS when it lists checkpoints but none can be read (a caller must
+  // not silently start over then). When the state file itself is unreadable, the index
+  // files found in the directory are tried, highest step first.
   // Mismatches between model and checkpoint (missing variable, shape, dtype) are
   // returned as errors, not skipped.
   absl::StatusOr<std::string> RestoreLatest(Session* session, const std::string& model_dir);

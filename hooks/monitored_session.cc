@@ -110,9 +110,7 @@ absl::StatusOr<std::unique_ptr<Session>> ChiefSessionCreator::CreateSession(Grap
     if (prefix.ok()) {
       LOG(INFO) << "Restoring parameters from " << *prefix;
       restored = *prefix;
-    } else if (absl::IsNotFound(prefix.status()) &&
-               (absl::StartsWith(prefix.status().message(), "no checkpoint in") ||
-                absl::StartsWith(prefix.status().message(), "no readable checkpoint in"))) {
+    } else if (checkpoint::IsNoCheckpoint(prefix.status())) {
       // No checkpoint yet: initialise below. (A checkpoint that lacks one of the
       // model's variables is also NOT_FOUND, but is an error, returned below.)
       LOG(INFO) << "No checkpoint in " << checkpoint_dir_ << "; initializing variables";

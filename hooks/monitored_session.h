@@ -25,10 +25,10 @@
 // Session creators separate the chief from the workers (the distributed seam):
 //   ChiefSessionCreator   restore checkpoint_filename_with_path, else the latest
 //                         checkpoint of checkpoint_dir, else run init_op (+ init_fn);
-//                         then local_init_op. "No checkpoint" (NOT_FOUND "no
-//                         checkpoint"/"no readable checkpoint" from RestoreLatest) means
-//                         initialise; any other restore error (a checkpoint lacking a
-//                         variable included) is returned. After restoring/initialising,
+//                         then local_init_op. Only "no checkpoint at all"
+//                         (checkpoint::IsNoCheckpoint) means initialise; any other
+//                         restore error (a checkpoint lacking a variable, every listed
+//                         checkpoint unreadable) is returned. After restoring/initialising,
 //                         FAILED_PRECONDITION naming the variables still uninitialised
 //                         (TensorFlow's "Init operations did not make model ready").
 //   WorkerSessionCreator  waits (polling) until every global variable is initialised by

@@ -1,5 +1,6 @@
 #include "framework/kernels/op_kernel.h"
 
+#include "absl/synchronization/notification.h"
 #include "framework/core/status.h"
 #include "framework/kernels/kernel_registry.h"
 #include "glog/logging.h"
@@ -16,6 +17,17 @@ Tensor* OpKernelContext::forward_input_or_allocate_output(int input_index, int i
     return &outputs_[i];
   }
   return allocate_output(i, shape);
+}
+
+absl::Status AsyncOpKernel::Compute(OpKernelContext& ctx) {
+  absl::Notification finished;
+  absl::Status status;
+  ComputeAsync(ctx, [&](const absl::Status& s) {
+    status = s;
+    finished.Notify();
+  });
+  finished.WaitForNotification();
+  return status;
 }
 
 absl::Status OpKernelContext::Annotate(const absl::Status& s) const {

@@ -13,6 +13,7 @@
 #define TANDEM_FRAMEWORK_KERNELS_OP_KERNEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,17 @@ class OpKernel {
  private:
   friend class KernelRegistry;
   const Node* node_ = nullptr;  // Not owned; the graph outlives its kernels.
+};
+
+// An OpKernel that may finish after ComputeAsync returns (e.g. _Recv waiting for its
+// peer): it must call `done` exactly once, from any thread, after setting its outputs
+// on `ctx`, which stays valid until then. The executor does not block a thread on it.
+class AsyncOpKernel : public OpKernel {
+ public:
+  using DoneCallback = std::function<void(const absl::Status&)>;
+  virtual void ComputeAsync(OpKernelContext& ctx, DoneCallback done) = 0;
+  // Blocking form for callers that cannot wait asynchronously.
+  absl::Status Compute(OpKernelContext& ctx) final;
 };
 
 // Per-step services a kernel may use besides its inputs.

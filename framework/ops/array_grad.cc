@@ -269,8 +269,9 @@ void RegisterArrayGradients(GradientRegistry* r) {
   r->Register("GatherV2", GatherGrad);
   r->Register("UnsortedSegmentSum", UnsortedSegmentSumGrad);
   r->Register("Fill", FillGrad);
-  for (const char* op : {"StopGradient", "Shape", "Size", "Rank", "OneHot", "ZerosLike", "OnesLike",
-                         "InvertPermutation", "ConcatOffset", "Const", "Placeholder", "NoOp"}) {
+  for (const char* op :
+       {"StopGradient", "Shape", "Size", "Rank", "OneHot", "ZerosLike", "OnesLike",
+        "InvertPermutation", "ConcatOffset", "Const", "Placeholder", "NoOp", "Unique"}) {
     r->RegisterNoGradient(op);
   }
   RegisterRandomGradients(r);

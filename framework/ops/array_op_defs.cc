@@ -627,6 +627,25 @@ absl::Status UnsortedSegmentSumInfer(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// Unique(x) -> (y, idx): x an int32/int64/float32 vector; y [?] of x's dtype, idx like
+// x with dtype attr "out_idx".
+absl::Status UniqueInfer(InferenceContext& ctx) {
+  TANDEM_RETURN_IF_ERROR(CheckTypeAttr(ctx, "T", 0));
+  DType t = ctx.input_dtype(0);
+  if (t != DType::kFloat && t != DType::kInt32 && t != DType::kInt64) {
+    return ctx.Error(absl::StrCat("x must be int32, int64 or float32, got ", DTypeName(t)));
+  }
+  TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(0, 1));
+  TANDEM_ASSIGN_OR_RETURN(DType out_idx, ctx.GetAttr<DType>("out_idx"));
+  if (!IsIndexType(out_idx)) {
+    return ctx.Error(absl::StrCat("out_idx must be int32 or int64, got ", DTypeName(out_idx)));
+  }
+  ctx.AddOutput(t, PartialShape::Unknown(1));
+  ctx.AddOutput(out_idx,
+                ctx.input_shape(0).known_rank() ? ctx.input_shape(0) : PartialShape::Unknown(1));
+  return absl::OkStatus();
+}
+
 absl::Status OneHotInfer(InferenceContext& ctx) {
   TANDEM_RETURN_IF_ERROR(ExpectIndex(ctx, 0, "indices"));
   TANDEM_ASSIGN_OR_RETURN(std::optional<int64_t> depth, ConstScalar(ctx, 1, "depth"));
@@ -765,6 +784,11 @@ void RegisterArrayOps(OpRegistry* r) {
                .min_inputs = 3,
                .max_inputs = 3,
                .infer = UnsortedSegmentSumInfer});
+  r->Register({.name = "Unique",
+               .min_inputs = 1,
+               .max_inputs = 1,
+               .default_attrs = {{"out_idx", DType::kInt32}},
+               .infer = UniqueInfer});
   r->Register({.name = "OneHot",
                .min_inputs = 4,
                .max_inputs = 4,

@@ -184,4 +184,10 @@ Output UnsortedSegmentSum(const Scope& scope, Output data, Output segment_ids,
   return BuildT(scope, "UnsortedSegmentSum", {data, segment_ids, num_segments});
 }
 
+std::vector<Output> Unique(const Scope& scope, Output x, DType out_idx) {
+  AttrMap attrs = {{"out_idx", out_idx}};
+  if (x.valid()) attrs.emplace("T", x.dtype());
+  return internal::AllOutputs(internal::BuildNode(scope, "Unique", {x}, std::move(attrs)));
+}
+
 }  // namespace tandem::ops

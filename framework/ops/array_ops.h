@@ -87,6 +87,11 @@ Output OneHot(const Scope& scope, Output indices, int depth, float on_value = 1.
 std::vector<Output> BroadcastGradientArgs(const Scope& scope, Output s0, Output s1);
 // UnsortedSegmentSum(data, segment_ids, num_segments): the dense gradient of Gather.
 Output UnsortedSegmentSum(const Scope& scope, Output data, Output segment_ids, Output num_segments);
+// Unique(x) -> (y, idx): the distinct values of the vector x in order of first
+// occurrence, and for each element of x the position of its value in y (x == y[idx]).
+// attrs "T" (int32, int64 or float32) and "out_idx" (int32 default, or int64). Not
+// differentiable. Used to sum duplicate rows of sparse gradients.
+std::vector<Output> Unique(const Scope& scope, Output x, DType out_idx = DType::kInt32);
 
 }  // namespace tandem::ops
 

@@ -67,4 +67,28 @@ ClippedTensors ClipByGlobalNorm(const Scope& scope, const std::vector<Output>& t
   return out;
 }
 
+ClippedGradients ClipGradientsByGlobalNorm(const Scope& scope,
+                                           const std::vector<GradAndVar>& grads_and_vars,
+                                           HyperParameter clip_norm) {
+  ClippedGradients out;
+  out.grads_and_vars = grads_and_vars;
+  // One tensor per pair: the dense gradient or the sparse gradient's values.
+  std::vector<Output> tensors;
+  for (const GradAndVar& gv : grads_and_vars) {
+    tensors.push_back(gv.sparse.has_value() ? gv.sparse->values : gv.grad);
+  }
+  ClippedTensors clipped = ClipByGlobalNorm(scope, tensors, clip_norm);
+  out.global_norm = clipped.global_norm;
+  if (!scope.ok()) return out;
+  for (size_t i = 0; i < grads_and_vars.size(); ++i) {
+    GradAndVar& gv = out.grads_and_vars[i];
+    if (gv.sparse.has_value()) {
+      gv.sparse->values = clipped.tensors[i];
+    } else {
+      gv.grad = clipped.tensors[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace tandem::ops

@@ -12,6 +12,13 @@
 //   auto [clipped, norm] = ops::ClipByGlobalNorm(scope, grads, 5.0f);
 //   for (size_t i = 0; i < gvs->size(); ++i) (*gvs)[i].grad = clipped[i];
 //
+// ClipGradientsByGlobalNorm does the same on ComputeGradients' pairs, sparse gradients
+// included: as TensorFlow's on IndexedSlices, a sparse gradient counts by its values
+// (a repeated index counts once per occurrence) and only its values are scaled:
+//
+//   auto clipped = ops::ClipGradientsByGlobalNorm(scope, *gvs, 5.0f);
+//   opt.ApplyGradients(scope, clipped.grads_and_vars);
+//
 // Tensors must be float32 (else INVALID_ARGUMENT recorded in the scope).
 #ifndef TANDEM_FRAMEWORK_OPS_CLIP_OPS_H_
 #define TANDEM_FRAMEWORK_OPS_CLIP_OPS_H_
@@ -33,6 +40,15 @@ Output GlobalNorm(const Scope& scope, const std::vector<Output>& tensors);
 
 ClippedTensors ClipByGlobalNorm(const Scope& scope, const std::vector<Output>& tensors,
                                 HyperParameter clip_norm);
+
+struct ClippedGradients {
+  std::vector<GradAndVar> grads_and_vars;  // As the input, gradients clipped.
+  Output global_norm;                      // Of the unclipped gradients; float32 scalar.
+};
+
+ClippedGradients ClipGradientsByGlobalNorm(const Scope& scope,
+                                           const std::vector<GradAndVar>& grads_and_vars,
+                                           HyperParameter clip_norm);
 
 }  // namespace tandem::ops
 

@@ -10,6 +10,7 @@
 #include "framework/core/status.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/gradients.h"
+#include "framework/ops/math_ops.h"
 
 namespace tandem::ops {
 namespace {
@@ -17,6 +18,42 @@ namespace {
 int64_t NextOptimizerId() {
   static std::atomic<int64_t> next{0};
   return next.fetch_add(1);
+}
+
+// Checks a sparse gradient against its variable: float32 values of rank var's rank whose
+// trailing dimensions are the variable's, int32/int64 indices.
+absl::Status CheckSparse(const IndexedSlices& g, const Variable& var) {
+  if (!g.values.valid() || !g.indices.valid()) {
+    return absl::InvalidArgumentError(absl::StrCat("ApplyGradients: the sparse gradient of ",
+                                                   var.name(), " has invalid values or indices"));
+  }
+  if (var.dtype() != DType::kFloat || g.values.dtype() != DType::kFloat) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ApplyGradients: variable ", var.name(), " (", DTypeName(var.dtype()),
+                     ") with sparse gradient values ", g.values.name(), " (",
+                     DTypeName(g.values.dtype()), "): only float32 is supported"));
+  }
+  if (g.indices.dtype() != DType::kInt32 && g.indices.dtype() != DType::kInt64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ApplyGradients: the sparse gradient of ", var.name(), " has ",
+                     DTypeName(g.indices.dtype()), " indices; int32 or int64 expected"));
+  }
+  const PartialShape& vs = var.shape();
+  const PartialShape& gs = g.values.shape();
+  bool ok = !vs.known_rank() || vs.rank() >= 1;
+  if (ok && vs.known_rank() && gs.known_rank()) {
+    ok = gs.rank() == vs.rank();
+    for (int d = 1; ok && d < vs.rank(); ++d) {
+      ok = vs.dim(d) < 0 || gs.dim(d) < 0 || vs.dim(d) == gs.dim(d);
+    }
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ApplyGradients: sparse gradient values ", g.values.name(), " have shape ",
+                     gs.DebugString(), " but variable ", var.name(), " has shape ",
+                     vs.DebugString(), " (values must be [n] + var.shape[1:])"));
+  }
+  return absl::OkStatus();
 }
 
 std::string VariableNames(const std::vector<Variable>& vars) {
@@ -42,7 +79,91 @@ Output FilledConst(const Scope& scope, absl::string_view name, const PartialShap
   return Fill(scope.WithOpName(name), dims, v);
 }
 
+// The variable's shape as a Const vector (int32 when every dimension fits).
+Output ShapeConst(const Scope& scope, const PartialShape& shape) {
+  bool fits_int32 = true;
+  for (int64_t d : shape.dims()) fits_int32 &= d <= std::numeric_limits<int32_t>::max();
+  if (fits_int32) {
+    return ConstInt32(scope, std::vector<int32_t>(shape.dims().begin(), shape.dims().end()));
+  }
+  return ConstInt64(scope, std::vector<int64_t>(shape.dims().begin(), shape.dims().end()));
+}
+
+// The sparse gradient of `var` from the gradients `dys` of its gathers `gathers` (invalid
+// entries: gathers the loss does not differentiate through); nullopt when none is valid.
+std::optional<IndexedSlices> SparseGradient(const Scope& scope, const Variable& var,
+                                            const std::vector<Node*>& gathers,
+                                            const std::vector<Output>& dys) {
+  const PartialShape& shape = var.shape();
+  std::vector<int64_t> row_shape{-1};
+  row_shape.insert(row_shape.end(), shape.dims().begin() + 1, shape.dims().end());
+  std::vector<Output> values, indices;
+  bool mixed = false;
+  for (size_t k = 0; k < gathers.size(); ++k) {
+    if (!dys[k].valid()) continue;
+    Output ids = gathers[k]->input(1);
+    const PartialShape& ids_shape = ids.shape();
+    if (ids_shape.known_rank() && ids_shape.rank() == 1) {
+      values.push_back(dys[k]);
+      indices.push_back(ids);
+    } else {
+      values.push_back(Reshape(scope, dys[k], row_shape));
+      indices.push_back(Reshape(scope, ids, std::vector<int64_t>{-1}));
+    }
+    mixed |= indices.back().dtype() != indices.front().dtype();
+  }
+  if (values.empty()) return std::nullopt;
+  IndexedSlices out;
+  if (values.size() == 1) {
+    out.values = values[0];
+    out.indices = indices[0];
+  } else {
+    if (mixed) {
+      for (Output& i : indices) {
+        if (i.dtype() != DType::kInt64) i = Cast(scope, i, DType::kInt64);
+      }
+    }
+    out.values = Concat(scope.WithOpName("values"), values, 0);
+    out.indices = Concat(scope.WithOpName("indices"), indices, 0);
+  }
+  out.dense_shape = ShapeConst(scope.WithOpName("dense_shape"), shape);
+  return out;
+}
+
 }  // namespace
+
+Output IndexedSlicesToDense(const Scope& scope, const IndexedSlices& slices) {
+  if (!scope.ok()) return Output();
+  if (!slices.values.valid() || !slices.indices.valid() || !slices.dense_shape.valid()) {
+    scope.UpdateStatus(absl::InvalidArgumentError("IndexedSlicesToDense: invalid IndexedSlices"));
+    return Output();
+  }
+  // The number of rows: a constant when dense_shape is one (static shapes downstream).
+  Output rows;
+  const Node* shape_node = slices.dense_shape.node;
+  if (shape_node->op() == "Const") {
+    auto value = GetAttr<Tensor>(shape_node->attrs(), "value");
+    if (value.ok() && value->rank() == 1 && value->NumElements() >= 1 &&
+        (value->dtype() == DType::kInt32 || value->dtype() == DType::kInt64)) {
+      rows = value->dtype() == DType::kInt32
+                 ? ConstInt32(scope, value->data<int32_t>()[0])
+                 : Const(scope, Tensor::Scalar<int64_t>(value->data<int64_t>()[0]));
+    }
+  }
+  if (!rows.valid()) rows = Gather(scope, slices.dense_shape, ConstInt32(scope, 0));
+  return UnsortedSegmentSum(scope, slices.values, slices.indices, rows);
+}
+
+IndexedSlices Optimizer::DeduplicateIndexedSlices(const Scope& scope, const IndexedSlices& grad) {
+  std::vector<Output> unique = Unique(scope, grad.indices, grad.indices.dtype());
+  if (unique.size() != 2) return IndexedSlices{};
+  Output summed = UnsortedSegmentSum(scope, grad.values, unique[1], Size(scope, unique[0]));
+  return IndexedSlices{summed, unique[0], grad.dense_shape};
+}
+
+Node* Optimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad, const Variable& var) {
+  return ApplyDense(scope, IndexedSlicesToDense(scope, grad), var);
+}
 
 std::optional<Variable> GetGlobalStep(Graph* graph) {
   const std::vector<std::string>& names = graph->GetCollection(kGlobalStep);
@@ -106,18 +227,63 @@ absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
     return absl::InvalidArgumentError(
         absl::StrCat("No variables to optimize (minimizing ", loss.name(), ")"));
   }
-  std::vector<Output> handles;
-  for (const Variable& v : vars) {
-    if (!v.valid()) return absl::InvalidArgumentError("ComputeGradients: invalid variable");
-    handles.push_back(v.handle());
+  // Nodes the loss depends on (data edges).
+  Graph* g = scope.graph();
+  std::vector<char> to_loss(g->num_nodes(), 0);
+  std::vector<const Node*> stack{loss.node};
+  to_loss[loss.node->id()] = 1;
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const Output& in : n->inputs()) {
+      if (!to_loss[in.node->id()]) {
+        to_loss[in.node->id()] = 1;
+        stack.push_back(in.node);
+      }
+    }
   }
-  absl::StatusOr<std::vector<Output>> grads = Gradients(scope, {loss}, handles);
+  // xs: the handle of each dense variable, the outputs of each sparse variable's gathers.
+  std::vector<Output> xs;
+  std::vector<std::vector<Node*>> gathers(vars.size());
+  std::vector<size_t> first_x(vars.size());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const Variable& v = vars[i];
+    if (!v.valid()) return absl::InvalidArgumentError("ComputeGradients: invalid variable");
+    first_x[i] = xs.size();
+    bool sparse = v.dtype() == DType::kFloat && v.shape().IsFullyDefined() && v.shape().rank() >= 1;
+    for (const auto& [consumer, slot] : v.handle().node->out_edges()) {
+      if (!sparse) break;
+      if (!to_loss[consumer->id()]) continue;
+      if (consumer->op() == "ResourceGather" && slot == 0) {
+        gathers[i].push_back(consumer);
+      } else {
+        sparse = false;
+      }
+    }
+    if (!sparse || gathers[i].empty()) {
+      gathers[i].clear();
+      xs.push_back(v.handle());
+      continue;
+    }
+    for (Node* gather : gathers[i]) xs.push_back(Output(gather, 0));
+  }
+  absl::StatusOr<std::vector<Output>> grads = Gradients(scope, {loss}, xs);
   if (!grads.ok()) {
     scope.UpdateStatus(grads.status());
     return grads.status();
   }
   std::vector<GradAndVar> out;
-  for (size_t i = 0; i < vars.size(); ++i) out.push_back({(*grads)[i], vars[i]});
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (gathers[i].empty()) {
+      out.push_back({(*grads)[first_x[i]], vars[i]});
+      continue;
+    }
+    std::vector<Output> dys(grads->begin() + first_x[i],
+                            grads->begin() + first_x[i] + gathers[i].size());
+    Scope ss = scope.NewSubScope(absl::StrCat("gradients/", vars[i].name(), "_indexed_slices"));
+    out.push_back({Output(), vars[i], SparseGradient(ss, vars[i], gathers[i], dys)});
+  }
+  TANDEM_RETURN_IF_ERROR(scope.status());
   return out;
 }
 
@@ -132,6 +298,7 @@ absl::StatusOr<Node*> Optimizer::ApplyGradients(const Scope& scope,
   };
   std::vector<Variable> vars, all_vars;
   std::vector<Output> grads;
+  std::vector<const IndexedSlices*> sparse;  // Parallel to grads; null for dense ones.
   absl::flat_hash_set<std::string> seen;
   for (const GradAndVar& gv : grads_and_vars) {
     if (!gv.var.valid())
@@ -140,6 +307,18 @@ absl::StatusOr<Node*> Optimizer::ApplyGradients(const Scope& scope,
     if (!seen.insert(gv.var.name()).second) {
       return fail(absl::InvalidArgumentError(
           absl::StrCat("ApplyGradients: variable ", gv.var.name(), " is given twice")));
+    }
+    if (gv.sparse.has_value()) {
+      if (gv.grad.valid()) {
+        return fail(
+            absl::InvalidArgumentError(absl::StrCat("ApplyGradients: variable ", gv.var.name(),
+                                                    " has both a dense and a sparse gradient")));
+      }
+      if (absl::Status s = CheckSparse(*gv.sparse, gv.var); !s.ok()) return fail(s);
+      vars.push_back(gv.var);
+      grads.push_back(Output());
+      sparse.push_back(&*gv.sparse);
+      continue;
     }
     if (!gv.grad.valid()) continue;
     if (gv.var.dtype() != DType::kFloat || gv.grad.dtype() != DType::kFloat) {
@@ -155,6 +334,7 @@ absl::StatusOr<Node*> Optimizer::ApplyGradients(const Scope& scope,
     }
     vars.push_back(gv.var);
     grads.push_back(gv.grad);
+    sparse.push_back(nullptr);
   }
   if (vars.empty()) {
     return fail(absl::InvalidArgumentError(
@@ -174,9 +354,16 @@ absl::StatusOr<Node*> Optimizer::ApplyGradients(const Scope& scope,
   Prepare(scope, name);
   std::vector<Node*> updates;
   for (size_t i = 0; i < vars.size(); ++i) {
-    Scope us = scope.WithOpName(absl::StrCat(name, "/update_", vars[i].name(), "/", apply_op_))
-                   .ColocateWith(vars[i].handle().node);
-    Node* update = ApplyDense(us, grads[i], vars[i]);
+    Node* update = nullptr;
+    if (sparse[i] != nullptr) {
+      Scope us = scope.NewSubScope(absl::StrCat(name, "/update_", vars[i].name()))
+                     .ColocateWith(vars[i].handle().node);
+      update = ApplySparse(us, *sparse[i], vars[i]);
+    } else {
+      Scope us = scope.WithOpName(absl::StrCat(name, "/update_", vars[i].name(), "/", apply_op_))
+                     .ColocateWith(vars[i].handle().node);
+      update = ApplyDense(us, grads[i], vars[i]);
+    }
     if (update == nullptr) break;
     updates.push_back(update);
   }
@@ -208,7 +395,7 @@ absl::StatusOr<Node*> Optimizer::Minimize(const Scope& scope, Output loss,
   std::vector<Variable> vars;
   bool any = false;
   for (const GradAndVar& gv : gvs) {
-    any |= gv.grad.valid();
+    any |= gv.has_gradient();
     vars.push_back(gv.var);
   }
   if (!any) {

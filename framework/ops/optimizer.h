@@ -74,9 +74,32 @@ class HyperParameter {
   Output tensor_;
 };
 
+// A gradient that is zero except in some rows of its variable (tf.IndexedSlices): row
+// indices[i] of the dense gradient is the sum of values[j] over every j with
+// indices[j] == indices[i]. Indices may repeat and come in any order.
+struct IndexedSlices {
+  Output values;       // float32 [n, var.shape[1:]...].
+  Output indices;      // int32 or int64 [n].
+  Output dense_shape;  // int32 or int64 vector: the variable's shape.
+};
+
+// The dense tensor of `slices` (UnsortedSegmentSum of the values into dense_shape[0]
+// rows): what a dense gradient of the variable would be. Errors are recorded in the
+// scope.
+Output IndexedSlicesToDense(const Scope& scope, const IndexedSlices& slices);
+
+// One variable's gradient. At most one of `grad` and `sparse` is set; neither when the
+// loss does not depend on `var`. ComputeGradients sets `sparse` (and leaves `grad`
+// invalid) for a variable the loss reads only through ResourceGather, e.g. an
+// ops::Embedding table; code that handles only dense gradients can replace it by
+// {IndexedSlicesToDense(scope, *sparse), var}. Brace-initialising {grad, var} still
+// makes a dense pair.
 struct GradAndVar {
-  Output grad;  // Invalid when the loss does not depend on `var`.
+  Output grad;  // Dense d(loss)/d(var); invalid when sparse or when there is none.
   Variable var;
+  std::optional<IndexedSlices> sparse = std::nullopt;
+
+  bool has_gradient() const { return grad.valid() || sparse.has_value(); }
 };
 
 class Optimizer {
@@ -89,13 +112,21 @@ class Optimizer {
   const std::string& name() const { return name_; }
 
   // d(loss)/d(var) for each variable of `var_list` (default: the graph's trainable
-  // variables), in that order.
+  // variables), in that order. A variable with a fully defined shape whose every
+  // consumer that the loss depends on is a ResourceGather (no ReadVariableOp of it, nor
+  // any other op, on the way to the loss) gets a sparse gradient, as TensorFlow's
+  // IndexedSlices: values = d(loss)/d(gather output) reshaped to [num_ids, row...],
+  // indices = the gather's ids flattened (int32 or int64 as given; several gathers of one
+  // table are concatenated, int64 when their id dtypes differ). Every other variable gets
+  // a dense gradient.
   absl::StatusOr<std::vector<GradAndVar>> ComputeGradients(
       const Scope& scope, Output loss, const std::vector<Variable>& var_list = {});
 
-  // Adds the update ops for every pair with a valid gradient (pairs without one are
-  // skipped) and returns the train op, a NoOp named `name`. If `global_step` is given it
-  // is incremented by 1 after all the updates. Not owned; may be null.
+  // Adds the update ops for every pair with a gradient (pairs without one are skipped)
+  // and returns the train op, a NoOp named `name`. If `global_step` is given it is
+  // incremented by 1 after all the updates. Not owned; may be null. Sparse gradients
+  // update only the rows they name where the optimizer supports it (ApplySparse); a pair
+  // with both a dense and a sparse gradient is INVALID_ARGUMENT.
   absl::StatusOr<Node*> ApplyGradients(const Scope& scope,
                                        const std::vector<GradAndVar>& grads_and_vars,
                                        const Variable* global_step = nullptr,
@@ -126,6 +157,11 @@ class Optimizer {
   // Adds the update of `var` by `grad` and returns it. `scope` names the one op it adds
   // and colocates it with `var`.
   virtual Node* ApplyDense(const Scope& scope, Output grad, const Variable& var) = 0;
+  // Adds the update of `var` by a sparse gradient and returns the op that completes it
+  // (every other op it adds is an ancestor of it). `scope` is a name scope
+  // "<prefix>/update_<var>" colocated with `var`. The default densifies the gradient
+  // (IndexedSlicesToDense) and calls ApplyDense: every row is updated.
+  virtual Node* ApplySparse(const Scope& scope, const IndexedSlices& grad, const Variable& var);
   // Adds updates that must run after all of the ApplyDense updates (`scope` has control
   // dependencies on them), naming them "<prefix>/...", e.g. Adam's beta powers. None by
   // default.
@@ -146,6 +182,10 @@ class Optimizer {
 
   // The graph of the ApplyGradients call in progress.
   Graph* graph() const { return graph_; }
+
+  // TensorFlow's _deduplicate_indexed_slices: Unique of the indices, and the values of
+  // repeated indices summed (UnsortedSegmentSum), so each row appears once.
+  static IndexedSlices DeduplicateIndexedSlices(const Scope& scope, const IndexedSlices& grad);
 
  private:
   // The collection mapping (this optimizer, slot, var) to the slot variable's name.

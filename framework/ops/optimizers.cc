@@ -1,12 +1,15 @@
 // The concrete optimizers (see optimizers.h): slots, hyper-parameter tensors and one
-// ResourceApply* op per variable.
+// ResourceApply* op per variable; the sparse updates of GradientDescent, Momentum,
+// Adagrad and Adam.
 #include "framework/ops/optimizers.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "framework/ops/array_ops.h"
 #include "framework/ops/math_ops.h"
+#include "framework/ops/state_ops.h"
 #include "framework/ops/training_ops.h"
 
 namespace tandem::ops {
@@ -35,6 +38,14 @@ Node* GradientDescentOptimizer::ApplyDense(const Scope& scope, Output grad, cons
   return ResourceApplyGradientDescent(scope, var.handle(), lr_t_, grad);
 }
 
+Node* GradientDescentOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                            const Variable& var) {
+  // As TensorFlow: scatter_add(var, indices, -lr * values); duplicates accumulate.
+  Output delta = Mul(scope, grad.values, Neg(scope, lr_t_));
+  return ResourceScatterAdd(scope.WithOpName("ResourceScatterAdd"), var.handle(), grad.indices,
+                            delta);
+}
+
 // Momentum -------------------------------------------------------------------------------
 
 MomentumOptimizer::MomentumOptimizer(HyperParameter learning_rate, HyperParameter momentum,
@@ -57,6 +68,14 @@ void MomentumOptimizer::Prepare(const Scope& scope, absl::string_view prefix) {
 Node* MomentumOptimizer::ApplyDense(const Scope& scope, Output grad, const Variable& var) {
   return ResourceApplyMomentum(scope, var.handle(), Slot(var, "momentum").handle(), lr_t_, grad,
                                momentum_t_, use_nesterov_);
+}
+
+Node* MomentumOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                     const Variable& var) {
+  IndexedSlices g = DeduplicateIndexedSlices(scope, grad);
+  return ResourceSparseApplyMomentum(scope.WithOpName("ResourceSparseApplyMomentum"), var.handle(),
+                                     Slot(var, "momentum").handle(), lr_t_, g.values, g.indices,
+                                     momentum_t_, use_nesterov_);
 }
 
 // Adagrad --------------------------------------------------------------------------------
@@ -83,6 +102,13 @@ void AdagradOptimizer::Prepare(const Scope& scope, absl::string_view prefix) {
 
 Node* AdagradOptimizer::ApplyDense(const Scope& scope, Output grad, const Variable& var) {
   return ResourceApplyAdagrad(scope, var.handle(), Slot(var, "accumulator").handle(), lr_t_, grad);
+}
+
+Node* AdagradOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                    const Variable& var) {
+  IndexedSlices g = DeduplicateIndexedSlices(scope, grad);
+  return ResourceSparseApplyAdagrad(scope.WithOpName("ResourceSparseApplyAdagrad"), var.handle(),
+                                    Slot(var, "accumulator").handle(), lr_t_, g.values, g.indices);
 }
 
 // Adam -----------------------------------------------------------------------------------
@@ -120,6 +146,33 @@ Node* AdamOptimizer::ApplyDense(const Scope& scope, Output grad, const Variable&
   return ResourceApplyAdam(scope, var.handle(), Slot(var, "m").handle(), Slot(var, "v").handle(),
                            beta1_power_->value(), beta2_power_->value(), lr_t_, beta1_t_, beta2_t_,
                            epsilon_t_, grad);
+}
+
+Node* AdamOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                 const Variable& var) {
+  // TensorFlow's Adam._apply_sparse_shared on the deduplicated gradient:
+  //   m <- m * beta1, then m[indices] += (1 - beta1) * values
+  //   v <- v * beta2, then v[indices] += (1 - beta2) * values^2
+  //   var -= lr * sqrt(1 - beta2_power) / (1 - beta1_power) * m / (sqrt(v) + epsilon)
+  IndexedSlices g = DeduplicateIndexedSlices(scope, grad);
+  Output one = Const(scope.WithOpName("one"), 1.0f);
+  Output lr = Div(scope, Mul(scope, lr_t_, Sqrt(scope, Sub(scope, one, beta2_power_->value()))),
+                  Sub(scope, one, beta1_power_->value()));
+  auto decay_and_add = [&](const Variable& slot, Output beta, Output values) {
+    Output decayed =
+        AssignVariableOp(scope, slot.handle(),
+                         Mul(scope, ReadVariableOp(scope, slot.handle(), DType::kFloat), beta));
+    Node* added =
+        ResourceScatterAdd(scope.WithControlDependencies(std::vector<Output>{decayed}),
+                           slot.handle(), g.indices, Mul(scope, values, Sub(scope, one, beta)));
+    return ReadVariableOp(scope.WithControlDependencies(std::vector<Node*>{added}), slot.handle(),
+                          DType::kFloat);
+  };
+  Output m_t = decay_and_add(Slot(var, "m"), beta1_t_, g.values);
+  Output v_t = decay_and_add(Slot(var, "v"), beta2_t_, Mul(scope, g.values, g.values));
+  Output step = Div(scope, Mul(scope, lr, m_t), Add(scope, Sqrt(scope, v_t), epsilon_t_));
+  Output update = AssignSubVariableOp(scope.WithOpName("AssignSub"), var.handle(), step);
+  return update.valid() ? update.node : nullptr;
 }
 
 std::vector<Node*> AdamOptimizer::Finish(const Scope& scope, absl::string_view prefix) {

@@ -15,6 +15,20 @@
 //   FtrlOptimizer(lr, learning_rate_power = -0.5,                 "accum", "linear" (zeros)
 //                 initial_accumulator_value = 0.1, l1 = 0, l2 = 0)
 //
+// Sparse gradients (GradAndVar::sparse, e.g. of an embedding table), as TensorFlow 1.x:
+//   GradientDescent  ResourceScatterAdd(var, indices, -lr * values): only the rows named
+//                    change; duplicate indices accumulate.
+//   Momentum,        duplicates summed first (Unique + UnsortedSegmentSum, TensorFlow's
+//   Adagrad          _deduplicate_indexed_slices), then ResourceSparseApplyMomentum /
+//                    ResourceSparseApplyAdagrad: only the named rows of var and of the
+//                    slot change (elsewhere the dense update would decay the momentum).
+//                    The cost of these three is independent of the number of rows.
+//   Adam             deduplicated, then Adam._apply_sparse: m and v decayed densely,
+//                    (1 - beta) * values (values^2 for v) scatter-added into the named
+//                    rows, and a dense var update (so every row moves, as in TF).
+//   RMSProp, Ftrl    densified (IndexedSlicesToDense) and applied densely: the same
+//                    result as a dense gradient; cost proportional to the table.
+//
 // Adam's beta1_power and beta2_power are float32 scalar non-trainable variables at the
 // root name scope ("beta1_power", "beta2_power"), colocated with the first variable (by
 // name), multiplied by beta1 and beta2 after all the updates of a step, as in TF 1.x.
@@ -39,6 +53,7 @@ class GradientDescentOptimizer : public Optimizer {
   absl::Status CreateSlots(const std::vector<Variable>& vars) override;
   void Prepare(const Scope& scope, absl::string_view prefix) override;
   Node* ApplyDense(const Scope& scope, Output grad, const Variable& var) override;
+  Node* ApplySparse(const Scope& scope, const IndexedSlices& grad, const Variable& var) override;
 
  private:
   HyperParameter learning_rate_;
@@ -55,6 +70,7 @@ class MomentumOptimizer : public Optimizer {
   absl::Status CreateSlots(const std::vector<Variable>& vars) override;
   void Prepare(const Scope& scope, absl::string_view prefix) override;
   Node* ApplyDense(const Scope& scope, Output grad, const Variable& var) override;
+  Node* ApplySparse(const Scope& scope, const IndexedSlices& grad, const Variable& var) override;
 
  private:
   HyperParameter learning_rate_, momentum_;
@@ -71,6 +87,7 @@ class AdagradOptimizer : public Optimizer {
   absl::Status CreateSlots(const std::vector<Variable>& vars) override;
   void Prepare(const Scope& scope, absl::string_view prefix) override;
   Node* ApplyDense(const Scope& scope, Output grad, const Variable& var) override;
+  Node* ApplySparse(const Scope& scope, const IndexedSlices& grad, const Variable& var) override;
 
  private:
   HyperParameter learning_rate_;
@@ -91,6 +108,7 @@ class AdamOptimizer : public Optimizer {
   absl::Status CreateSlots(const std::vector<Variable>& vars) override;
   void Prepare(const Scope& scope, absl::string_view prefix) override;
   Node* ApplyDense(const Scope& scope, Output grad, const Variable& var) override;
+  Node* ApplySparse(const Scope& scope, const IndexedSlices& grad, const Variable& var) override;
   std::vector<Node*> Finish(const Scope& scope, absl::string_view prefix) override;
 
  private:

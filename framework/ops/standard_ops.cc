@@ -24,6 +24,7 @@ void EnsureStandardOps() {
     RegisterNnGradients(g);
     RegisterStateGradients(g);
     RegisterSummaryGradients(g);
+    RegisterRuntimeGradients(g);
   });
 }
 

@@ -34,6 +34,7 @@ void RegisterMathGradients(GradientRegistry* r);
 void RegisterNnGradients(GradientRegistry* r);
 void RegisterStateGradients(GradientRegistry* r);
 void RegisterSummaryGradients(GradientRegistry* r);
+void RegisterRuntimeGradients(GradientRegistry* r);
 
 }  // namespace ops
 }  // namespace tandem

@@ -83,6 +83,39 @@ absl::Status InferGather(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// ResourceScatterAdd/Sub(handle, indices, updates): updates of the variable's dtype
+// shaped indices.shape + var.shape[1:]; no outputs.
+absl::Status InferScatter(InferenceContext& ctx) {
+  TANDEM_RETURN_IF_ERROR(ExpectHandle(ctx));
+  const HandleData& h = ctx.input_handle(0);
+  const DType dtype = ctx.input_dtype(2);
+  if (dtype != DType::kFloat && dtype != DType::kInt32 && dtype != DType::kInt64) {
+    return ctx.Error(
+        absl::StrCat("updates must be float32, int32 or int64, not ", DTypeName(dtype)));
+  }
+  if (h.dtype != DType::kInvalid && h.dtype != dtype) {
+    return ctx.Error(absl::StrCat("scatters ", DTypeName(dtype), " updates into a ",
+                                  DTypeName(h.dtype), " variable"));
+  }
+  if (ctx.input_dtype(1) != DType::kInt32 && ctx.input_dtype(1) != DType::kInt64) {
+    return ctx.Error("indices must be int32 or int64");
+  }
+  const PartialShape& var = h.shape;
+  const PartialShape& idx = ctx.input_shape(1);
+  if (var.known_rank() && var.rank() < 1) return ctx.Error("cannot scatter into a scalar variable");
+  if (var.known_rank() && idx.known_rank()) {
+    Dims d(idx.dims().begin(), idx.dims().end());
+    d.insert(d.end(), var.dims().begin() + 1, var.dims().end());
+    PartialShape want(absl::MakeConstSpan(d));
+    if (!want.IsCompatibleWith(ctx.input_shape(2))) {
+      return ctx.Error(absl::StrCat(
+          "updates must have shape indices.shape + var.shape[1:] = ", want.DebugString(), ", got ",
+          ctx.input_shape(2).DebugString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterStateOps(OpRegistry* r) {
@@ -122,6 +155,10 @@ void RegisterStateOps(OpRegistry* r) {
                .max_inputs = 2,
                .stateful = true,
                .infer = InferGather});
+  for (const char* op : {"ResourceScatterAdd", "ResourceScatterSub"}) {
+    r->Register(
+        {.name = op, .min_inputs = 3, .max_inputs = 3, .stateful = true, .infer = InferScatter});
+  }
 }
 
 void RegisterStateGradients(GradientRegistry* r) {
@@ -144,8 +181,9 @@ void RegisterStateGradients(GradientRegistry* r) {
     dx->push_back(Output());
     return absl::OkStatus();
   });
-  for (const char* op : {"VarHandleOp", "VarIsInitializedOp", "AssignVariableOp",
-                         "AssignAddVariableOp", "AssignSubVariableOp"}) {
+  for (const char* op :
+       {"VarHandleOp", "VarIsInitializedOp", "AssignVariableOp", "AssignAddVariableOp",
+        "AssignSubVariableOp", "ResourceScatterAdd", "ResourceScatterSub"}) {
     r->RegisterNoGradient(op);
   }
 }
@@ -172,6 +210,19 @@ Output VarIsInitializedOp(const Scope& scope, Output handle) {
 }
 Output ResourceGather(const Scope& scope, Output handle, Output indices, DType dtype) {
   return internal::Build(scope, "ResourceGather", {handle, indices}, {{"dtype", dtype}});
+}
+
+Node* ResourceScatterAdd(const Scope& scope, Output handle, Output indices, Output updates) {
+  AttrMap attrs;
+  if (updates.valid()) attrs.emplace("dtype", updates.dtype());
+  return internal::BuildNode(scope, "ResourceScatterAdd", {handle, indices, updates},
+                             std::move(attrs));
+}
+Node* ResourceScatterSub(const Scope& scope, Output handle, Output indices, Output updates) {
+  AttrMap attrs;
+  if (updates.valid()) attrs.emplace("dtype", updates.dtype());
+  return internal::BuildNode(scope, "ResourceScatterSub", {handle, indices, updates},
+                             std::move(attrs));
 }
 
 Variable::Variable(const Scope& scope, absl::string_view name, Output initial_value,

@@ -78,6 +78,14 @@ Output AssignSubVariableOp(const Scope& scope, Output handle, Output value);
 Output VarIsInitializedOp(const Scope& scope, Output handle);
 // ResourceGather(handle, indices): rows of the variable, the embedding lookup.
 Output ResourceGather(const Scope& scope, Output handle, Output indices, DType dtype);
+// ResourceScatterAdd/Sub(handle, indices, updates): var[indices[i], ...] += (-=)
+// updates[i, ...] for every i in order, so duplicate indices accumulate (as TensorFlow's
+// scatter_add). updates has shape indices.shape + var.shape[1:] and the variable's dtype
+// (float32, int32 or int64); attr "dtype". No outputs; an index outside [0, rows) is
+// INVALID_ARGUMENT naming the op, the position and the index, and leaves the variable
+// unchanged. The update costs O(updates), whatever the variable's size.
+Node* ResourceScatterAdd(const Scope& scope, Output handle, Output indices, Output updates);
+Node* ResourceScatterSub(const Scope& scope, Output handle, Output indices, Output updates);
 
 // Convenience forms on Variables.
 Output Assign(const Scope& scope, const Variable& var, Output value);

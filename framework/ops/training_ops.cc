@@ -1,5 +1,5 @@
-// Op definitions and builders of the optimizers' ResourceApply* ops and of the Floor
-// and Cos helpers the learning-rate schedules use (see training_ops.h).
+// Op definitions and builders of the optimizers' ResourceApply* and ResourceSparseApply* ops and of
+// the Floor and Cos helpers the learning-rate schedules use (see training_ops.h).
 #include "framework/ops/training_ops.h"
 
 #include <string>
@@ -21,6 +21,7 @@ struct ApplyOpLayout {
   int num_vars;
   int grad;
   bool has_nesterov;
+  int indices = -1;  // Sparse ops: the int32/int64 row indices; grad holds those rows.
 };
 
 const std::vector<ApplyOpLayout>& ApplyOpLayouts() {
@@ -48,6 +49,13 @@ const std::vector<ApplyOpLayout>& ApplyOpLayouts() {
        3,
        3,
        false},
+      {"ResourceSparseApplyMomentum",
+       {"var", "accum", "lr", "grad", "indices", "momentum"},
+       2,
+       3,
+       true,
+       4},
+      {"ResourceSparseApplyAdagrad", {"var", "accum", "lr", "grad", "indices"}, 2, 3, false, 4},
   };
   return *layouts;
 }
@@ -77,12 +85,35 @@ absl::Status InferApply(const ApplyOpLayout& layout, InferenceContext& ctx) {
     }
   }
   for (int i = layout.num_vars; i < ctx.num_inputs(); ++i) {
+    if (i == layout.indices) {
+      if (ctx.input_dtype(i) != DType::kInt32 && ctx.input_dtype(i) != DType::kInt64) {
+        return ctx.Error(
+            absl::StrCat("indices must be int32 or int64, not ", DTypeName(ctx.input_dtype(i))));
+      }
+      TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(i, 1));
+      continue;
+    }
     if (ctx.input_dtype(i) != DType::kFloat) {
       return ctx.Error(
           absl::StrCat(layout.inputs[i], " must be float32, not ", DTypeName(ctx.input_dtype(i))));
     }
     const PartialShape& s = ctx.input_shape(i);
-    if (i == layout.grad) {
+    if (i == layout.grad && layout.indices >= 0) {
+      // grad: [len(indices)] + var.shape[1:].
+      if (var_shape.known_rank() && var_shape.rank() < 1) {
+        return ctx.Error("var must have rank >= 1");
+      }
+      if (var_shape.known_rank()) {
+        const PartialShape& idx = ctx.input_shape(layout.indices);
+        Dims d{idx.known_rank() && idx.rank() == 1 ? idx.dim(0) : -1};
+        d.insert(d.end(), var_shape.dims().begin() + 1, var_shape.dims().end());
+        PartialShape want(absl::MakeConstSpan(d));
+        if (!want.IsCompatibleWith(s)) {
+          return ctx.Error(absl::StrCat("grad must have shape [len(indices)] + var.shape[1:] = ",
+                                        want.DebugString(), ", got ", s.DebugString()));
+        }
+      }
+    } else if (i == layout.grad) {
       if (!var_shape.IsCompatibleWith(s)) {
         return ctx.Error(absl::StrCat("var and grad do not have the same shape: ",
                                       var_shape.DebugString(), " vs ", s.DebugString()));
@@ -166,6 +197,17 @@ Node* ResourceApplyCenteredRMSProp(const Scope& scope, Output var, Output mg, Ou
 Node* ResourceApplyFtrl(const Scope& scope, Output var, Output accum, Output linear, Output grad,
                         Output lr, Output l1, Output l2, Output lr_power) {
   return BuildApply(scope, "ResourceApplyFtrl", {var, accum, linear, grad, lr, l1, l2, lr_power});
+}
+
+Node* ResourceSparseApplyMomentum(const Scope& scope, Output var, Output accum, Output lr,
+                                  Output grad, Output indices, Output momentum, bool use_nesterov) {
+  return BuildApply(scope, "ResourceSparseApplyMomentum", {var, accum, lr, grad, indices, momentum},
+                    {{"use_nesterov", use_nesterov}});
+}
+
+Node* ResourceSparseApplyAdagrad(const Scope& scope, Output var, Output accum, Output lr,
+                                 Output grad, Output indices) {
+  return BuildApply(scope, "ResourceSparseApplyAdagrad", {var, accum, lr, grad, indices});
 }
 
 Output Floor(const Scope& scope, Output x) { return internal::Build(scope, "Floor", {x}); }

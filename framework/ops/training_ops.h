@@ -23,6 +23,15 @@
 //                    denominator sqrt(ms - mg^2 + epsilon)
 //   Ftrl             FTRL-Proximal (McMahan et al. 2013) as TensorFlow's ApplyFtrl.
 //
+// The sparse forms (ResourceSparseApplyMomentum, ResourceSparseApplyAdagrad) take the
+// gradient of some rows only: grad [n, var.shape[1:]...] and int32/int64 indices [n];
+// they apply the dense formula to row indices[i] with grad[i], for i = 0..n-1 in order,
+// and leave every other row of var and accum untouched (TensorFlow's kernels). A
+// repeated index is updated once per occurrence, sequentially, as TensorFlow's kernels
+// do; the optimizers sum duplicates before calling them (optimizer.h). An index outside
+// [0, rows) is INVALID_ARGUMENT naming the op, the position and the index; nothing is
+// updated then. Their cost is O(n * row size), whatever the number of rows.
+//
 // Floor and Cos are elementwise float ops the learning-rate schedules use; they have no
 // gradients, so nothing may be differentiated through them.
 //
@@ -51,6 +60,13 @@ Node* ResourceApplyCenteredRMSProp(const Scope& scope, Output var, Output mg, Ou
 // lr > 0, l1 >= 0, l2 >= 0 and lr_power <= 0 are checked when it runs.
 Node* ResourceApplyFtrl(const Scope& scope, Output var, Output accum, Output linear, Output grad,
                         Output lr, Output l1, Output l2, Output lr_power);
+
+// Attr "use_nesterov".
+Node* ResourceSparseApplyMomentum(const Scope& scope, Output var, Output accum, Output lr,
+                                  Output grad, Output indices, Output momentum,
+                                  bool use_nesterov = false);
+Node* ResourceSparseApplyAdagrad(const Scope& scope, Output var, Output accum, Output lr,
+                                 Output grad, Output indices);
 
 // Elementwise floor(x) and cos(x) of a float32 tensor.
 Output Floor(const Scope& scope, Output x);

@@ -79,10 +79,18 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
       } else if (args_.deadline_micros > 0 && env::NowMicros() > args_.deadline_micros) {
         Fail(absl::DeadlineExceededError(
             absl::StrCat("step timed out before node '", item.kernel->name(), "' could run")));
+      } else if (item.async != nullptr) {
+        RunAsyncKernel(item, std::move(inputs));
+        return;  // Its callback propagates.
       } else {
-        RunKernel(id, item, std::move(inputs));
+        RunKernel(item, std::move(inputs));
       }
     }
+    Propagate(item, ready);
+  }
+
+  // Marks `item` done: appends the successors it readies.
+  void Propagate(const Item& item, std::vector<int>* ready) {
     for (int succ : item.successors) {
       if (pending_[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(succ);
     }
@@ -92,9 +100,8 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
     }
   }
 
-  void RunKernel(int id, const Item& item, std::vector<Tensor> inputs) {
+  void RunKernel(const Item& item, std::vector<Tensor> inputs) {
     OpKernel* kernel = item.kernel.get();
-    const Node& node = kernel->node();
     OpKernelContext ctx(kernel, &step_, std::move(inputs));
     int64_t start = args_.stats ? env::NowMicros() : 0;
     absl::Status s;
@@ -103,6 +110,31 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
     } catch (const std::exception& e) {
       s = ctx.Annotate(absl::InternalError(absl::StrCat("kernel threw: ", e.what())));
     }
+    FinishKernel(item, ctx, s, start);
+  }
+
+  // The context lives until the kernel calls back; successors then run on the
+  // inter-op pool (or inline without one), not on the thread that called back.
+  void RunAsyncKernel(const Item& item, std::vector<Tensor> inputs) {
+    auto ctx = std::make_shared<OpKernelContext>(item.kernel.get(), &step_, std::move(inputs));
+    int64_t start = args_.stats ? env::NowMicros() : 0;
+    item.async->ComputeAsync(
+        *ctx, [self = shared_from_this(), &item, ctx, start](const absl::Status& s) {
+          self->FinishKernel(item, *ctx, s, start);
+          std::vector<int> more;
+          self->Propagate(item, &more);
+          if (more.empty()) return;
+          if (self->args_.inter_op_pool != nullptr) {
+            self->args_.inter_op_pool->Schedule(
+                [self, more = std::move(more)]() mutable { self->Dispatch(more); });
+          } else {
+            self->Dispatch(more);
+          }
+        });
+  }
+
+  void FinishKernel(const Item& item, OpKernelContext& ctx, const absl::Status& s, int64_t start) {
+    const Node& node = item.kernel->node();
     if (args_.stats) {
       NodeExecStats st{node.name(), node.op(),        exec_->device_->name(),
                        start,       env::NowMicros(), static_cast<uint64_t>(pthread_self())};
@@ -182,6 +214,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
       TANDEM_ASSIGN_OR_RETURN(item.kernel, registry->Create(node, device->type()));
     }
     item.cheap = node.op_def().cheap;
+    item.async = dynamic_cast<AsyncOpKernel*>(item.kernel.get());
     for (const Output& in : node.inputs()) {
       int slot = exec->items_[in.node->id()].first_slot + in.index;
       item.input_slots.push_back(slot);

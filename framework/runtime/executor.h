@@ -8,7 +8,10 @@
 // returns that error once running nodes finish.
 //
 // The graph's _Arg nodes read ExecutorArgs::args and _Retval nodes fill
-// ExecutorArgs::retvals. Kernels are created once, in Create.
+// ExecutorArgs::retvals. Kernels are created once, in Create. An AsyncOpKernel (e.g.
+// _Recv) holds no thread while it waits; its successors run once it calls back. A
+// pending asynchronous kernel is not interrupted by `cancelled` or the deadline: the
+// step's owner aborts the rendezvous it waits on.
 //
 // Thread safety: Run may be called concurrently (each call has its own step state).
 #ifndef TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
@@ -79,6 +82,7 @@ class Executor {
     std::vector<int> successors;   // One entry per out edge (data and control).
     int first_slot = 0;
     int initial_pending = 0;
+    AsyncOpKernel* async = nullptr;  // `kernel` when it is asynchronous.
     bool cheap = false;
   };
   class StepState;

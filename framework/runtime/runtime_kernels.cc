@@ -51,6 +51,7 @@ class RetvalKernel : public FrameSlotKernel {
 void RegisterRuntimeKernels(KernelRegistry* r) {
   r->Register<ArgKernel>("_Arg", kDeviceCpu);
   r->Register<RetvalKernel>("_Retval", kDeviceCpu);
+  RegisterSendRecvKernels(r);
 }
 
 void EnsureKernels() {

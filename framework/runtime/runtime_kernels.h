@@ -1,6 +1,6 @@
 // framework/runtime/runtime_kernels.h
 //
-// Kernels of the runtime's own ops (_Arg, _Retval) and EnsureKernels(), which fills
+// Kernels of the runtime's own ops (_Arg, _Retval, _Send, _Recv) and EnsureKernels(), which fills
 // KernelRegistry::Global() with them and every CPU kernel exactly once.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_RUNTIME_KERNELS_H_
 #define TANDEM_FRAMEWORK_RUNTIME_RUNTIME_KERNELS_H_
@@ -10,6 +10,8 @@
 namespace tandem {
 
 void RegisterRuntimeKernels(KernelRegistry* registry);
+// _Send and _Recv (send_recv_kernels.cc); called by RegisterRuntimeKernels.
+void RegisterSendRecvKernels(KernelRegistry* registry);
 // Registers the standard ops and all kernels into the global registries (once).
 void EnsureKernels();
 

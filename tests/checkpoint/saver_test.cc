@@ -287,14 +287,16 @@ TEST(SaverTest, RestoreLatestFallsBackFromACorruptNewestCheckpoint) {
   EXPECT_EQ(*restored, dir.File("model.ckpt-100"));
   ExpectSameValues(model.Values(fresh.get()), at_100);
 
-  // A missing shard also falls back; with nothing readable left it is NOT_FOUND.
+  // A missing shard also falls back; with nothing readable left it is DATA_LOSS (not
+  // "no checkpoint", which would let a trainer start over).
   ASSERT_TRUE(env::DeleteFile(dir.File(kShard100)).ok());
   restored = model.saver().RestoreLatest(fresh.get(), dir.path());
   ASSERT_TRUE(restored.ok()) << restored.status();
   EXPECT_EQ(*restored, dir.File("model.ckpt-50"));
   ASSERT_TRUE(env::DeleteFile(dir.File("model.ckpt-50.index.json")).ok());
-  EXPECT_EQ(model.saver().RestoreLatest(fresh.get(), dir.path()).status().code(),
-            absl::StatusCode::kNotFound);
+  absl::Status none = model.saver().RestoreLatest(fresh.get(), dir.path()).status();
+  EXPECT_EQ(none.code(), absl::StatusCode::kDataLoss) << none;
+  EXPECT_FALSE(IsNoCheckpoint(none));
 }
 
 TEST(SaverTest, RestoreLatestSurvivesACorruptStateFile) {
@@ -314,8 +316,9 @@ TEST(SaverTest, RestoreLatestReportsMismatchesAndEmptyDirs) {
   TempDir dir;
   TinyModel other({.kernel_shape = TensorShape({4, 2})});
   auto session = other.NewSession();
-  EXPECT_EQ(other.saver().RestoreLatest(session.get(), dir.path()).status().code(),
-            absl::StatusCode::kNotFound);
+  absl::Status empty = other.saver().RestoreLatest(session.get(), dir.path()).status();
+  EXPECT_EQ(empty.code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(IsNoCheckpoint(empty));
   SaveTinyModel(dir.path(), 100);
   // A model that does not fit is an error, not a reason to try older checkpoints.
   EXPECT_EQ(other.saver().RestoreLatest(session.get(), dir.path()).status().code(),

@@ -411,6 +411,32 @@ TEST(ChiefSessionCreatorTest, CheckpointMissingAVariableIsAnErrorNotAFreshStart)
   EXPECT_THAT(s.status().message(), HasSubstr("extra"));
 }
 
+TEST(ChiefSessionCreatorTest, AllCheckpointsUnreadableIsAnErrorNotAFreshStart) {
+  TempDir dir;
+  std::string prefix;
+  {
+    TrainGraph g;
+    auto scaffold = std::make_shared<Scaffold>();
+    ChiefSessionCreator creator(SessionCreatorOptions{.scaffold = scaffold});
+    auto s = creator.CreateSession(g.graph());
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto saved = scaffold->saver()->Save(s->get(), dir.path(), 3);
+    ASSERT_TRUE(saved.ok()) << saved.status();
+    prefix = *saved;
+  }
+  // Truncate the only checkpoint's shard.
+  const std::string shard = prefix + "-00000-of-00001.safetensors";
+  auto bytes = env::ReadFile(shard);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_TRUE(env::WriteFileAtomic(shard, bytes->substr(0, bytes->size() / 2)).ok());
+  TrainGraph g;
+  ChiefSessionCreator creator(SessionCreatorOptions{}, dir.path());
+  auto s = creator.CreateSession(g.graph());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
+  EXPECT_THAT(s.status().message(), HasSubstr("no readable checkpoint"));
+}
+
 // ---------------------------------------------------------------------------------------
 // WorkerSessionCreator
 

@@ -1,11 +1,14 @@
 // framework/kernels/cpu/array_gather_kernels.cc
 //
 // CPU kernels that index by value: GatherV2 (dtype-agnostic row copies),
-// UnsortedSegmentSum (float32/int32/int64 sums; the dense gradient of Gather) and
-// OneHot. Indices are int32 or int64; an index outside its range is an
-// INVALID_ARGUMENT naming the position and the value.
+// UnsortedSegmentSum (float32/int32/int64 sums; the dense gradient of Gather), Unique
+// (first-occurrence order, as TensorFlow's) and OneHot. Indices are int32 or int64; an index
+// outside its range is an INVALID_ARGUMENT naming the position and the value.
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -128,6 +131,44 @@ class UnsortedSegmentSumKernel : public OpKernel {
   }
 };
 
+// Unique(x) -> (y, idx) over a vector of T; idx is int32 or int64 (the node's output 1).
+template <typename T>
+class UniqueKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    if (x.dtype() != DTypeOf<T>() || x.rank() != 1) {
+      return ctx.Error(absl::StrCat("x must be a ", DTypeName(DTypeOf<T>()), " vector, got ",
+                                    DTypeName(x.dtype()), x.shape().DebugString()));
+    }
+    const DType idx_dtype = ctx.output_dtype(1);
+    if (idx_dtype != DType::kInt32 && idx_dtype != DType::kInt64) {
+      return ctx.Error(absl::StrCat("out_idx must be int32 or int64, got ", DTypeName(idx_dtype)));
+    }
+    const int64_t n = x.NumElements();
+    if (idx_dtype == DType::kInt32 && n > std::numeric_limits<int32_t>::max()) {
+      return ctx.Error(absl::StrCat("x has ", n, " elements, too many for int32 out_idx"));
+    }
+    const T* in = x.data<T>();
+    std::unordered_map<T, int64_t> position;
+    position.reserve(static_cast<size_t>(n));
+    std::vector<T> unique;
+    Tensor* idx = ctx.allocate_output(1, x.shape());
+    for (int64_t i = 0; i < n; ++i) {
+      auto [it, inserted] = position.try_emplace(in[i], static_cast<int64_t>(unique.size()));
+      if (inserted) unique.push_back(in[i]);
+      if (idx_dtype == DType::kInt32) {
+        idx->data<int32_t>()[i] = static_cast<int32_t>(it->second);
+      } else {
+        idx->data<int64_t>()[i] = it->second;
+      }
+    }
+    Tensor* y = ctx.allocate_output(0, TensorShape({static_cast<int64_t>(unique.size())}));
+    std::copy(unique.begin(), unique.end(), y->data<T>());
+    return absl::OkStatus();
+  }
+};
+
 class OneHotKernel : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
@@ -180,6 +221,9 @@ void RegisterCpuArrayGatherKernels(KernelRegistry* r) {
   r->Register<UnsortedSegmentSumKernel<float>>("UnsortedSegmentSum", kDeviceCpu, DType::kFloat);
   r->Register<UnsortedSegmentSumKernel<int32_t>>("UnsortedSegmentSum", kDeviceCpu, DType::kInt32);
   r->Register<UnsortedSegmentSumKernel<int64_t>>("UnsortedSegmentSum", kDeviceCpu, DType::kInt64);
+  r->Register<UniqueKernel<float>>("Unique", kDeviceCpu, DType::kFloat);
+  r->Register<UniqueKernel<int32_t>>("Unique", kDeviceCpu, DType::kInt32);
+  r->Register<UniqueKernel<int64_t>>("Unique", kDeviceCpu, DType::kInt64);
   r->Register<OneHotKernel>("OneHot", kDeviceCpu);
 }
 

@@ -1,5 +1,5 @@
 // CPU kernels of the resource-variable ops: VarHandleOp, ReadVariableOp, Assign*,
-// VarIsInitializedOp and ResourceGather.
+// VarIsInitializedOp, ResourceGather and ResourceScatterAdd/Sub.
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/kernels/cpu/cpu_kernels.h"
@@ -168,6 +168,70 @@ class ResourceGatherKernel : public OpKernel {
   }
 };
 
+// var[indices[i], ...] += (or -=) updates[i, ...], sequentially over i, so duplicate
+// indices accumulate. Every index is checked before the variable is touched.
+template <bool kAdd>
+class ResourceScatterKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupVar(ctx, 0));
+    const Tensor& indices = ctx.input(1);
+    const Tensor& updates = ctx.input(2);
+    if (indices.dtype() != DType::kInt32 && indices.dtype() != DType::kInt64) {
+      return ctx.Error(
+          absl::StrCat("indices must be int32 or int64, not ", DTypeName(indices.dtype())));
+    }
+    absl::MutexLock lock(var->mu());
+    if (!var->is_initialized()) return UninitializedError(ctx.input(0).resource_handle());
+    const Tensor& value = var->value();
+    if (value.dtype() != updates.dtype()) {
+      return ctx.Error(absl::StrCat("scatters ", DTypeName(updates.dtype()), " updates into a ",
+                                    DTypeName(value.dtype()), " variable"));
+    }
+    if (value.rank() < 1) return ctx.Error("cannot scatter into a scalar variable");
+    Dims want(indices.shape().dims().begin(), indices.shape().dims().end());
+    want.insert(want.end(), value.shape().dims().begin() + 1, value.shape().dims().end());
+    if (updates.shape().dims() != want) {
+      return ctx.Error(absl::StrCat(
+          "updates must have shape indices.shape + var.shape[1:] (", indices.shape().DebugString(),
+          " + ", value.shape().DebugString(), "[1:]), got ", updates.shape().DebugString()));
+    }
+    const int64_t rows = value.dim(0);
+    const int64_t n = indices.NumElements();
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      idx[i] = indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[i]
+                                                : indices.data<int64_t>()[i];
+      if (idx[i] < 0 || idx[i] >= rows) {
+        return ctx.Error(absl::StrCat("indices[", i, "] = ", idx[i], " is not in [0, ", rows,
+                                      ") (variable ", ctx.input(0).resource_handle().name,
+                                      " of shape ", value.shape().DebugString(), ")"));
+      }
+    }
+    if (n == 0) return absl::OkStatus();
+    const int64_t row = value.NumElements() / rows;
+    Tensor* v = var->MutableValue();
+    absl::Status status = absl::OkStatus();
+#define TANDEM_SCATTER_(T)                                                                 \
+  {                                                                                        \
+    T* p = v->data<T>();                                                                   \
+    const T* u = updates.data<T>();                                                        \
+    for (int64_t i = 0; i < n; ++i) {                                                      \
+      T* dst = p + idx[i] * row;                                                           \
+      const T* src = u + i * row;                                                          \
+      for (int64_t k = 0; k < row; ++k) {                                                  \
+        dst[k] = kAdd ? static_cast<T>(dst[k] + src[k]) : static_cast<T>(dst[k] - src[k]); \
+      }                                                                                    \
+    }                                                                                      \
+  }
+    TANDEM_SWITCH_NUMERIC(
+        v->dtype(), TANDEM_SCATTER_,
+        status = ctx.Error(absl::StrCat("unsupported dtype ", DTypeName(v->dtype()))));
+#undef TANDEM_SCATTER_
+    return status;
+  }
+};
+
 }  // namespace
 
 void RegisterCpuStateKernels(KernelRegistry* r) {
@@ -180,6 +244,10 @@ void RegisterCpuStateKernels(KernelRegistry* r) {
                                          "dtype");
   r->Register<VarIsInitializedKernel>("VarIsInitializedOp", kDeviceCpu, DType::kInvalid, "dtype");
   r->Register<ResourceGatherKernel>("ResourceGather", kDeviceCpu, DType::kInvalid, "dtype");
+  r->Register<ResourceScatterKernel<true>>("ResourceScatterAdd", kDeviceCpu, DType::kInvalid,
+                                           "dtype");
+  r->Register<ResourceScatterKernel<false>>("ResourceScatterSub", kDeviceCpu, DType::kInvalid,
+                                            "dtype");
 }
 
 }  // namespace tandem

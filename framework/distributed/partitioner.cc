@@ -1,0 +1,154 @@
+#include "framework/distributed/partitioner.h"
+
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "framework/core/status.h"
+#include "framework/graph/device_spec.h"
+#include "framework/tensor/tensor.h"
+
+namespace tandem {
+namespace {
+
+void SetAttr(proto::NodeDef* nd, const std::string& name, AttrValue value) {
+  AttrValueToProto(value, &(*nd->mutable_attr())[name]);
+}
+
+class Partitioner {
+ public:
+  Partitioner(const Graph& graph, const PartitionOptions& options)
+      : graph_(graph), options_(options) {
+    for (const auto& n : graph.nodes()) names_.insert(n->name());
+  }
+
+  absl::StatusOr<std::map<std::string, proto::GraphDef>> Run() {
+    proto::GraphDef full;
+    graph_.ToGraphDef(&full);
+    locs_.resize(graph_.num_nodes());
+    for (const auto& n : graph_.nodes()) {
+      if (n->assigned_device().empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot partition: node '", n->name(), "' (", n->op(), ") has no assigned device"));
+      }
+      locs_[n->id()] = options_.node_to_loc ? options_.node_to_loc(*n) : n->assigned_device();
+    }
+    for (const auto& n : graph_.nodes()) {
+      const std::string& loc = locs_[n->id()];
+      proto::NodeDef* nd = parts_[loc].add_node();
+      *nd = full.node(n->id());
+      nd->clear_input();
+      nd->set_device(n->assigned_device());
+      for (const Output& in : n->inputs()) {
+        if (locs_[in.node->id()] == loc) {
+          nd->add_input(in.name());
+        } else {
+          TANDEM_ASSIGN_OR_RETURN(std::string recv, RecvFor(in, *n));
+          nd->add_input(recv);
+        }
+      }
+      for (Node* c : n->control_inputs()) {
+        if (locs_[c->id()] == loc) {
+          nd->add_input("^" + c->name());
+        } else {
+          TANDEM_ASSIGN_OR_RETURN(std::string recv, RecvFor(Output(c, -1), *n));
+          nd->add_input("^" + recv);
+        }
+      }
+    }
+    return std::move(parts_);
+  }
+
+ private:
+  std::string FreshName(absl::string_view base) {
+    std::string name(base);
+    for (int k = 1; names_.contains(name); ++k) name = absl::StrCat(base, "_", k);
+    names_.insert(name);
+    return name;
+  }
+
+  // The _Recv in `dst`'s location for `src` (index -1: a control edge from src.node),
+  // creating it and its _Send (and, for control edges, the dummy Const) on first use.
+  absl::StatusOr<std::string> RecvFor(const Output& src, const Node& dst) {
+    const std::string& dst_loc = locs_[dst.id()];
+    auto key = std::make_tuple(src.node->id(), src.index, dst_loc);
+    auto it = recvs_.find(key);
+    if (it != recvs_.end()) return it->second;
+
+    const Node& producer = *src.node;
+    const std::string& send_device = producer.assigned_device();
+    auto inc = options_.incarnations.find(send_device);
+    if (inc == options_.incarnations.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot partition: no incarnation for device '", send_device, "' of node '",
+          producer.name(), "', which sends to node '", dst.name(), "' on ", dst.assigned_device()));
+    }
+    const std::string tensor_name = absl::StrCat("edge_", next_edge_++, "_", producer.name());
+    proto::GraphDef& src_part = parts_[locs_[producer.id()]];
+
+    std::string sent = src.name();
+    DType dtype = src.index >= 0 ? src.dtype() : DType::kFloat;
+    PartialShape shape = src.index >= 0 ? src.shape() : PartialShape::Unknown(0);
+    if (src.index < 0) {  // Control edge: send a dummy scalar that waits for the source.
+      proto::NodeDef* dummy = src_part.add_node();
+      dummy->set_name(FreshName(absl::StrCat("_ctrl/", tensor_name)));
+      dummy->set_op("Const");
+      dummy->set_device(send_device);
+      dummy->add_input("^" + producer.name());
+      SetAttr(dummy, "dtype", DType::kFloat);
+      SetAttr(dummy, "value", Tensor::Scalar<float>(0.0f));
+      sent = dummy->name() + ":0";
+    }
+    auto edge_attrs = [&](proto::NodeDef* nd) {
+      SetAttr(nd, "tensor_name", tensor_name);
+      SetAttr(nd, "send_device", send_device);
+      SetAttr(nd, "send_device_incarnation", static_cast<int64_t>(inc->second));
+      SetAttr(nd, "recv_device", dst.assigned_device());
+      SetAttr(nd, "client_terminated", false);
+    };
+    proto::NodeDef* send = src_part.add_node();
+    send->set_name(FreshName(absl::StrCat("_send/", tensor_name)));
+    send->set_op("_Send");
+    send->set_device(send_device);
+    send->add_input(sent);
+    SetAttr(send, "T", dtype);
+    edge_attrs(send);
+
+    proto::NodeDef* recv = parts_[dst_loc].add_node();
+    recv->set_name(FreshName(absl::StrCat("_recv/", tensor_name)));
+    recv->set_op("_Recv");
+    recv->set_device(dst.assigned_device());
+    SetAttr(recv, "tensor_type", dtype);
+    SetAttr(recv, "shape", shape);
+    edge_attrs(recv);
+    recvs_.emplace(key, recv->name());
+    return recv->name();
+  }
+
+  const Graph& graph_;
+  const PartitionOptions& options_;
+  std::vector<std::string> locs_;  // By node id.
+  std::map<std::string, proto::GraphDef> parts_;
+  std::map<std::tuple<int, int, std::string>, std::string> recvs_;
+  absl::flat_hash_set<std::string> names_;
+  int next_edge_ = 0;
+};
+
+}  // namespace
+
+std::string SplitByTask(const Node& node) {
+  auto spec = DeviceSpec::Parse(node.assigned_device());
+  if (!spec.ok()) return node.assigned_device();
+  spec->type.reset();
+  spec->id.reset();
+  return spec->ToString();
+}
+
+absl::StatusOr<std::map<std::string, proto::GraphDef>> PartitionGraph(
+    const Graph& graph, const PartitionOptions& options) {
+  return Partitioner(graph, options).Run();
+}
+
+}  // namespace tandem
