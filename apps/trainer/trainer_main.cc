@@ -14,6 +14,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "apps/trainer/serve.h"
 #include "estimator/estimator.h"
 #include "estimator/job_config.h"
 #include "estimator/training.h"
@@ -81,8 +82,8 @@ class JsonLinesWriter {
         return absl::InvalidArgumentError(absl::StrCat("prediction '", key, "' is a scalar"));
       }
       if (rows >= 0 && t.dim(0) != rows) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "predictions disagree on the batch size: '", key, "' has ", t.dim(0), " rows"));
+        return absl::InvalidArgumentError(absl::StrCat("predictions disagree on the batch size: '",
+                                                       key, "' has ", t.dim(0), " rows"));
       }
       rows = t.dim(0);
     }
@@ -134,14 +135,9 @@ int Run(const std::string& command, const Flags& flags,
   absl::StatusOr<std::unique_ptr<Model>> model = registry.Create(job->model.name);
   if (!model.ok()) return Fail(kUsageError, model.status());
   if (job->run_config().model_dir().empty()) {
-    return Fail(kUsageError, absl::InvalidArgumentError(
-                                 "[run] model_dir is required (in the config or --set "
-                                 "run.model_dir=DIR)"));
-  }
-  if (command == "serve") {
-    return Fail(kRuntimeError,
-                absl::UnimplementedError("serve needs the distributed runtime, which is not "
-                                         "built yet"));
+    return Fail(kUsageError,
+                absl::InvalidArgumentError("[run] model_dir is required (in the config or --set "
+                                           "run.model_dir=DIR)"));
   }
   EstimatorOptions eo;
   eo.model_fn = BindModelFn(model->get());
@@ -189,8 +185,8 @@ int Run(const std::string& command, const Flags& flags,
     if (flags.output != "-") {
       file.open(flags.output, std::ios::trunc);
       if (!file) {
-        return Fail(kRuntimeError, absl::NotFoundError(absl::StrCat(
-                                       "cannot open --output ", flags.output, " for writing")));
+        return Fail(kRuntimeError, absl::NotFoundError(absl::StrCat("cannot open --output ",
+                                                                    flags.output, " for writing")));
       }
       out = &file;
     }
@@ -198,8 +194,11 @@ int Run(const std::string& command, const Flags& flags,
     PredictOptions po;
     po.checkpoint_path = flags.checkpoint;
     po.predict_keys = flags.predict_keys;
-    absl::Status s = (*estimator)->Predict(
-        input_fn, [&](const std::map<std::string, Tensor>& b) { return writer.Write(b); }, po);
+    absl::Status s =
+        (*estimator)
+            ->Predict(
+                input_fn, [&](const std::map<std::string, Tensor>& b) { return writer.Write(b); },
+                po);
     if (!s.ok()) return Fail(kRuntimeError, s);
     out->flush();
     LOG(INFO) << "Wrote " << writer.count() << " predictions to " << flags.output;
@@ -210,8 +209,7 @@ int Run(const std::string& command, const Flags& flags,
 
 }  // namespace
 
-int TrainerMain(int argc, char** argv,
-                const std::function<void(ModelRegistry&)>& register_models) {
+int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>& register_models) {
   CLI::App app{
       "tandem trainer: train, evaluate and predict with a registered model from a TOML job "
       "config (TF_CONFIG is read for the cluster role)."};
@@ -239,10 +237,26 @@ int TrainerMain(int argc, char** argv,
   predict->add_option("--output", flags.output, "output file, '-' for stdout")
       ->capture_default_str();
   predict->add_option("--predict_keys", flags.predict_keys, "predictions to write (default all)");
-  CLI::App* serve =
-      app.add_subcommand("serve", "run a parameter-server/worker task (needs the distributed "
-                                  "runtime; not built yet)");
-  add_common(serve);
+  ServeFlags serve_flags;
+  int serve_task = -1;
+  CLI::App* serve = app.add_subcommand(
+      "serve",
+      "run one task of a cluster (e.g. a parameter server) until a client shuts it "
+      "down");
+  serve->add_option("--config", serve_flags.config,
+                    "job config whose [cluster]/[task] (and TF_CONFIG) name the task");
+  serve->add_option("--cluster", serve_flags.cluster,
+                    "the cluster: TF_CONFIG JSON, a .json file of it, or a TOML file with "
+                    "[cluster]");
+  serve->add_option("--job", serve_flags.job, "this task's job (ps, worker, chief, ...)");
+  serve->add_option("--task", serve_task, "this task's index in its job");
+  serve->add_option("--token", serve_flags.token,
+                    "cluster token every RPC must carry (default: $TANDEM_CLUSTER_TOKEN)");
+  serve->add_option("--tls_cert", serve_flags.tls_cert, "PEM certificate: serve TLS");
+  serve->add_option("--tls_key", serve_flags.tls_key, "PEM private key of --tls_cert");
+  serve->add_option("--tls_ca", serve_flags.tls_ca, "PEM roots: require client certificates");
+  serve->add_option("--inter_op_threads", serve_flags.inter_op_threads, "0: one per core");
+  serve->add_option("--intra_op_threads", serve_flags.intra_op_threads, "0: one per core");
   app.add_subcommand("models", "list the registered models");
   try {
     app.parse(argc, argv);
@@ -253,6 +267,10 @@ int TrainerMain(int argc, char** argv,
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   std::string command = app.get_subcommands()[0]->get_name();
+  if (command == "serve") {
+    if (serve_task >= 0) serve_flags.task = serve_task;
+    return Serve(serve_flags);
+  }
   return Run(command, flags, register_models);
 }
 

@@ -32,6 +32,12 @@ struct SessionOptions {
   // Place nodes asking for a missing device (e.g. a GPU) on the CPU instead of failing.
   bool allow_soft_placement = true;
   std::string target;  // "" (in process) or "grpc://host:port".
+  // Remote sessions only: partial device specs ("/job:ps", "/job:worker/task:1") the
+  // session may use; the master contacts only their tasks. Empty: every task.
+  std::vector<std::string> device_filters;
+  // Remote sessions only: how long creating the session waits for the cluster's
+  // tasks to come up; 0: 60 s.
+  int64_t wait_for_workers_ms = 0;
 };
 
 class Session {

@@ -8,12 +8,14 @@
 #include "checkpoint/saver.h"
 #include "framework/core/env.h"
 #include "framework/core/record_io.h"
+#include "framework/distributed/tensor_wire.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/layers.h"
 #include "framework/ops/losses.h"
 #include "framework/ops/optimizers.h"
 #include "framework/ops/standard_ops.h"
 #include "framework/ops/state_ops.h"
+#include "framework/protos/worker.pb.h"
 #include "framework/tensor/tensor_codec.h"
 #include "gtest/gtest.h"
 #include "tests/fuzz/fuzz_targets.h"
@@ -292,6 +294,40 @@ TEST(FuzzReplayTest, CheckpointShardAndIndexMutations) {
   auto id = Campaign(FuzzCheckpointIndex, *index, 2000, 16);
   EXPECT_GT(id[0], 500);
   env::DeleteRecursively(*dir).IgnoreError();
+}
+
+TEST(FuzzReplayTest, WorkerRequestMutations) {
+  // RunGraph of the fuzz worker's graph with a float argument: runs and succeeds.
+  WireMessage<proto::RunGraphRequest> run;
+  run.proto.set_step_id(5);
+  run.tensors.push_back(Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2})));
+  std::string run_seed = WorkerRequestSeed(1, EncodeWireFlat(run));
+  EXPECT_EQ(Feed(FuzzWorkerRequest, run_seed), 2);
+  auto depth = Campaign(FuzzWorkerRequest, run_seed, 1500, 17);
+  EXPECT_GT(depth[0], 100);  // Malformed bytes rejected.
+  EXPECT_GT(depth[2], 20);   // Mutations that still run the graph.
+  // RegisterGraph of a small graph.
+  WireMessage<proto::RegisterGraphRequest> reg;
+  auto* n = reg.proto.mutable_graph()->add_node();
+  n->set_name("c");
+  n->set_op("Const");
+  n->set_device("/job:worker/replica:0/task:0/device:CPU:0");
+  TensorToProto(Tensor::Scalar<float>(1.0f), (*n->mutable_attr())["value"].mutable_tensor());
+  (*n->mutable_attr())["dtype"].set_type(proto::DT_FLOAT);
+  std::string reg_seed = WorkerRequestSeed(0, EncodeWireFlat(reg));
+  EXPECT_EQ(Feed(FuzzWorkerRequest, reg_seed), 2);
+  auto reg_depth = Campaign(FuzzWorkerRequest, reg_seed, 800, 18);
+  EXPECT_GT(reg_depth[1] + reg_depth[2], 30);  // Envelope intact, graph mutated.
+  // RecvTensor and CleanupGraph.
+  WireMessage<proto::RecvTensorRequest> recv;
+  recv.proto.set_step_id(9);
+  recv.proto.set_rendezvous_key(
+      "/job:worker/replica:0/task:0/device:CPU:0;0000000000000001;"
+      "/job:worker/replica:0/task:0/device:CPU:0;edge_1_x;0:0");
+  Campaign(FuzzWorkerRequest, WorkerRequestSeed(2, EncodeWireFlat(recv)), 500, 19);
+  WireMessage<proto::CleanupGraphRequest> cleanup;
+  cleanup.proto.set_step_id(9);
+  Campaign(FuzzWorkerRequest, WorkerRequestSeed(3, EncodeWireFlat(cleanup)), 300, 20);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "framework/core/env.h"
 #include "framework/core/record_io.h"
 #include "framework/data/readers.h"
+#include "framework/distributed/worker.h"
 #include "framework/graph/graph.h"
 #include "framework/ops/standard_ops.h"
 #include "framework/protos/graph.pb.h"
@@ -116,6 +117,120 @@ int FuzzCheckpointIndex(const uint8_t* data, size_t size) {
   auto index = checkpoint::ParseIndex("fuzz.index.json",
                                       absl::string_view(reinterpret_cast<const char*>(data), size));
   return index.ok() ? 2 : 0;
+}
+
+namespace {
+
+class NoRemoteTasks : public WorkerCacheInterface {
+ public:
+  absl::StatusOr<WorkerInterface*> GetWorker(const std::string& task) override {
+    return absl::NotFoundError("fuzz worker has no peers");
+  }
+  std::vector<std::string> ListTasks() const override { return {}; }
+};
+
+// One Worker for the whole process, with session "fuzz" and graph "graph_1".
+Worker* FuzzWorker() {
+  static Worker* worker = [] {
+    static auto* devices = DeviceMgr::CreateLocal("worker", 0, 0).release();
+    static auto* cache = new NoRemoteTasks();
+    WorkerEnv env;
+    env.task_name = "/job:worker/replica:0/task:0";
+    env.devices = devices;
+    env.worker_cache = cache;
+    auto* w = new Worker(env);
+    WireMessage<proto::CreateWorkerSessionRequest> cs;
+    WireMessage<proto::CreateWorkerSessionResponse> csr;
+    cs.proto.set_session_handle("fuzz");
+    CHECK(
+        CallAndWait<WorkerInterface>(w, &WorkerInterface::CreateWorkerSessionAsync, cs, &csr).ok());
+    WireMessage<proto::RegisterGraphRequest> rg;
+    WireMessage<proto::RegisterGraphResponse> rgr;
+    rg.proto.set_session_handle("fuzz");
+    const std::string dev = "/job:worker/replica:0/task:0/device:CPU:0";
+    auto* arg = rg.proto.mutable_graph()->add_node();
+    arg->set_name("x");
+    arg->set_op("_Arg");
+    arg->set_device(dev);
+    (*arg->mutable_attr())["T"].set_type(proto::DT_FLOAT);
+    (*arg->mutable_attr())["index"].set_i(0);
+    auto* sq = rg.proto.mutable_graph()->add_node();
+    sq->set_name("sq");
+    sq->set_op("Square");
+    sq->set_device(dev);
+    sq->add_input("x");
+    (*sq->mutable_attr())["T"].set_type(proto::DT_FLOAT);
+    auto* ret = rg.proto.mutable_graph()->add_node();
+    ret->set_name("ret");
+    ret->set_op("_Retval");
+    ret->set_device(dev);
+    ret->add_input("sq");
+    (*ret->mutable_attr())["T"].set_type(proto::DT_FLOAT);
+    (*ret->mutable_attr())["index"].set_i(0);
+    CHECK(CallAndWait<WorkerInterface>(w, &WorkerInterface::RegisterGraphAsync, rg, &rgr).ok());
+    CHECK_EQ(rgr.proto.graph_handle(), "graph_1");
+    return w;
+  }();
+  return worker;
+}
+
+template <typename Req, typename Resp>
+int Call(absl::string_view bytes,
+         void (WorkerInterface::*method)(CallOptions*, const WireMessage<Req>*, WireMessage<Resp>*,
+                                         StatusCallback),
+         const std::function<void(WireMessage<Req>*)>& adjust) {
+  WireMessage<Req> req;
+  if (!DecodeWireFlat(bytes, &req).ok()) return 0;
+  adjust(&req);
+  WireMessage<Resp> resp;
+  return CallAndWait<WorkerInterface>(FuzzWorker(), method, req, &resp).ok() ? 2 : 1;
+}
+
+}  // namespace
+
+std::string WorkerRequestSeed(int method, const std::string& wire) {
+  return std::string(1, static_cast<char>(method)) + wire;
+}
+
+int FuzzWorkerRequest(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  google::protobuf::LogSilencer quiet;
+  absl::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
+  Worker* w = FuzzWorker();
+  switch (data[0] % 4) {
+    case 0:
+      return Call<proto::RegisterGraphRequest, proto::RegisterGraphResponse>(
+          bytes, &WorkerInterface::RegisterGraphAsync,
+          [](auto* r) { r->proto.set_session_handle("fuzz"); });
+    case 1:
+      return Call<proto::RunGraphRequest, proto::RunGraphResponse>(
+          bytes, &WorkerInterface::RunGraphAsync, [](auto* r) {
+            r->proto.set_session_handle("fuzz");
+            r->proto.set_graph_handle("graph_1");
+          });
+    case 2: {
+      // A receive of a value nobody sends waits; abort its step so the call returns.
+      WireMessage<proto::RecvTensorRequest> req;
+      if (!DecodeWireFlat(bytes, &req).ok()) return 0;
+      WireMessage<proto::RecvTensorResponse> resp;
+      absl::Notification done;
+      w->RecvTensorAsync(nullptr, &req, &resp, [&](const absl::Status&) { done.Notify(); });
+      WireMessage<proto::CleanupGraphRequest> cleanup;
+      WireMessage<proto::CleanupGraphResponse> cleanup_resp;
+      cleanup.proto.set_step_id(req.proto.step_id());
+      cleanup.proto.set_abort_code(static_cast<int>(absl::StatusCode::kCancelled));
+      (void)CallAndWait<WorkerInterface>(w, &WorkerInterface::CleanupGraphAsync, cleanup,
+                                         &cleanup_resp);
+      done.WaitForNotification();
+      return 1;
+    }
+    default:
+      return Call<proto::CleanupGraphRequest, proto::CleanupGraphResponse>(
+          bytes, &WorkerInterface::CleanupGraphAsync, [](auto* r) {
+            // Aborts only: cleaning up steps without aborting leaves nothing to check.
+            r->proto.set_abort_code(1 + (r->proto.abort_code() & 15));
+          });
+  }
 }
 
 }  // namespace tandem::fuzz

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace tandem::fuzz {
 
@@ -33,6 +34,13 @@ int FuzzTfConfig(const uint8_t* data, size_t size);
 int FuzzSafetensors(const uint8_t* data, size_t size);
 // A checkpoint index (JSON) -> CheckpointIndex.
 int FuzzCheckpointIndex(const uint8_t* data, size_t size);
+// A worker RPC as it arrives off the wire: byte 0 picks the method (RegisterGraph,
+// RunGraph, RecvTensor, CleanupGraph), the rest is the tensor_wire message, decoded
+// and handed to an in-process Worker that holds one registered graph ("graph_1":
+// _Arg float -> Square -> _Retval) in session "fuzz". 2: the call succeeded.
+int FuzzWorkerRequest(const uint8_t* data, size_t size);
+// The bytes FuzzWorkerRequest takes for a message (method selector + encoding).
+std::string WorkerRequestSeed(int method, const std::string& wire);
 
 }  // namespace tandem::fuzz
 

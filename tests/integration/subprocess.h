@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -31,6 +32,7 @@ class Subprocess {
   Subprocess(const std::vector<std::string>& argv, const std::string& log_prefix,
              const std::vector<std::string>& env = {})
       : out_path_(log_prefix + ".out"), err_path_(log_prefix + ".err") {
+    std::fflush(nullptr);  // Else the child's freopen would flush our buffered output too.
     pid_ = fork();
     if (pid_ == 0) {
       if (!freopen(out_path_.c_str(), "w", stdout) || !freopen(err_path_.c_str(), "w", stderr)) {

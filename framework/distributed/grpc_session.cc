@@ -1,0 +1,135 @@
+#include "framework/distributed/grpc_session.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "framework/core/status.h"
+#include "framework/distributed/rpc/grpc_clients.h"
+
+namespace tandem {
+
+absl::StatusOr<std::string> ParseGrpcTarget(const std::string& target) {
+  constexpr absl::string_view kScheme = "grpc://";
+  if (!absl::StartsWith(target, kScheme) || target.size() == kScheme.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("session target '", target, "' is not grpc://host:port"));
+  }
+  return target.substr(kScheme.size());
+}
+
+absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Create(
+    const proto::GraphDef& graph, const SessionOptions& options,
+    const TransportSecurity& security) {
+  TANDEM_ASSIGN_OR_RETURN(std::string address, ParseGrpcTarget(options.target));
+  TANDEM_ASSIGN_OR_RETURN(auto channel, NewGrpcChannel(address, security));
+  std::unique_ptr<GrpcSession> s(new GrpcSession());
+  s->owned_master_ = std::make_unique<GrpcMasterClient>(std::move(channel), security.token);
+  s->master_ = s->owned_master_.get();
+  TANDEM_RETURN_IF_ERROR(s->Init(graph, options));
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::CreateWithMaster(
+    MasterInterface* master, const proto::GraphDef& graph, const SessionOptions& options) {
+  std::unique_ptr<GrpcSession> s(new GrpcSession());
+  s->master_ = master;
+  TANDEM_RETURN_IF_ERROR(s->Init(graph, options));
+  return s;
+}
+
+absl::Status GrpcSession::Init(const proto::GraphDef& graph, const SessionOptions& options) {
+  WireMessage<proto::CreateSessionRequest> req;
+  WireMessage<proto::CreateSessionResponse> resp;
+  *req.proto.mutable_graph() = graph;
+  for (const std::string& f : options.device_filters)
+    req.proto.mutable_config()->add_device_filters(f);
+  req.proto.mutable_config()->set_allow_soft_placement(options.allow_soft_placement);
+  req.proto.mutable_config()->set_wait_for_workers_ms(options.wait_for_workers_ms);
+  TANDEM_RETURN_IF_ERROR(CallAndWait(master_, &MasterInterface::CreateSessionAsync, req, &resp));
+  handle_ = resp.proto.session_handle();
+  absl::MutexLock lock(&mu_);
+  graph_version_ = resp.proto.graph_version();
+  return absl::OkStatus();
+}
+
+GrpcSession::~GrpcSession() { Close().IgnoreError(); }
+
+absl::Status GrpcSession::Extend(const proto::GraphDef& graph) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::FailedPreconditionError("session is closed");
+  WireMessage<proto::ExtendSessionRequest> req;
+  WireMessage<proto::ExtendSessionResponse> resp;
+  req.proto.set_session_handle(handle_);
+  *req.proto.mutable_graph() = graph;
+  req.proto.set_current_graph_version(graph_version_);
+  TANDEM_RETURN_IF_ERROR(CallAndWait(master_, &MasterInterface::ExtendSessionAsync, req, &resp));
+  graph_version_ = resp.proto.new_graph_version();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> GrpcSession::Run(const FeedMap& feeds,
+                                                     absl::Span<const std::string> fetches,
+                                                     absl::Span<const std::string> targets,
+                                                     const RunOptions& options,
+                                                     RunMetadata* metadata) {
+  WireMessage<proto::RunStepRequest> req;
+  WireMessage<proto::RunStepResponse> resp;
+  req.proto.set_session_handle(handle_);
+  for (const auto& [name, value] : feeds) {
+    req.proto.add_feed(name);
+    req.tensors.push_back(value);
+  }
+  for (const std::string& f : fetches) req.proto.add_fetch(f);
+  for (const std::string& t : targets) req.proto.add_target(t);
+  req.proto.set_timeout_ms(options.timeout_ms);
+  req.proto.set_trace(options.trace && metadata != nullptr);
+  CallOptions call;
+  if (options.timeout_ms > 0) call.set_timeout_ms(options.timeout_ms + 2000);
+  TANDEM_RETURN_IF_ERROR(CallAndWait(master_, &MasterInterface::RunStepAsync, req, &resp, &call));
+  if (resp.tensors.size() != fetches.size()) {
+    return absl::InternalError(absl::StrCat("the master returned ", resp.tensors.size(),
+                                            " values for ", fetches.size(), " fetches"));
+  }
+  if (metadata != nullptr) {
+    for (const auto& n : resp.proto.node_stats()) {
+      metadata->step_stats.nodes.push_back(
+          {n.node_name(), n.op(), n.device(), n.start_micros(), n.end_micros(), n.thread_id()});
+    }
+  }
+  return std::move(resp.tensors);
+}
+
+absl::Status GrpcSession::Close() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_ || handle_.empty()) return absl::OkStatus();
+    closed_ = true;
+  }
+  WireMessage<proto::CloseSessionRequest> req;
+  WireMessage<proto::CloseSessionResponse> resp;
+  req.proto.set_session_handle(handle_);
+  CallOptions call;
+  call.set_timeout_ms(10000);
+  return CallAndWait(master_, &MasterInterface::CloseSessionAsync, req, &resp, &call);
+}
+
+absl::StatusOr<std::vector<proto::DeviceAttributes>> GrpcSession::ListDevices() {
+  WireMessage<proto::ListDevicesRequest> req;
+  WireMessage<proto::ListDevicesResponse> resp;
+  req.proto.set_session_handle(handle_);
+  TANDEM_RETURN_IF_ERROR(CallAndWait(master_, &MasterInterface::ListDevicesAsync, req, &resp));
+  return std::vector<proto::DeviceAttributes>(resp.proto.device().begin(),
+                                              resp.proto.device().end());
+}
+
+absl::StatusOr<std::unique_ptr<Session>> NewSession(const proto::GraphDef& graph,
+                                                    const SessionOptions& options,
+                                                    const TransportSecurity& security) {
+  if (options.target.empty()) return NewDirectSession(graph, options);
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<GrpcSession> s,
+                          GrpcSession::Create(graph, options, security));
+  return std::unique_ptr<Session>(std::move(s));
+}
+
+}  // namespace tandem

@@ -1,0 +1,409 @@
+#include "framework/distributed/master_session.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "framework/core/env.h"
+#include "framework/core/status.h"
+#include "framework/distributed/partitioner.h"
+#include "framework/distributed/placer.h"
+#include "framework/distributed/worker_rendezvous.h"
+#include "framework/graph/op_registry.h"
+#include "framework/runtime/subgraph.h"
+#include "glog/logging.h"
+
+namespace tandem {
+namespace {
+
+constexpr int64_t kDefaultWaitMs = 60000;
+
+bool TaskMatchesFilters(const std::string& task, const std::vector<std::string>& filters) {
+  if (filters.empty()) return true;
+  auto task_spec = DeviceSpec::Parse(task);
+  if (!task_spec.ok()) return false;
+  for (const std::string& f : filters) {
+    auto spec = DeviceSpec::Parse(f);
+    if (spec.ok() && spec->IsCompatibleWith(*task_spec)) return true;
+  }
+  return false;
+}
+
+// Calls `fn(i)` for i in [0, n) concurrently and waits for all of them; `fn` calls its
+// callback exactly once.
+void ParallelCalls(int n, const std::function<void(int, StatusCallback)>& fn,
+                   std::vector<absl::Status>* results) {
+  results->assign(n, absl::OkStatus());
+  absl::Mutex mu;
+  int pending = n;
+  for (int i = 0; i < n; ++i) {
+    fn(i, [&, i](const absl::Status& s) {
+      absl::MutexLock lock(&mu);
+      (*results)[i] = s;
+      --pending;
+    });
+  }
+  absl::MutexLock lock(&mu);
+  mu.Await(absl::Condition(
+      +[](int* p) { return *p == 0; }, &pending));
+}
+
+absl::Status Annotate(const absl::Status& s, absl::string_view task, absl::string_view what) {
+  return absl::Status(s.code(), absl::StrCat(what, " on ", task, ": ", s.message()));
+}
+
+int64_t RandomStepIdBase() {
+  std::random_device rd;
+  uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return static_cast<int64_t>(r >> 2) + 1;  // Positive, with room to count up.
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<proto::DeviceAttributes>> ListClusterDevices(
+    WorkerCacheInterface* cache, const std::vector<std::string>& filters, int64_t wait_ms) {
+  if (wait_ms <= 0) wait_ms = kDefaultWaitMs;
+  const int64_t deadline = env::NowMicros() + wait_ms * 1000;
+  std::vector<proto::DeviceAttributes> devices;
+  for (const std::string& task : cache->ListTasks()) {
+    if (!TaskMatchesFilters(task, filters)) continue;
+    TANDEM_ASSIGN_OR_RETURN(WorkerInterface * w, cache->GetWorker(task));
+    int64_t backoff_ms = 50;
+    while (true) {
+      WireMessage<proto::GetStatusRequest> req;
+      WireMessage<proto::GetStatusResponse> resp;
+      CallOptions opts;
+      opts.set_timeout_ms(std::max<int64_t>(100, wait_ms / 10));
+      absl::Status s = CallAndWait(w, &WorkerInterface::GetStatusAsync, req, &resp, &opts);
+      if (s.ok()) {
+        for (auto& d : *resp.proto.mutable_device()) {
+          // Only devices that match the filters (a task may hold GPUs the session
+          // must not use).
+          if (TaskMatchesFilters(d.name(), filters)) devices.push_back(std::move(d));
+        }
+        break;
+      }
+      bool retry = s.code() == absl::StatusCode::kUnavailable ||
+                   s.code() == absl::StatusCode::kDeadlineExceeded;
+      if (!retry || env::NowMicros() + backoff_ms * 1000 > deadline) {
+        return Annotate(s, task, absl::StrCat("waiting ", wait_ms, " ms for the task to answer"));
+      }
+      LOG_EVERY_N(INFO, 10) << "waiting for " << task << " to start: " << s.message();
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      backoff_ms = std::min<int64_t>(backoff_ms * 2, 1000);
+    }
+  }
+  if (devices.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("no device of the cluster matches the filters [",
+                                                   absl::StrJoin(filters, ", "), "]"));
+  }
+  return devices;
+}
+
+MasterSession::MasterSession(const MasterEnv& env, std::string handle)
+    : env_(env), handle_(std::move(handle)), next_step_id_(RandomStepIdBase()) {}
+
+MasterSession::~MasterSession() = default;
+
+absl::StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(
+    const MasterEnv& env, std::string handle, const proto::GraphDef& graph,
+    const proto::SessionConfig& config) {
+  std::unique_ptr<MasterSession> s(new MasterSession(env, std::move(handle)));
+  s->config_ = config;
+  std::vector<std::string> filters(config.device_filters().begin(), config.device_filters().end());
+  TANDEM_ASSIGN_OR_RETURN(
+      s->devices_, ListClusterDevices(env.worker_cache, filters, config.wait_for_workers_ms()));
+  for (const auto& d : s->devices_) {
+    TANDEM_ASSIGN_OR_RETURN(DeviceSpec spec, DeviceSpec::Parse(d.name()));
+    std::string task = TaskNameOf(spec);
+    if (std::find(s->tasks_.begin(), s->tasks_.end(), task) == s->tasks_.end()) {
+      s->tasks_.push_back(task);
+    }
+  }
+  for (const std::string& task : s->tasks_) {
+    TANDEM_ASSIGN_OR_RETURN(WorkerInterface * w, env.worker_cache->GetWorker(task));
+    WireMessage<proto::CreateWorkerSessionRequest> req;
+    WireMessage<proto::CreateWorkerSessionResponse> resp;
+    req.proto.set_session_handle(s->handle_);
+    absl::Status st = CallAndWait(w, &WorkerInterface::CreateWorkerSessionAsync, req, &resp);
+    if (!st.ok()) return Annotate(st, task, "creating the worker session");
+  }
+  absl::MutexLock lock(&s->mu_);
+  s->graph_ = std::make_unique<Graph>(OpRegistry::Global());
+  TANDEM_RETURN_IF_ERROR(s->ExtendLocked(graph, 0).status());
+  return s;
+}
+
+absl::StatusOr<int64_t> MasterSession::Extend(const proto::GraphDef& graph,
+                                              int64_t current_version) {
+  absl::MutexLock lock(&mu_);
+  return ExtendLocked(graph, current_version);
+}
+
+absl::StatusOr<int64_t> MasterSession::ExtendLocked(const proto::GraphDef& graph,
+                                                    int64_t current_version) {
+  if (closed_) return absl::FailedPreconditionError("session is closed");
+  if (current_version != graph_version_) {
+    return absl::FailedPreconditionError(absl::StrCat("ExtendSession at graph version ",
+                                                      current_version, " but the session is at ",
+                                                      graph_version_));
+  }
+  TANDEM_RETURN_IF_ERROR(graph_->AddGraphDef(graph));
+  std::vector<std::string> names;
+  for (const auto& d : devices_) names.push_back(d.name());
+  PlacerOptions opts;
+  opts.default_device = env_.task_name;
+  opts.allow_soft_placement = config_.allow_soft_placement();
+  opts.device_filters.assign(config_.device_filters().begin(), config_.device_filters().end());
+  bool own_task_listed = false;
+  for (const std::string& t : tasks_) own_task_listed |= (t == env_.task_name);
+  if (!own_task_listed) opts.default_device = "";  // Then the first listed device.
+  TANDEM_RETURN_IF_ERROR(PlaceGraph(graph_.get(), names, opts));
+  return ++graph_version_;
+}
+
+absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::BuildPlan(
+    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Graph> sub,
+                          BuildExecutableGraph(*graph_, feeds, fetches, targets));
+  std::string fallback = devices_.front().name();
+  for (const auto& d : devices_) {
+    if (absl::StartsWith(d.name(), env_.task_name + "/")) {
+      fallback = d.name();
+      break;
+    }
+  }
+  // Fed values go where they are consumed; fetched values stay where they are made.
+  for (const auto& node : sub->nodes()) {
+    if (node->op() != "_Arg") continue;
+    std::string device = fallback;
+    for (const auto& [consumer, slot] : node->out_edges()) {
+      if (!consumer->assigned_device().empty()) {
+        device = consumer->assigned_device();
+        break;
+      }
+    }
+    node->set_assigned_device(device);
+  }
+  for (const auto& node : sub->nodes()) {
+    if (node->op() != "_Retval") continue;
+    const std::string& d = node->input(0).node->assigned_device();
+    node->set_assigned_device(d.empty() ? fallback : d);
+  }
+  PartitionOptions popts;
+  for (const auto& d : devices_) popts.incarnations[d.name()] = d.incarnation();
+  TANDEM_ASSIGN_OR_RETURN(auto partitions, PartitionGraph(*sub, popts));
+
+  auto plan = std::make_shared<Plan>();
+  plan->feeds = feeds;
+  for (const std::string& f : feeds) {
+    TANDEM_ASSIGN_OR_RETURN(Output o, graph_->FindOutput(f));
+    plan->feed_dtypes.push_back(o.dtype());
+  }
+  for (auto& [device, def] : partitions) {
+    Part part;
+    TANDEM_ASSIGN_OR_RETURN(DeviceSpec spec, DeviceSpec::Parse(device));
+    part.task = TaskNameOf(spec);
+    TANDEM_ASSIGN_OR_RETURN(part.worker, env_.worker_cache->GetWorker(part.task));
+    // Renumber _Arg and _Retval densely within the partition.
+    std::vector<std::pair<int64_t, proto::NodeDef*>> args, rets;
+    for (proto::NodeDef& n : *def.mutable_node()) {
+      if (n.op() != "_Arg" && n.op() != "_Retval") continue;
+      int64_t index = n.attr().at("index").i();
+      (n.op() == "_Arg" ? args : rets).push_back({index, &n});
+    }
+    std::sort(args.begin(), args.end());
+    std::sort(rets.begin(), rets.end());
+    for (size_t i = 0; i < args.size(); ++i) {
+      part.arg_global.push_back(static_cast<int>(args[i].first));
+      (*args[i].second->mutable_attr())["index"].set_i(static_cast<int64_t>(i));
+    }
+    for (size_t i = 0; i < rets.size(); ++i) {
+      part.retval_global.push_back(static_cast<int>(rets[i].first));
+      (*rets[i].second->mutable_attr())["index"].set_i(static_cast<int64_t>(i));
+    }
+    WireMessage<proto::RegisterGraphRequest> req;
+    WireMessage<proto::RegisterGraphResponse> resp;
+    req.proto.set_session_handle(handle_);
+    *req.proto.mutable_graph() = std::move(def);
+    absl::Status s = CallAndWait(part.worker, &WorkerInterface::RegisterGraphAsync, req, &resp);
+    if (!s.ok()) {
+      Deregister(*plan);
+      return Annotate(s, part.task, "registering a partition");
+    }
+    part.graph_handle = resp.proto.graph_handle();
+    plan->parts.push_back(std::move(part));
+  }
+  return plan;
+}
+
+absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetPlan(
+    std::vector<std::string> feeds, const std::vector<std::string>& fetches,
+    std::vector<std::string> targets) {
+  std::sort(feeds.begin(), feeds.end());
+  std::sort(targets.begin(), targets.end());
+  std::string key = absl::StrCat(absl::StrJoin(feeds, ","), "|", absl::StrJoin(fetches, ","), "|",
+                                 absl::StrJoin(targets, ","));
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::FailedPreconditionError("session is closed");
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  TANDEM_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan, BuildPlan(feeds, fetches, targets));
+  plans_[key] = plan;
+  return std::shared_ptr<const Plan>(plan);
+}
+
+absl::Status MasterSession::Run(const WireMessage<proto::RunStepRequest>& request,
+                                WireMessage<proto::RunStepResponse>* response) {
+  const proto::RunStepRequest& req = request.proto;
+  if (request.tensors.size() != static_cast<size_t>(req.feed_size())) {
+    return absl::InvalidArgumentError(absl::StrCat("RunStep names ", req.feed_size(),
+                                                   " feeds but carries ", request.tensors.size(),
+                                                   " tensors"));
+  }
+  std::vector<std::string> feeds(req.feed().begin(), req.feed().end());
+  std::vector<std::string> fetches(req.fetch().begin(), req.fetch().end());
+  std::vector<std::string> targets(req.target().begin(), req.target().end());
+  TANDEM_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, GetPlan(feeds, fetches, targets));
+  // Fed values in the plan's sorted order, checked against the graph.
+  std::vector<Tensor> sorted(plan->feeds.size());
+  for (int i = 0; i < req.feed_size(); ++i) {
+    size_t k =
+        std::lower_bound(plan->feeds.begin(), plan->feeds.end(), req.feed(i)) - plan->feeds.begin();
+    if (k >= plan->feeds.size() || plan->feeds[k] != req.feed(i) || sorted[k].IsInitialized()) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", req.feed(i), "' is fed twice"));
+    }
+    if (request.tensors[i].dtype() != plan->feed_dtypes[k]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot feed a ", DTypeName(request.tensors[i].dtype()), " value to tensor '",
+          req.feed(i), "', which has dtype ", DTypeName(plan->feed_dtypes[k])));
+    }
+    sorted[k] = request.tensors[i];
+  }
+  return RunPlan(*plan, sorted, req, response);
+}
+
+absl::Status MasterSession::RunPlan(const Plan& plan, const std::vector<Tensor>& feeds,
+                                    const proto::RunStepRequest& options,
+                                    WireMessage<proto::RunStepResponse>* response) {
+  const int64_t step_id = next_step_id_.fetch_add(1);
+  const int n = static_cast<int>(plan.parts.size());
+  struct Call {
+    CallOptions options;
+    WireMessage<proto::RunGraphRequest> request;
+    WireMessage<proto::RunGraphResponse> response;
+  };
+  std::vector<Call> calls(n);
+  absl::Mutex mu;
+  absl::Status first_error;  // Guarded by mu.
+  std::vector<absl::Status> results;
+  ParallelCalls(
+      n,
+      [&](int i, StatusCallback done) {
+        const Part& part = plan.parts[i];
+        Call& c = calls[i];
+        c.request.proto.set_session_handle(handle_);
+        c.request.proto.set_graph_handle(part.graph_handle);
+        c.request.proto.set_step_id(step_id);
+        c.request.proto.set_timeout_ms(options.timeout_ms());
+        c.request.proto.set_trace(options.trace());
+        if (options.timeout_ms() > 0) c.options.set_timeout_ms(options.timeout_ms() + 1000);
+        for (int g : part.arg_global) c.request.tensors.push_back(feeds[g]);
+        part.worker->RunGraphAsync(
+            &c.options, &c.request, &c.response, [&, i, done](const absl::Status& s) {
+              if (!s.ok()) {
+                bool first = false;
+                {
+                  absl::MutexLock lock(&mu);
+                  if (first_error.ok()) {
+                    first_error = Annotate(s, plan.parts[i].task, "running a partition");
+                    first = true;
+                  }
+                }
+                if (first) {
+                  // Cancel the other partitions' calls; their workers are aborted below.
+                  for (int k = 0; k < n; ++k) {
+                    if (k != i) calls[k].options.StartCancel();
+                  }
+                }
+              }
+              done(s);
+            });
+      },
+      &results);
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu);
+    status = first_error;
+  }
+  // Drop the step's rendezvous on every task, aborting it there on failure.
+  std::vector<std::string> tasks;
+  for (const Part& p : plan.parts) {
+    if (std::find(tasks.begin(), tasks.end(), p.task) == tasks.end()) tasks.push_back(p.task);
+  }
+  for (const std::string& task : tasks) {
+    auto w = env_.worker_cache->GetWorker(task);
+    if (!w.ok()) continue;
+    auto req = std::make_shared<WireMessage<proto::CleanupGraphRequest>>();
+    auto resp = std::make_shared<WireMessage<proto::CleanupGraphResponse>>();
+    req->proto.set_step_id(step_id);
+    if (!status.ok()) {
+      req->proto.set_abort_code(static_cast<int>(status.code()));
+      req->proto.set_abort_message(std::string(status.message()));
+    }
+    (*w)->CleanupGraphAsync(nullptr, req.get(), resp.get(), [req, resp](const absl::Status&) {});
+  }
+  if (!status.ok()) return status;
+  response->tensors.assign(options.fetch_size(), Tensor());
+  for (int i = 0; i < n; ++i) {
+    const Part& part = plan.parts[i];
+    std::vector<Tensor>& got = calls[i].response.tensors;
+    if (got.size() != part.retval_global.size()) {
+      return absl::InternalError(absl::StrCat(part.task, " returned ", got.size(),
+                                              " values, expected ", part.retval_global.size()));
+    }
+    for (size_t k = 0; k < got.size(); ++k) {
+      response->tensors[part.retval_global[k]] = std::move(got[k]);
+    }
+    for (const auto& ns : calls[i].response.proto.node_stats()) {
+      *response->proto.add_node_stats() = ns;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void MasterSession::Deregister(const Plan& plan) {
+  for (const Part& p : plan.parts) {
+    WireMessage<proto::DeregisterGraphRequest> req;
+    WireMessage<proto::DeregisterGraphResponse> resp;
+    req.proto.set_session_handle(handle_);
+    req.proto.set_graph_handle(p.graph_handle);
+    CallAndWait(p.worker, &WorkerInterface::DeregisterGraphAsync, req, &resp).IgnoreError();
+  }
+}
+
+absl::Status MasterSession::Close() {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::OkStatus();
+  closed_ = true;
+  plans_.clear();  // Worker sessions go with their graphs.
+  for (const std::string& task : tasks_) {
+    auto w = env_.worker_cache->GetWorker(task);
+    if (!w.ok()) continue;
+    WireMessage<proto::DeleteWorkerSessionRequest> req;
+    WireMessage<proto::DeleteWorkerSessionResponse> resp;
+    req.proto.set_session_handle(handle_);
+    CallOptions opts;
+    opts.set_timeout_ms(5000);
+    absl::Status s = CallAndWait(*w, &WorkerInterface::DeleteWorkerSessionAsync, req, &resp, &opts);
+    if (!s.ok()) LOG(WARNING) << "closing session " << handle_ << " on " << task << ": " << s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tandem

@@ -1,0 +1,127 @@
+#include "framework/distributed/rpc/grpc_service.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "framework/distributed/rpc/grpc_util.h"
+#include "glog/logging.h"
+
+namespace tandem {
+namespace {
+
+// One unary call arriving on the generic (bidi) API: read one request, reply once.
+class UnaryReactor : public grpc::ServerGenericBidiReactor {
+ public:
+  UnaryReactor(grpc::GenericCallbackServerContext* context, GrpcService* service)
+      : context_(context), service_(service) {
+    StartRead(&request_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request"));
+      return;
+    }
+    service_->Handle(context_, request_, &response_, [this](const grpc::Status& s) {
+      if (s.ok()) {
+        StartWriteAndFinish(&response_, grpc::WriteOptions(), s);
+      } else {
+        Finish(s);
+      }
+    });
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::GenericCallbackServerContext* context_;
+  GrpcService* service_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+};
+
+bool SameToken(absl::string_view got, absl::string_view want) {
+  if (got.size() != want.size()) return false;
+  // Compares every byte, so the time taken does not reveal a matching prefix.
+  unsigned char diff = 0;
+  for (size_t i = 0; i < got.size(); ++i) diff |= got[i] ^ want[i];
+  return diff == 0;
+}
+
+}  // namespace
+
+template <typename Service, typename Req, typename Resp>
+void GrpcService::Add(const std::string& name, Service* service,
+                      void (Service::*method)(CallOptions*, const WireMessage<Req>*,
+                                              WireMessage<Resp>*, StatusCallback)) {
+  handlers_[name] = [service, method](const grpc::ByteBuffer& in, grpc::ByteBuffer* out,
+                                      Reply reply) {
+    auto request = std::make_shared<WireMessage<Req>>();
+    auto response = std::make_shared<WireMessage<Resp>>();
+    absl::Status s = DecodeByteBuffer(in, &request->proto, &request->tensors);
+    if (!s.ok()) {
+      reply(ToGrpcStatus(s));
+      return;
+    }
+    (service->*method)(nullptr, request.get(), response.get(),
+                       [request, response, out, reply](const absl::Status& s) {
+                         if (s.ok()) *out = EncodeByteBuffer(response->proto, response->tensors);
+                         reply(ToGrpcStatus(s));
+                       });
+  };
+}
+
+GrpcService::GrpcService(WorkerInterface* worker, MasterInterface* master, std::string token)
+    : token_(std::move(token)) {
+  const std::string w = kWorkerServicePrefix;
+  Add(w + "GetStatus", worker, &WorkerInterface::GetStatusAsync);
+  Add(w + "CreateWorkerSession", worker, &WorkerInterface::CreateWorkerSessionAsync);
+  Add(w + "DeleteWorkerSession", worker, &WorkerInterface::DeleteWorkerSessionAsync);
+  Add(w + "RegisterGraph", worker, &WorkerInterface::RegisterGraphAsync);
+  Add(w + "DeregisterGraph", worker, &WorkerInterface::DeregisterGraphAsync);
+  Add(w + "RunGraph", worker, &WorkerInterface::RunGraphAsync);
+  Add(w + "RecvTensor", worker, &WorkerInterface::RecvTensorAsync);
+  Add(w + "CleanupGraph", worker, &WorkerInterface::CleanupGraphAsync);
+  Add(w + "CleanupAll", worker, &WorkerInterface::CleanupAllAsync);
+  Add(w + "Shutdown", worker, &WorkerInterface::ShutdownAsync);
+  if (master == nullptr) return;
+  const std::string m = kMasterServicePrefix;
+  Add(m + "CreateSession", master, &MasterInterface::CreateSessionAsync);
+  Add(m + "ExtendSession", master, &MasterInterface::ExtendSessionAsync);
+  Add(m + "RunStep", master, &MasterInterface::RunStepAsync);
+  Add(m + "CloseSession", master, &MasterInterface::CloseSessionAsync);
+  Add(m + "ListDevices", master, &MasterInterface::ListDevicesAsync);
+  Add(m + "Reset", master, &MasterInterface::ResetAsync);
+}
+
+grpc::ServerGenericBidiReactor* GrpcService::CreateReactor(
+    grpc::GenericCallbackServerContext* context) {
+  return new UnaryReactor(context, this);
+}
+
+void GrpcService::Handle(grpc::GenericCallbackServerContext* context, const grpc::ByteBuffer& in,
+                         grpc::ByteBuffer* out, Reply reply) {
+  if (!token_.empty()) {
+    const auto& md = context->client_metadata();
+    auto it = md.find(kTokenMetadataKey);
+    absl::string_view got = it == md.end()
+                                ? absl::string_view()
+                                : absl::string_view(it->second.data(), it->second.size());
+    if (!SameToken(got, token_)) {
+      LOG(WARNING) << "refused " << context->method() << " from " << context->peer() << ": "
+                   << (it == md.end() ? "no cluster token" : "wrong cluster token");
+      reply(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                         "this server requires the cluster token (set [cluster] token or "
+                         "TANDEM_CLUSTER_TOKEN on every task)"));
+      return;
+    }
+  }
+  auto h = handlers_.find(context->method());
+  if (h == handlers_.end()) {
+    reply(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                       absl::StrCat("unknown method ", context->method())));
+    return;
+  }
+  h->second(in, out, std::move(reply));
+}
+
+}  // namespace tandem

@@ -1,0 +1,51 @@
+// framework/distributed/rpc/grpc_service.h
+//
+// GrpcService: serves a WorkerInterface and a MasterInterface on one gRPC server as
+// "/tandem.WorkerService/<Method>" and "/tandem.MasterService/<Method>", through
+// gRPC's callback generic API (no generated stubs; messages are tensor_wire bytes).
+// Each call decodes its request (a malformed one is INVALID_ARGUMENT), checks the
+// cluster token when one is set (a missing or wrong token is UNAUTHENTICATED and
+// logged with the caller's address), and hands the request to the interface, whose
+// callback sends the reply. Nothing a caller sends can crash the process.
+//
+// Thread safety: thread-safe; the interfaces must outlive the gRPC server.
+#ifndef TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_SERVICE_H_
+#define TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_SERVICE_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "framework/distributed/master_interface.h"
+#include "framework/distributed/worker_interface.h"
+#include "grpcpp/generic/async_generic_service.h"
+
+namespace tandem {
+
+class GrpcService : public grpc::CallbackGenericService {
+ public:
+  // Not owned; `master` may be null (a task that serves only the worker service).
+  GrpcService(WorkerInterface* worker, MasterInterface* master, std::string token);
+
+  using Reply = std::function<void(const grpc::Status&)>;
+  using Handler = std::function<void(const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Reply)>;
+  // Decodes, authorises and dispatches one call.
+  void Handle(grpc::GenericCallbackServerContext* context, const grpc::ByteBuffer& in,
+              grpc::ByteBuffer* out, Reply reply);
+
+ private:
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override;
+
+  template <typename Service, typename Req, typename Resp>
+  void Add(const std::string& name, Service* service,
+           void (Service::*method)(CallOptions*, const WireMessage<Req>*, WireMessage<Resp>*,
+                                   StatusCallback));
+
+  const std::string token_;
+  absl::flat_hash_map<std::string, Handler> handlers_;  // Filled by the constructor only.
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_SERVICE_H_

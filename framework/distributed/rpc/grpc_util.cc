@@ -1,0 +1,102 @@
+#include "framework/distributed/rpc/grpc_util.h"
+
+#include "absl/strings/str_cat.h"
+#include "framework/core/env.h"
+#include "framework/core/status.h"
+
+namespace tandem {
+
+grpc::Status ToGrpcStatus(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+grpc::ByteBuffer EncodeByteBuffer(const google::protobuf::MessageLite& body,
+                                  const std::vector<Tensor>& tensors) {
+  std::vector<grpc::Slice> slices;
+  slices.reserve(tensors.size() + 1);
+  slices.emplace_back(EncodeWireHead(body, tensors));
+  for (const Tensor& t : tensors) {
+    if (t.dtype() == DType::kResource || t.TotalBytes() == 0) continue;
+    // The slice holds a reference to the tensor's buffer until gRPC has sent it.
+    auto* holder = new Tensor(t);
+    slices.emplace_back(
+        holder->raw_data(), holder->TotalBytes(), [](void* p) { delete static_cast<Tensor*>(p); },
+        holder);
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+absl::Status DecodeByteBuffer(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* body,
+                              std::vector<Tensor>* tensors) {
+  std::vector<grpc::Slice> slices;
+  grpc::Status s = buffer.Dump(&slices);
+  if (!s.ok()) return FromGrpcStatus(s);
+  std::vector<absl::string_view> chunks;
+  chunks.reserve(slices.size());
+  for (const grpc::Slice& slice : slices) {
+    chunks.emplace_back(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return DecodeWire(chunks, body, tensors);
+}
+
+grpc::ChannelArguments DefaultChannelArguments() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // One TCP connection per channel object, so channels to one task do not share a
+  // subchannel that is backing off after a restart.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return args;
+}
+
+namespace {
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view what) {
+  if (path.empty()) return std::string();
+  absl::StatusOr<std::string> data = env::ReadFile(path);
+  if (!data.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read the TLS ", what, " file ", path, ": ", data.status().message()));
+  }
+  return data;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const TransportSecurity& security) {
+  if (!security.tls()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions opts;
+  TANDEM_ASSIGN_OR_RETURN(opts.pem_root_certs, ReadPem(security.ca_file, "CA"));
+  TANDEM_ASSIGN_OR_RETURN(opts.pem_cert_chain, ReadPem(security.cert_file, "certificate"));
+  TANDEM_ASSIGN_OR_RETURN(opts.pem_private_key, ReadPem(security.key_file, "key"));
+  return grpc::SslCredentials(opts);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const TransportSecurity& security) {
+  if (!security.tls()) return grpc::InsecureServerCredentials();
+  if (security.cert_file.empty() || security.key_file.empty()) {
+    return absl::InvalidArgumentError("a TLS server needs both a certificate and a key file");
+  }
+  grpc::SslServerCredentialsOptions opts(
+      security.ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                               : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  TANDEM_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(security.cert_file, "certificate"));
+  TANDEM_ASSIGN_OR_RETURN(pair.private_key, ReadPem(security.key_file, "key"));
+  opts.pem_key_cert_pairs.push_back(pair);
+  TANDEM_ASSIGN_OR_RETURN(opts.pem_root_certs, ReadPem(security.ca_file, "CA"));
+  return grpc::SslServerCredentials(opts);
+}
+
+}  // namespace tandem

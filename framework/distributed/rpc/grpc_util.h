@@ -1,0 +1,98 @@
+// framework/distributed/rpc/grpc_util.h
+//
+// The one place where tandem meets gRPC's types: absl::Status <-> grpc::Status,
+// WireMessage <-> grpc::ByteBuffer (tensor buffers become zero-copy slices that hold
+// a reference to the tensor; received slices are decoded by tensor_wire.h, which
+// copies each tensor once into aligned memory), channel arguments without message
+// size limits, the cluster token's metadata key, and a generic asynchronous unary
+// call that every client uses.
+//
+// Thread safety: functions are thread-safe; GrpcCall's arguments follow the
+// WorkerInterface calling rules.
+#ifndef TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_UTIL_H_
+#define TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_UTIL_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "framework/distributed/worker_interface.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+
+namespace tandem {
+
+// Metadata key of the shared cluster token (lower case, as gRPC requires).
+inline constexpr char kTokenMetadataKey[] = "x-tandem-cluster-token";
+inline constexpr char kWorkerServicePrefix[] = "/tandem.WorkerService/";
+inline constexpr char kMasterServicePrefix[] = "/tandem.MasterService/";
+
+grpc::Status ToGrpcStatus(const absl::Status& s);
+absl::Status FromGrpcStatus(const grpc::Status& s);
+
+grpc::ByteBuffer EncodeByteBuffer(const google::protobuf::MessageLite& body,
+                                  const std::vector<Tensor>& tensors);
+absl::Status DecodeByteBuffer(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* body,
+                              std::vector<Tensor>* tensors);
+
+// Channel arguments: no message size limit, quick reconnects to a restarted task.
+grpc::ChannelArguments DefaultChannelArguments();
+
+// TLS and token settings shared by servers and clients.
+struct TransportSecurity {
+  std::string token;      // Empty: RPCs carry no token and servers ask for none.
+  std::string cert_file;  // PEM; server: its certificate; client: its client certificate.
+  std::string key_file;   // PEM private key for cert_file.
+  std::string ca_file;    // PEM roots; server: when set, clients must present a certificate.
+  bool tls() const { return !cert_file.empty() || !ca_file.empty(); }
+};
+
+// Credentials from the TLS settings (insecure when tls() is false). Unreadable files
+// are INVALID_ARGUMENT naming the file.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const TransportSecurity& security);
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const TransportSecurity& security);
+
+// Sends `request` to `method` ("/tandem.WorkerService/RunGraph") on `stub`; decodes
+// the reply into `response` and calls `done` (on a gRPC thread). `options` may be null.
+template <typename Req, typename Resp>
+void GrpcCall(grpc::GenericStub* stub, const std::string& method, const std::string& token,
+              CallOptions* options, const WireMessage<Req>* request, WireMessage<Resp>* response,
+              StatusCallback done) {
+  struct State {
+    grpc::ClientContext context;
+    grpc::ByteBuffer send;
+    grpc::ByteBuffer recv;
+  };
+  auto state = std::make_shared<State>();
+  if (!token.empty()) state->context.AddMetadata(kTokenMetadataKey, token);
+  if (options != nullptr && options->timeout_ms() > 0) {
+    state->context.set_deadline(std::chrono::system_clock::now() +
+                                std::chrono::milliseconds(options->timeout_ms()));
+  }
+  state->send = EncodeByteBuffer(request->proto, request->tensors);
+  if (options != nullptr) {
+    options->SetCancelCallback([weak = std::weak_ptr<State>(state)] {
+      if (auto s = weak.lock()) s->context.TryCancel();
+    });
+  }
+  grpc::ClientContext* context = &state->context;
+  const grpc::ByteBuffer* send = &state->send;
+  grpc::ByteBuffer* recv = &state->recv;
+  stub->UnaryCall(context, method, grpc::StubOptions(), send, recv,
+                  [state, options, response, done = std::move(done)](grpc::Status s) {
+                    if (options != nullptr) options->ClearCancelCallback();
+                    absl::Status result = FromGrpcStatus(s);
+                    if (result.ok()) {
+                      result = DecodeByteBuffer(state->recv, &response->proto, &response->tensors);
+                    }
+                    done(result);
+                  });
+}
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_UTIL_H_

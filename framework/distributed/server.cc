@@ -1,0 +1,125 @@
+#include "framework/distributed/server.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "framework/core/status.h"
+#include "framework/distributed/rpc/grpc_clients.h"
+#include "framework/distributed/rpc/grpc_service.h"
+#include "glog/logging.h"
+
+namespace tandem {
+namespace {
+
+int Threads(int requested) {
+  if (requested > 0) return requested;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options) : options_(std::move(options)) {}
+
+Server::~Server() {
+  Stop();
+  // Nothing may call into the worker or master once the gRPC server is gone.
+  service_.reset();
+  master_.reset();
+  worker_.reset();
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
+  TANDEM_ASSIGN_OR_RETURN(std::string address,
+                          options.cluster.TaskAddress(options.job, options.task));
+  std::unique_ptr<Server> s(new Server(options));
+  TANDEM_RETURN_IF_ERROR(s->Init(address));
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::CreateLocal(TransportSecurity security) {
+  ServerOptions options;
+  options.job = "localhost";
+  options.security = std::move(security);
+  std::unique_ptr<Server> s(new Server(options));
+  TANDEM_RETURN_IF_ERROR(s->Init("127.0.0.1:0"));
+  return s;
+}
+
+absl::Status Server::Init(const std::string& bind_address) {
+  task_name_ = ClusterSpec::TaskDeviceName(options_.job, options_.task);
+  devices_ = DeviceMgr::CreateLocal(options_.job, 0, options_.task);
+  inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", Threads(options_.inter_op_threads));
+  int intra = Threads(options_.intra_op_threads);
+  intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", std::max(1, intra - 1));
+  omp_set_num_threads(intra);
+
+  // The cache reaches the other tasks; this task's own calls go to worker_ directly.
+  worker_cache_ =
+      std::make_unique<GrpcWorkerCache>(options_.cluster, task_name_, options_.security);
+  WorkerEnv wenv;
+  wenv.task_name = task_name_;
+  wenv.devices = devices_.get();
+  wenv.worker_cache = worker_cache_.get();
+  wenv.inter_op_pool = inter_op_pool_.get();
+  wenv.intra_op_pool = intra_op_pool_.get();
+  wenv.on_shutdown = [this](const std::string& reason) {
+    {
+      absl::MutexLock lock(&mu_);
+      shutdown_reason_ = reason.empty() ? "shut down by a client" : reason;
+    }
+    // Stop from another thread: this one is inside a gRPC handler.
+    std::thread([this] { Stop(); }).detach();
+  };
+  worker_ = std::make_unique<Worker>(std::move(wenv));
+  worker_cache_->SetLocalWorker(worker_.get());
+  MasterEnv menv;
+  menv.task_name = task_name_;
+  menv.worker_cache = worker_cache_.get();
+  master_ = std::make_unique<Master>(menv);
+  service_ = std::make_unique<GrpcService>(worker_.get(), master_.get(), options_.security.token);
+
+  TANDEM_ASSIGN_OR_RETURN(auto creds, MakeServerCredentials(options_.security));
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(bind_address, creds, &port);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterCallbackGenericService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", bind_address, " for ",
+                                               task_name_, " (address in use or not local?)"));
+  }
+  if (options_.cluster.empty()) {  // CreateLocal: the cluster is this task.
+    std::string host = bind_address.substr(0, bind_address.rfind(':'));
+    TANDEM_RETURN_IF_ERROR(
+        options_.cluster.AddTask(options_.job, options_.task, absl::StrCat(host, ":", port)));
+  }
+  address_ = *options_.cluster.TaskAddress(options_.job, options_.task);
+  LOG(INFO) << "tandem server " << task_name_ << " listening on " << address_
+            << (options_.security.tls() ? " (TLS)" : "")
+            << (options_.security.token.empty() ? "" : " (token required)");
+  return absl::OkStatus();
+}
+
+void Server::Stop() {
+  if (stopped_.HasBeenNotified()) return;
+  absl::MutexLock lock(&mu_);
+  if (stopped_.HasBeenNotified()) return;
+  if (shutdown_reason_.empty()) shutdown_reason_ = "stopped";
+  if (server_ != nullptr)
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  stopped_.Notify();
+}
+
+std::string Server::Join() {
+  stopped_.WaitForNotification();
+  absl::MutexLock lock(&mu_);
+  return shutdown_reason_;
+}
+
+}  // namespace tandem

@@ -1,0 +1,91 @@
+// framework/distributed/server.h
+//
+// Server: one task of a cluster, as tf.train.Server: one gRPC port serving the
+// worker service (this task's devices and the partitions run on them) and the
+// master service (client sessions, placement, partitioning, steps). A client of this
+// task opens a GrpcSession to target() ("grpc://host:port").
+//
+//   - The server binds the address the cluster names for its task, not every
+//     interface; CreateLocal binds 127.0.0.1 on an ephemeral port.
+//   - Each device gets a random incarnation at Create, so peers tell a restarted
+//     task apart (its old registrations fail with ABORTED).
+//   - With a cluster token every RPC must carry it (UNAUTHENTICATED otherwise); with
+//     TLS files the port speaks TLS, mutual when a CA file is given.
+//   - Stop ends serving; Join waits until Stop, or until a client's Shutdown RPC.
+//
+// Thread safety: Start, Stop and Join may be called from any thread; Stop is
+// idempotent.
+#ifndef TANDEM_FRAMEWORK_DISTRIBUTED_SERVER_H_
+#define TANDEM_FRAMEWORK_DISTRIBUTED_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "framework/core/thread_pool.h"
+#include "framework/distributed/cluster_spec.h"
+#include "framework/distributed/master.h"
+#include "framework/distributed/rpc/grpc_util.h"
+#include "framework/distributed/worker.h"
+#include "framework/runtime/device.h"
+
+namespace tandem {
+
+class GrpcService;
+class GrpcWorkerCache;
+
+struct ServerOptions {
+  ClusterSpec cluster;
+  std::string job;
+  int task = 0;
+  TransportSecurity security;
+  int inter_op_threads = 0;  // 0: one per core.
+  int intra_op_threads = 0;  // 0: one per core.
+};
+
+class Server {
+ public:
+  // Validates the options (the task must be in the cluster) and binds the port.
+  static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options);
+  // A one-task cluster {"localhost": ["127.0.0.1:<ephemeral>"]}.
+  static absl::StatusOr<std::unique_ptr<Server>> CreateLocal(TransportSecurity security = {});
+  ~Server();
+
+  // Create already serves; Start is kept for tf.train.Server parity and is a no-op.
+  absl::Status Start() { return absl::OkStatus(); }
+  void Stop();
+  // Blocks until Stop or a Shutdown RPC; returns the shutdown reason.
+  std::string Join();
+
+  std::string target() const { return "grpc://" + address_; }
+  const std::string& address() const { return address_; }
+  const std::string& task_name() const { return task_name_; }
+  const ClusterSpec& cluster() const { return options_.cluster; }
+  DeviceMgr* devices() { return devices_.get(); }
+  Worker* worker() { return worker_.get(); }
+  Master* master() { return master_.get(); }
+
+ private:
+  explicit Server(ServerOptions options);
+  absl::Status Init(const std::string& bind_address);
+
+  ServerOptions options_;
+  std::string task_name_;
+  std::string address_;
+  std::unique_ptr<DeviceMgr> devices_;
+  std::unique_ptr<ThreadPool> inter_op_pool_;
+  std::unique_ptr<ThreadPool> intra_op_pool_;
+  std::unique_ptr<GrpcWorkerCache> worker_cache_;
+  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<Master> master_;
+  std::unique_ptr<GrpcService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  absl::Mutex mu_;
+  std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
+  absl::Notification stopped_;
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_DISTRIBUTED_SERVER_H_

@@ -1,0 +1,310 @@
+#include "framework/distributed/worker.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "framework/core/env.h"
+#include "framework/core/status.h"
+#include "framework/graph/op_registry.h"
+#include "framework/kernels/kernel_registry.h"
+#include "framework/runtime/runtime_kernels.h"
+
+namespace tandem {
+namespace {
+
+// Enough threads for every partition of several concurrent steps (between-graph
+// replication runs one step per worker on each ps at once).
+constexpr int kRunThreads = 32;
+
+absl::Status Aborted(absl::string_view what, absl::string_view handle) {
+  return absl::AbortedError(absl::StrCat(what, " '", handle,
+                                         "' is not known to this worker; it may have "
+                                         "restarted: re-create the session"));
+}
+
+}  // namespace
+
+Worker::Worker(WorkerEnv env) : env_(std::move(env)), run_pool_("worker_run", kRunThreads) {
+  EnsureKernels();
+}
+
+Worker::~Worker() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, r] : steps_) r->StartAbort(absl::CancelledError("worker shutting down"));
+  steps_.clear();
+}
+
+void Worker::GetStatusAsync(CallOptions*, const WireMessage<proto::GetStatusRequest>*,
+                            WireMessage<proto::GetStatusResponse>* response, StatusCallback done) {
+  for (const auto& d : env_.devices->devices()) {
+    proto::DeviceAttributes* a = response->proto.add_device();
+    a->set_name(d->name());
+    a->set_device_type(d->type().name);
+    a->set_incarnation(d->incarnation());
+  }
+  done(absl::OkStatus());
+}
+
+void Worker::CreateWorkerSessionAsync(CallOptions*,
+                                      const WireMessage<proto::CreateWorkerSessionRequest>* request,
+                                      WireMessage<proto::CreateWorkerSessionResponse>*,
+                                      StatusCallback done) {
+  const std::string& handle = request->proto.session_handle();
+  if (handle.empty()) {
+    done(absl::InvalidArgumentError("CreateWorkerSession needs a session_handle"));
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  auto& slot = sessions_[handle];
+  if (!slot) slot = std::make_shared<Session>();
+  done(absl::OkStatus());
+}
+
+void Worker::DeleteWorkerSessionAsync(CallOptions*,
+                                      const WireMessage<proto::DeleteWorkerSessionRequest>* request,
+                                      WireMessage<proto::DeleteWorkerSessionResponse>*,
+                                      StatusCallback done) {
+  absl::MutexLock lock(&mu_);
+  sessions_.erase(request->proto.session_handle());
+  done(absl::OkStatus());
+}
+
+absl::StatusOr<std::shared_ptr<Worker::Session>> Worker::FindSession(
+    const std::string& handle) const {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(handle);
+  if (it == sessions_.end()) return Aborted("session", handle);
+  return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<const Worker::Partition>> Worker::FindGraph(
+    const std::string& session, const std::string& graph) const {
+  TANDEM_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(session));
+  absl::MutexLock lock(&s->mu);
+  auto it = s->graphs.find(graph);
+  if (it == s->graphs.end()) return Aborted("graph", graph);
+  return it->second;
+}
+
+absl::StatusOr<std::unique_ptr<Worker::Partition>> Worker::BuildPartition(
+    const proto::GraphDef& def, Session* session) const {
+  auto graph = std::make_unique<Graph>(OpRegistry::Global());
+  TANDEM_RETURN_IF_ERROR(graph->AddGraphDef(def));
+  auto part = std::make_unique<Partition>();
+  int num_args = 0;
+  for (const auto& node : graph->nodes()) {
+    if (node->requested_device().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", node->name(), "' of the registered graph has no device"));
+    }
+    TANDEM_ASSIGN_OR_RETURN(Device * d, env_.devices->Lookup(node->requested_device()));
+    if (part->device == nullptr) part->device = d;
+    if (d != part->device) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a registered graph must be on one device: node '", node->name(), "' is on ",
+                       d->name(), ", others on ", part->device->name()));
+    }
+    node->set_assigned_device(d->name());
+    if (node->op() == "_Arg") ++num_args;
+  }
+  if (part->device == nullptr) return absl::InvalidArgumentError("the registered graph is empty");
+  part->arg_dtypes.assign(num_args, DType::kInvalid);
+  for (const auto& node : graph->nodes()) {
+    if (node->op() != "_Arg") continue;
+    int64_t index = GetAttrOr<int64_t>(node->attrs(), "index", -1);
+    if (index < 0 || index >= num_args || part->arg_dtypes[index] != DType::kInvalid) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("_Arg '", node->name(), "' has index ", index, " of ", num_args));
+    }
+    part->arg_dtypes[index] = node->output_dtype(0);
+  }
+  TANDEM_ASSIGN_OR_RETURN(part->executor,
+                          Executor::Create(std::move(graph), part->device, KernelRegistry::Global(),
+                                           &session->kernels));
+  return part;
+}
+
+void Worker::RegisterGraphAsync(CallOptions*,
+                                const WireMessage<proto::RegisterGraphRequest>* request,
+                                WireMessage<proto::RegisterGraphResponse>* response,
+                                StatusCallback done) {
+  auto session = FindSession(request->proto.session_handle());
+  if (!session.ok()) {
+    done(session.status());
+    return;
+  }
+  auto part = BuildPartition(request->proto.graph(), session->get());
+  if (!part.ok()) {
+    done(absl::Status(part.status().code(), absl::StrCat(env_.task_name, ": registering a graph: ",
+                                                         part.status().message())));
+    return;
+  }
+  Session* s = session->get();
+  absl::MutexLock lock(&s->mu);
+  std::string handle = absl::StrCat("graph_", s->next_graph++);
+  s->graphs[handle] = std::shared_ptr<const Partition>(std::move(*part));
+  response->proto.set_graph_handle(handle);
+  done(absl::OkStatus());
+}
+
+void Worker::DeregisterGraphAsync(CallOptions*,
+                                  const WireMessage<proto::DeregisterGraphRequest>* request,
+                                  WireMessage<proto::DeregisterGraphResponse>*,
+                                  StatusCallback done) {
+  auto session = FindSession(request->proto.session_handle());
+  if (session.ok()) {
+    absl::MutexLock lock(&(*session)->mu);
+    (*session)->graphs.erase(request->proto.graph_handle());
+  }
+  done(absl::OkStatus());  // Deregistering what is gone is not an error.
+}
+
+std::shared_ptr<WorkerRendezvous> Worker::StepRendezvous(int64_t step_id) {
+  absl::MutexLock lock(&mu_);
+  auto& slot = steps_[step_id];
+  if (!slot) slot = std::make_shared<WorkerRendezvous>(env_.task_name, step_id, env_.worker_cache);
+  return slot;
+}
+
+void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGraphRequest>* request,
+                           WireMessage<proto::RunGraphResponse>* response, StatusCallback done) {
+  const proto::RunGraphRequest& req = request->proto;
+  auto part = FindGraph(req.session_handle(), req.graph_handle());
+  if (!part.ok()) {
+    done(part.status());
+    return;
+  }
+  const std::vector<DType>& want = (*part)->arg_dtypes;
+  if (request->tensors.size() != want.size()) {
+    done(absl::InvalidArgumentError(absl::StrCat("RunGraph of ", req.graph_handle(), " needs ",
+                                                 want.size(), " fed tensors, got ",
+                                                 request->tensors.size())));
+    return;
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (request->tensors[i].dtype() != want[i]) {
+      done(absl::InvalidArgumentError(absl::StrCat("RunGraph argument ", i, " is ",
+                                                   DTypeName(request->tensors[i].dtype()),
+                                                   ", the graph expects ", DTypeName(want[i]))));
+      return;
+    }
+  }
+  std::shared_ptr<WorkerRendezvous> rendezvous = StepRendezvous(req.step_id());
+  run_pool_.Schedule([this, part = *part, rendezvous, request, response, done = std::move(done)] {
+    const proto::RunGraphRequest& req = request->proto;
+    StepStats stats;
+    ExecutorArgs args;
+    args.step_id = req.step_id();
+    args.args = &request->tensors;
+    args.retvals = &response->tensors;
+    args.inter_op_pool = env_.inter_op_pool;
+    args.intra_op_pool = env_.intra_op_pool;
+    args.rendezvous = rendezvous.get();
+    if (req.trace()) args.stats = &stats;
+    if (req.timeout_ms() > 0) args.deadline_micros = env::NowMicros() + req.timeout_ms() * 1000;
+    absl::Status s = part->executor->Run(args);
+    if (!s.ok()) {
+      // Stop this step's other partitions here; the master aborts the other tasks.
+      rendezvous->StartAbort(s);
+      response->tensors.clear();
+    }
+    for (const NodeExecStats& n : stats.nodes) {
+      proto::NodeStats* p = response->proto.add_node_stats();
+      p->set_node_name(n.node_name);
+      p->set_op(n.op);
+      p->set_device(n.device);
+      p->set_start_micros(n.start_micros);
+      p->set_end_micros(n.end_micros);
+      p->set_thread_id(n.thread_id);
+    }
+    done(s);
+  });
+}
+
+absl::Status Worker::CheckKey(const ParsedKey& key) const {
+  absl::StatusOr<Device*> d = env_.devices->Lookup(key.src_device);
+  if (!d.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("RecvTensor: this task (", env_.task_name,
+                                                   ") has no device ", key.src_device));
+  }
+  if ((*d)->incarnation() != key.src_incarnation) {
+    return absl::AbortedError(
+        absl::StrCat("RecvTensor: ", key.src_device, " has restarted (the key names incarnation ",
+                     absl::Hex(key.src_incarnation), ", it is now ", absl::Hex((*d)->incarnation()),
+                     "): re-create the session"));
+  }
+  return absl::OkStatus();
+}
+
+void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRequest>* request,
+                             WireMessage<proto::RecvTensorResponse>* response,
+                             StatusCallback done) {
+  absl::StatusOr<ParsedKey> key = ParseRendezvousKey(request->proto.rendezvous_key());
+  if (!key.ok()) {
+    done(key.status());
+    return;
+  }
+  if (absl::Status s = CheckKey(*key); !s.ok()) {
+    done(s);
+    return;
+  }
+  std::shared_ptr<WorkerRendezvous> r = StepRendezvous(request->proto.step_id());
+  r->RecvLocalAsync(*key, [response, done = std::move(done)](const absl::Status& s,
+                                                             const Tensor& value, bool is_dead) {
+    if (s.ok()) {
+      response->tensors = {value};
+      response->proto.set_is_dead(is_dead);
+    }
+    done(s);
+  });
+}
+
+void Worker::CleanupGraphAsync(CallOptions*, const WireMessage<proto::CleanupGraphRequest>* request,
+                               WireMessage<proto::CleanupGraphResponse>*, StatusCallback done) {
+  std::shared_ptr<WorkerRendezvous> r;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = steps_.find(request->proto.step_id());
+    if (it != steps_.end()) {
+      r = std::move(it->second);
+      steps_.erase(it);
+    }
+  }
+  if (r != nullptr && request->proto.abort_code() != 0) {
+    r->StartAbort(absl::Status(static_cast<absl::StatusCode>(request->proto.abort_code()),
+                               request->proto.abort_message()));
+  }
+  done(absl::OkStatus());
+}
+
+void Worker::CleanupAllAsync(CallOptions*, const WireMessage<proto::CleanupAllRequest>* request,
+                             WireMessage<proto::CleanupAllResponse>*, StatusCallback done) {
+  for (const auto& d : env_.devices->devices()) {
+    ResourceMgr* rm = d->resource_manager();
+    if (request->proto.container_size() > 0) {
+      for (const std::string& c : request->proto.container()) rm->Cleanup(c);
+      continue;
+    }
+    for (const auto& [container, name] : rm->List()) rm->Delete(container, name).IgnoreError();
+  }
+  done(absl::OkStatus());
+}
+
+void Worker::ShutdownAsync(CallOptions*, const WireMessage<proto::ShutdownRequest>* request,
+                           WireMessage<proto::ShutdownResponse>*, StatusCallback done) {
+  if (!env_.on_shutdown) {
+    done(absl::FailedPreconditionError("this worker cannot be shut down remotely"));
+    return;
+  }
+  done(absl::OkStatus());
+  env_.on_shutdown(request->proto.reason());
+}
+
+int Worker::NumLiveSteps() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(steps_.size());
+}
+
+}  // namespace tandem

@@ -1,0 +1,112 @@
+// framework/distributed/worker.h
+//
+// Worker: the in-process implementation of WorkerInterface for one task. It owns no
+// devices: the Server hands it the task's DeviceMgr, where variables live in each
+// device's ResourceMgr and so outlive worker sessions (workers that connect later
+// share them, as on a TensorFlow parameter server).
+//
+//   - A worker session (CreateWorkerSession) holds the partitions a master
+//     registered and the kernels of their stateful nodes.
+//   - RegisterGraph builds one Executor per partition; every node of a partition is
+//     on one device of this task, and the graph is built once.
+//   - RunGraph runs a partition for a step on the run pool; all partitions of a step
+//     on this task share a WorkerRendezvous, created by whichever of RunGraph or
+//     RecvTensor arrives first and dropped by CleanupGraph. A failing partition
+//     aborts its step's rendezvous, so the step's other partitions stop waiting.
+//   - RecvTensor answers from the step's rendezvous once the value is sent. A key
+//     naming another incarnation of this task's device is ABORTED (the sender's
+//     master registered against a previous run of this server).
+//   - Unknown session or graph handles are ABORTED, the recoverable error.
+//
+// Thread safety: all methods are thread-safe.
+#ifndef TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_H_
+#define TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "framework/core/thread_pool.h"
+#include "framework/distributed/worker_interface.h"
+#include "framework/distributed/worker_rendezvous.h"
+#include "framework/runtime/device.h"
+#include "framework/runtime/executor.h"
+
+namespace tandem {
+
+struct WorkerEnv {
+  std::string task_name;                         // "/job:ps/replica:0/task:0"
+  DeviceMgr* devices = nullptr;                  // Not owned.
+  WorkerCacheInterface* worker_cache = nullptr;  // Not owned; reaches the other tasks.
+  ThreadPool* inter_op_pool = nullptr;           // Not owned; runs executor nodes.
+  ThreadPool* intra_op_pool = nullptr;           // Not owned.
+  std::function<void(const std::string& reason)> on_shutdown;  // May be empty.
+};
+
+class Worker : public WorkerInterface {
+ public:
+  explicit Worker(WorkerEnv env);
+  ~Worker() override;
+
+  void GetStatusAsync(CallOptions*, const WireMessage<proto::GetStatusRequest>*,
+                      WireMessage<proto::GetStatusResponse>*, StatusCallback) override;
+  void CreateWorkerSessionAsync(CallOptions*, const WireMessage<proto::CreateWorkerSessionRequest>*,
+                                WireMessage<proto::CreateWorkerSessionResponse>*,
+                                StatusCallback) override;
+  void DeleteWorkerSessionAsync(CallOptions*, const WireMessage<proto::DeleteWorkerSessionRequest>*,
+                                WireMessage<proto::DeleteWorkerSessionResponse>*,
+                                StatusCallback) override;
+  void RegisterGraphAsync(CallOptions*, const WireMessage<proto::RegisterGraphRequest>*,
+                          WireMessage<proto::RegisterGraphResponse>*, StatusCallback) override;
+  void DeregisterGraphAsync(CallOptions*, const WireMessage<proto::DeregisterGraphRequest>*,
+                            WireMessage<proto::DeregisterGraphResponse>*, StatusCallback) override;
+  void RunGraphAsync(CallOptions*, const WireMessage<proto::RunGraphRequest>*,
+                     WireMessage<proto::RunGraphResponse>*, StatusCallback) override;
+  void RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRequest>*,
+                       WireMessage<proto::RecvTensorResponse>*, StatusCallback) override;
+  void CleanupGraphAsync(CallOptions*, const WireMessage<proto::CleanupGraphRequest>*,
+                         WireMessage<proto::CleanupGraphResponse>*, StatusCallback) override;
+  void CleanupAllAsync(CallOptions*, const WireMessage<proto::CleanupAllRequest>*,
+                       WireMessage<proto::CleanupAllResponse>*, StatusCallback) override;
+  void ShutdownAsync(CallOptions*, const WireMessage<proto::ShutdownRequest>*,
+                     WireMessage<proto::ShutdownResponse>*, StatusCallback) override;
+
+  // Number of steps whose rendezvous is alive (for tests).
+  int NumLiveSteps() const;
+
+ private:
+  struct Partition {
+    std::unique_ptr<Executor> executor;
+    Device* device = nullptr;
+    std::vector<DType> arg_dtypes;  // By _Arg index.
+  };
+  struct Session {
+    KernelCache kernels;  // Stateful kernels of this session's partitions.
+    absl::Mutex mu;
+    std::map<std::string, std::shared_ptr<const Partition>> graphs ABSL_GUARDED_BY(mu);
+    int64_t next_graph = 1 ABSL_GUARDED_BY(mu);
+  };
+
+  absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& handle) const;
+  absl::StatusOr<std::shared_ptr<const Partition>> FindGraph(const std::string& session,
+                                                             const std::string& graph) const;
+  absl::StatusOr<std::unique_ptr<Partition>> BuildPartition(const proto::GraphDef& def,
+                                                            Session* session) const;
+  std::shared_ptr<WorkerRendezvous> StepRendezvous(int64_t step_id);
+  absl::Status CheckKey(const ParsedKey& key) const;
+
+  const WorkerEnv env_;
+  ThreadPool run_pool_;  // Blocks in Executor::Run, one thread per running partition.
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, std::shared_ptr<WorkerRendezvous>> steps_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_H_

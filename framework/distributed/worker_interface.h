@@ -1,0 +1,89 @@
+// framework/distributed/worker_interface.h
+//
+// WorkerInterface: the worker service of one task, free of any transport. The Worker
+// (worker.h) implements it in process; rpc/grpc_worker_client.h implements it over
+// gRPC, and rpc/grpc_service.h serves a WorkerInterface to remote callers, so a test
+// can run a whole cluster in one process or across processes with the same code.
+//
+// Every method is asynchronous: `done` is called exactly once, possibly on another
+// thread, possibly before the method returns; `request` and `response` must stay
+// alive until then. `options` may be null. Errors use canonical codes; ABORTED means
+// the worker does not know the session or graph (it may have restarted) and the
+// caller should re-create its session.
+//
+// WorkerCacheInterface maps a task name ("/job:ps/replica:0/task:0") to the
+// WorkerInterface that reaches it.
+//
+// Thread safety: implementations are thread-safe.
+#ifndef TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_INTERFACE_H_
+#define TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_INTERFACE_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "framework/distributed/call_options.h"
+#include "framework/distributed/tensor_wire.h"
+#include "framework/protos/worker.pb.h"
+
+namespace tandem {
+
+using StatusCallback = std::function<void(const absl::Status&)>;
+
+// Declares `virtual void NameAsync(CallOptions*, const WireMessage<proto::NameRequest>*,
+// WireMessage<proto::NameResponse>*, StatusCallback)`; every RPC has this shape.
+#define TANDEM_RPC_METHOD(Name)                                                                    \
+  virtual void Name##Async(CallOptions* options, const WireMessage<proto::Name##Request>* request, \
+                           WireMessage<proto::Name##Response>* response, StatusCallback done) = 0
+
+class WorkerInterface {
+ public:
+  virtual ~WorkerInterface() = default;
+
+  // This task's devices and their incarnations.
+  TANDEM_RPC_METHOD(GetStatus);
+  TANDEM_RPC_METHOD(CreateWorkerSession);
+  TANDEM_RPC_METHOD(DeleteWorkerSession);
+  // Builds the executor of one partition (all nodes on one device of this task).
+  TANDEM_RPC_METHOD(RegisterGraph);
+  TANDEM_RPC_METHOD(DeregisterGraph);
+  // Runs a registered partition for one step.
+  TANDEM_RPC_METHOD(RunGraph);
+  // The value a _Send of this task made (or will make) under a rendezvous key.
+  TANDEM_RPC_METHOD(RecvTensor);
+  TANDEM_RPC_METHOD(CleanupGraph);
+  TANDEM_RPC_METHOD(CleanupAll);
+  TANDEM_RPC_METHOD(Shutdown);
+};
+
+class WorkerCacheInterface {
+ public:
+  virtual ~WorkerCacheInterface() = default;
+  // The worker of `task` (not owned; valid as long as the cache). NOT_FOUND when the
+  // cluster has no such task.
+  virtual absl::StatusOr<WorkerInterface*> GetWorker(const std::string& task) = 0;
+  // Every task of the cluster, e.g. "/job:ps/replica:0/task:0", sorted.
+  virtual std::vector<std::string> ListTasks() const = 0;
+};
+
+// Calls an asynchronous method and waits for it.
+template <typename Service, typename Req, typename Resp>
+absl::Status CallAndWait(Service* service,
+                         void (Service::*method)(CallOptions*, const Req*, Resp*, StatusCallback),
+                         const Req& request, Resp* response, CallOptions* options = nullptr) {
+  absl::Notification done;
+  absl::Status result;
+  (service->*method)(options, &request, response, [&](const absl::Status& s) {
+    result = s;
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return result;
+}
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_INTERFACE_H_

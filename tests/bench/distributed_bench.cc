@@ -1,0 +1,200 @@
+// Benchmarks of the distributed runtime, each against a peer measured in the same run:
+//   recv: a tensor of 4 MiB and of 64 MiB moved from a ps task to a worker task over
+//     gRPC on loopback (a step that reads a ps variable on the worker, so RecvTensor
+//     carries it) versus the same bytes written through a raw TCP loopback socket.
+//   mlp: the training step of the MLP 784-256-128-10 (Adam, batch 128) with its
+//     variables on a ps task and the step on a worker task (two servers, gRPC on
+//     loopback) versus the same graph in a DirectSession.
+// Prints one line per figure with the ratio; run.sh runs it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "apps/examples/fashion_models.h"
+#include "framework/distributed/grpc_session.h"
+#include "framework/distributed/server.h"
+#include "framework/ops/array_ops.h"
+#include "framework/ops/losses.h"
+#include "framework/ops/math_ops.h"
+#include "framework/ops/optimizers.h"
+#include "framework/ops/state_ops.h"
+#include "tests/util/free_port.h"
+
+namespace tandem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Bytes/second of `bytes` sent `reps` times through a loopback TCP connection.
+double RawTcp(size_t bytes, int reps) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  listen(listener, 1);
+  std::vector<char> out(bytes, 1);
+  std::thread sender([&] {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    for (int r = 0; r < reps; ++r) {
+      size_t sent = 0;
+      while (sent < bytes) sent += send(fd, out.data() + sent, bytes - sent, 0);
+    }
+    close(fd);
+  });
+  int conn = accept(listener, nullptr, nullptr);
+  std::vector<char> in(bytes);
+  auto t0 = Clock::now();
+  for (int r = 0; r < reps; ++r) {
+    size_t got = 0;
+    while (got < bytes) {
+      ssize_t n = recv(conn, in.data() + got, bytes - got, 0);
+      CHECK_GT(n, 0);
+      got += n;
+    }
+  }
+  double s = Seconds(t0);
+  sender.join();
+  close(conn);
+  close(listener);
+  return bytes * reps / s;
+}
+
+std::vector<std::unique_ptr<Server>> PsAndWorker(int threads) {
+  ClusterSpec cluster;
+  CHECK(cluster.AddJob("ps", {absl::StrCat("127.0.0.1:", testing::PickFreePort())}).ok());
+  CHECK(cluster.AddJob("worker", {absl::StrCat("127.0.0.1:", testing::PickFreePort())}).ok());
+  std::vector<std::unique_ptr<Server>> servers;
+  for (const char* job : {"ps", "worker"}) {
+    ServerOptions o;
+    o.cluster = cluster;
+    o.job = job;
+    o.inter_op_threads = threads;
+    o.intra_op_threads = threads;
+    auto s = Server::Create(o);
+    CHECK(s.ok()) << s.status();
+    servers.push_back(std::move(*s));
+  }
+  return servers;
+}
+
+// Bytes/second of a ps variable of `bytes` read into a worker-side op each step.
+double GrpcRecv(Server* worker, size_t bytes, int reps) {
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  int64_t n = bytes / sizeof(float);
+  ops::Variable v(ps, "big", ops::Const(ps, Tensor::Filled(DType::kFloat, TensorShape({n}), 1.0f)));
+  // A cheap consumer on the worker: the tensor must cross, only a scalar comes back.
+  Output first = ops::Slice(root.WithDevice("/job:worker/task:0"), v.value(),
+                            ops::Const(root, Tensor::FromVector<int32_t>({0}, TensorShape({1}))),
+                            ops::Const(root, Tensor::FromVector<int32_t>({1}, TensorShape({1}))));
+  Node* init = ops::GlobalVariablesInitializer(root);
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  SessionOptions so;
+  so.target = worker->target();
+  auto session = NewSession(def, so);
+  CHECK(session.ok()) << session.status();
+  CHECK((*session)->Run({}, {}, {init->name()}).ok());
+  CHECK((*session)->Run({}, {first.name()}).ok());  // Warm up: registration, connection.
+  auto t0 = Clock::now();
+  for (int r = 0; r < reps; ++r) CHECK((*session)->Run({}, {first.name()}).ok());
+  return bytes * reps / Seconds(t0);
+}
+
+// Steps/second of the MLP training step in a session to `target` ("" = DirectSession).
+double MlpSteps(const std::string& target, int threads, int steps) {
+  Scope root = Scope::NewRootScope();
+  root.graph()->set_seed(1);
+  Output images =
+      ops::Placeholder(root.WithOpName("images"), DType::kFloat, PartialShape({-1, 784}));
+  Output labels = ops::Placeholder(root.WithOpName("labels"), DType::kInt32, PartialShape({-1}));
+  Output logits = examples::BuildMlp(root, images, {256, 128}, 1);
+  Output loss = ops::SparseSoftmaxCrossEntropy(root, labels, logits);
+  ops::AdamOptimizer adam(0.001f);
+  auto train = adam.Minimize(root, loss);
+  CHECK(train.ok());
+  Node* init = ops::GlobalVariablesInitializer(root);
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  if (!target.empty()) {
+    // Every variable handle on the ps; its reads and updates follow by colocation.
+    for (auto& node : *def.mutable_node()) {
+      if (node.op() == "VarHandleOp")
+        node.set_device("/job:ps/task:0");
+      else if (node.device().empty())
+        node.set_device("/job:worker/task:0");
+    }
+  }
+  SessionOptions so;
+  so.target = target;
+  so.inter_op_threads = threads;
+  so.intra_op_threads = threads;
+  auto session = NewSession(def, so);
+  CHECK(session.ok()) << session.status();
+  CHECK((*session)->Run({}, {}, {init->name()}).ok());
+  std::mt19937 rng(1);
+  Tensor x(DType::kFloat, TensorShape({128, 784}));
+  Tensor y(DType::kInt32, TensorShape({128}));
+  for (float& v : x.flat<float>()) v = (rng() % 256) / 255.0f;
+  for (int32_t& v : y.flat<int32_t>()) v = rng() % 10;
+  for (int i = 0; i < 10; ++i)
+    CHECK((*session)->Run({{"images", x}, {"labels", y}}, {}, {(*train)->name()}).ok());
+  auto t0 = Clock::now();
+  for (int i = 0; i < steps; ++i) {
+    auto r = (*session)->Run({{"images", x}, {"labels", y}}, {loss.name()}, {(*train)->name()});
+    CHECK(r.ok()) << r.status();
+  }
+  return steps / Seconds(t0);
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"tandem distributed runtime benchmarks (recv, mlp)"};
+  std::string what = "all";
+  int threads = 2, steps = 300;
+  app.add_option("--what", what, "recv, mlp or all");
+  app.add_option("--threads", threads, "intra/inter-op threads per task");
+  app.add_option("--steps", steps, "MLP steps to time");
+  CLI11_PARSE(app, argc, argv);
+  auto servers = PsAndWorker(threads);
+  if (what == "recv" || what == "all") {
+    for (size_t mib : {4, 64}) {
+      size_t bytes = mib << 20;
+      int reps = mib == 4 ? 100 : 10;
+      double tcp = RawTcp(bytes, reps);
+      double grpc = GrpcRecv(servers[1].get(), bytes, reps);
+      std::printf("recv %zu MiB: grpc=%.0f MB/s raw_tcp=%.0f MB/s ratio=%.2f\n", mib, grpc / 1e6,
+                  tcp / 1e6, grpc / tcp);
+    }
+  }
+  if (what == "mlp" || what == "all") {
+    double local = MlpSteps("", threads, steps);
+    double dist = MlpSteps(servers[1]->target(), threads, steps);
+    std::printf(
+        "mlp step threads=%d: direct=%.3f ms distributed(1 ps + 1 worker)=%.3f ms "
+        "distributed/direct=%.2f\n",
+        threads, 1e3 / local, 1e3 / dist, local / dist);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tandem
+
+int main(int argc, char** argv) { return tandem::Main(argc, argv); }

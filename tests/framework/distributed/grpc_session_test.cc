@@ -1,0 +1,391 @@
+// GrpcSession against real Servers in this process, over gRPC on 127.0.0.1: the
+// seeds' programs (a local server running a constant, a two-task local job, the
+// ps/worker placement example), feeds and fetches across tasks, training that matches
+// a DirectSession step for step, and the errors a bad graph or feed must give.
+#include "framework/distributed/grpc_session.h"
+
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "framework/distributed/server.h"
+#include "framework/ops/array_ops.h"
+#include "framework/ops/layers.h"
+#include "framework/ops/losses.h"
+#include "framework/ops/math_ops.h"
+#include "framework/ops/optimizers.h"
+#include "framework/ops/state_ops.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/util/free_port.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+proto::GraphDef ToDef(const Scope& root) {
+  EXPECT_TRUE(root.ok()) << root.status();
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  return def;
+}
+
+std::unique_ptr<Session> Connect(const std::string& target, const Scope& root,
+                                 std::vector<std::string> filters = {}) {
+  SessionOptions opts;
+  opts.target = target;
+  opts.device_filters = std::move(filters);
+  opts.wait_for_workers_ms = 10000;
+  auto s = NewSession(ToDef(root), opts);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+// Servers for every task of `jobs` (job -> number of tasks) on free loopback ports.
+std::vector<std::unique_ptr<Server>> StartCluster(const std::map<std::string, int>& jobs) {
+  ClusterSpec cluster;
+  for (const auto& [job, n] : jobs) {
+    std::vector<std::string> addrs;
+    for (int i = 0; i < n; ++i)
+      addrs.push_back(absl::StrCat("127.0.0.1:", testing::PickFreePort()));
+    CHECK(cluster.AddJob(job, addrs).ok());
+  }
+  std::vector<std::unique_ptr<Server>> servers;
+  for (const auto& [job, n] : jobs) {
+    for (int i = 0; i < n; ++i) {
+      ServerOptions o;
+      o.cluster = cluster;
+      o.job = job;
+      o.task = i;
+      o.inter_op_threads = 2;
+      o.intra_op_threads = 1;
+      auto s = Server::Create(o);
+      CHECK(s.ok()) << s.status();
+      servers.push_back(std::move(*s));
+    }
+  }
+  return servers;
+}
+
+TEST(GrpcSessionTest, LocalServerRunsAConstant) {
+  auto server = Server::CreateLocal();
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_THAT((*server)->target(), HasSubstr("grpc://127.0.0.1:"));
+  Scope root = Scope::NewRootScope();
+  // tandem has no string tensors: the seeds' "Hello, distributed" becomes its bytes.
+  std::string hello = "Hello, distributed";
+  std::vector<int32_t> codes(hello.begin(), hello.end());
+  Output c = ops::Const(
+      root, Tensor::FromVector<int32_t>(codes, TensorShape({static_cast<int64_t>(codes.size())})));
+  auto session = Connect((*server)->target(), root);
+  ASSERT_NE(session, nullptr);
+  auto out = session->Run({}, {c.name()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto flat = (*out)[0].flat<int32_t>();
+  EXPECT_EQ(std::string(flat.begin(), flat.end()), hello);
+}
+
+TEST(GrpcSessionTest, TwoTaskLocalJobRunsPinnedOps) {
+  auto servers = StartCluster({{"local", 2}});
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Const(root.WithDevice("/job:local/task:0"), {1.0f, 2.0f}, TensorShape({2}));
+  Output y = ops::Mul(root.WithDevice("/job:local/task:1"), x, ops::Const(root, 3.0f));
+  Output z = ops::Add(root.WithDevice("/job:local/task:0"), y, x);
+  auto session = Connect(servers[0]->target(), root);
+  ASSERT_NE(session, nullptr);
+  RunOptions ro;
+  ro.trace = true;
+  RunMetadata md;
+  auto out = session->Run({}, {y.name(), z.name()}, {}, ro, &md);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].flat<float>(), ElementsAre(3, 6));
+  EXPECT_THAT((*out)[1].flat<float>(), ElementsAre(4, 8));
+  bool mul_on_task1 = false;
+  for (const auto& n : md.step_stats.nodes) {
+    if (n.node_name == y.node->name()) {
+      mul_on_task1 = n.device == "/job:local/replica:0/task:1/device:CPU:0";
+    }
+  }
+  EXPECT_TRUE(mul_on_task1);
+}
+
+// The seeds' placement example: w and b on the ps; w+b, w*b, w/b on three workers.
+TEST(GrpcSessionTest, VariablesOnPsComputedOnWorkers) {
+  auto servers = StartCluster({{"ps", 1}, {"worker", 3}});
+  Server* ps = servers[0].get();
+  Scope root = Scope::NewRootScope();
+  Scope on_ps = root.WithDevice("/job:ps/task:0");
+  ops::Variable w(on_ps, "w", ops::Const(on_ps, {2.0f, 4.0f}, TensorShape({2})));
+  ops::Variable b(on_ps, "b", ops::Const(on_ps, {1.0f, 8.0f}, TensorShape({2})));
+  Output sum = ops::Add(root.WithDevice("/job:worker/task:0"), w.value(), b.value());
+  Output prod = ops::Mul(root.WithDevice("/job:worker/task:1"), w.value(), b.value());
+  Output quot = ops::Div(root.WithDevice("/job:worker/task:2"), w.value(), b.value());
+  Node* init = ops::GlobalVariablesInitializer(root);
+  auto session = Connect(servers[1]->target(), root);
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session->Run({}, {}, {init->name()}).ok());
+  auto out = session->Run({}, {sum.name(), prod.name(), quot.name()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].flat<float>(), ElementsAre(3, 12));
+  EXPECT_THAT((*out)[1].flat<float>(), ElementsAre(2, 32));
+  EXPECT_THAT((*out)[2].flat<float>(), ElementsAre(2, 0.5));
+  // The variables live in the ps task's resource manager, and nowhere else.
+  auto listed = ps->devices()->default_device()->resource_manager()->List();
+  EXPECT_EQ(listed.size(), 2u);
+  for (size_t i = 1; i < servers.size(); ++i) {
+    EXPECT_TRUE(servers[i]->devices()->default_device()->resource_manager()->List().empty());
+  }
+}
+
+// A second client (its own graph and master) sees the variables the first created.
+TEST(GrpcSessionTest, PsVariablesOutliveAndAreSharedAcrossClients) {
+  auto servers = StartCluster({{"ps", 1}, {"worker", 2}});
+  auto build = [](Scope& root, Output* value, Node** init, Output* inc) {
+    Scope on_ps = root.WithDevice("/job:ps/task:0");
+    ops::Variable v(on_ps, "shared", ops::Const(on_ps, 0.0f));
+    *value = v.value();
+    *init = v.initializer();
+    *inc = ops::AssignAdd(on_ps, v, ops::Const(on_ps, 1.0f));
+  };
+  Scope r1 = Scope::NewRootScope(), r2 = Scope::NewRootScope();
+  Output v1, v2, inc1, inc2;
+  Node *init1, *init2;
+  build(r1, &v1, &init1, &inc1);
+  build(r2, &v2, &init2, &inc2);
+  auto s1 = Connect(servers[1]->target(), r1, {"/job:ps", "/job:worker/task:0"});
+  auto s2 = Connect(servers[2]->target(), r2, {"/job:ps", "/job:worker/task:1"});
+  ASSERT_TRUE(s1 && s2);
+  ASSERT_TRUE(s1->Run({}, {}, {init1->name()}).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s1->Run({}, {inc1.name()}).ok());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(s2->Run({}, {inc2.name()}).ok());
+  ASSERT_TRUE(s1->Close().ok());
+  auto out = s2->Run({}, {v2.name()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 5.0f);
+}
+
+// The seeds' linear regression, with its variables on a ps and the step on a worker,
+// gives exactly the losses of a DirectSession.
+TEST(GrpcSessionTest, TrainingMatchesDirectSession) {
+  auto servers = StartCluster({{"ps", 1}, {"worker", 1}});
+  auto build = [](bool distributed, Output* loss, Node** train, Node** init) {
+    Scope root = Scope::NewRootScope();
+    root.graph()->set_seed(7);
+    Scope vars = distributed ? root.WithDevice("/job:ps/task:0") : root;
+    Output x = ops::Const(root, {1.f, 1.5f, 2.f, 2.5f, 3.f, 3.5f}, TensorShape({3, 2}));
+    Output y = ops::Const(root, {0.3f, 0.5f, 0.7f}, TensorShape({3, 1}));
+    ops::Variable w(vars, "w", ops::Const(vars, {0.1f, -0.2f}, TensorShape({2, 1})));
+    ops::Variable b(vars, "b", ops::Const(vars, {0.0f}, TensorShape({1})));
+    Output pred = ops::Add(root, ops::MatMul(root, x, w.value()), b.value());
+    *loss = ops::MeanSquaredError(root, y, pred);
+    ops::AdagradOptimizer opt(0.05f);
+    *train = *opt.Minimize(root, *loss);
+    *init = ops::GlobalVariablesInitializer(root);
+    return root;
+  };
+  Output l1, l2;
+  Node *t1, *t2, *i1, *i2;
+  Scope local = build(false, &l1, &t1, &i1);
+  Scope dist = build(true, &l2, &t2, &i2);
+  auto direct = NewDirectSession(ToDef(local));
+  ASSERT_TRUE(direct.ok());
+  auto remote = Connect(servers[1]->target(), dist);
+  ASSERT_NE(remote, nullptr);
+  ASSERT_TRUE((*direct)->Run({}, {}, {i1->name()}).ok());
+  ASSERT_TRUE(remote->Run({}, {}, {i2->name()}).ok());
+  float first = 0, last = 0;
+  for (int step = 0; step < 20; ++step) {
+    auto a = (*direct)->Run({}, {l1.name()}, {t1->name()});
+    auto b = remote->Run({}, {l2.name()}, {t2->name()});
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    EXPECT_FLOAT_EQ((*a)[0].scalar<float>(), (*b)[0].scalar<float>()) << "step " << step;
+    if (step == 0) first = (*b)[0].scalar<float>();
+    last = (*b)[0].scalar<float>();
+  }
+  EXPECT_LT(last, first);
+}
+
+TEST(GrpcSessionTest, FeedsAndFetchesCrossTasks) {
+  auto servers = StartCluster({{"worker", 2}});
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x").WithDevice("/job:worker/task:1"), DType::kFloat,
+                              PartialShape({-1}));
+  Output y = ops::Square(root.WithDevice("/job:worker/task:1"), x);
+  auto session = Connect(servers[0]->target(), root);
+  ASSERT_NE(session, nullptr);
+  Tensor in = Tensor::FromVector<float>({1, 2, 3}, TensorShape({3}));
+  auto out = session->Run({{"x", in}}, {y.name(), "x"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].flat<float>(), ElementsAre(1, 4, 9));
+  EXPECT_THAT((*out)[1].flat<float>(), ElementsAre(1, 2, 3));
+  auto bad = session->Run({{"x", Tensor::FromVector<int32_t>({1}, TensorShape({1}))}}, {y.name()});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("int32"));
+}
+
+TEST(GrpcSessionTest, ExtendAddsNodes) {
+  auto server = Server::CreateLocal();
+  ASSERT_TRUE(server.ok());
+  Scope root = Scope::NewRootScope();
+  Output a = ops::Const(root, 2.0f);
+  auto session = Connect((*server)->target(), root);
+  ASSERT_NE(session, nullptr);
+  Output b = ops::Mul(root, a, a);
+  ASSERT_TRUE(session->Extend(ToDef(root)).ok());
+  auto out = session->Run({}, {b.name()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 4.0f);
+}
+
+TEST(GrpcSessionTest, ErrorsNameTheProblemAndTheServerKeepsServing) {
+  auto server = Server::CreateLocal();
+  ASSERT_TRUE(server.ok());
+  // An op no registry knows.
+  proto::GraphDef bad;
+  proto::NodeDef* n = bad.add_node();
+  n->set_name("mystery");
+  n->set_op("NoSuchOp");
+  SessionOptions opts;
+  opts.target = (*server)->target();
+  auto s = NewSession(bad, opts);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("NoSuchOp"));
+  // A device no task has.
+  Scope root = Scope::NewRootScope();
+  ops::Const(root.WithDevice("/job:ps/task:3"), 1.0f);
+  opts.allow_soft_placement = false;
+  auto s2 = NewSession(ToDef(root), opts);
+  ASSERT_FALSE(s2.ok());
+  EXPECT_EQ(s2.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s2.status().message(), HasSubstr("/job:ps/task:3"));
+  // Fetching a variable that was never initialised.
+  Scope r3 = Scope::NewRootScope();
+  ops::Variable v(r3, "v", ops::Const(r3, 1.0f));
+  auto s3 = Connect((*server)->target(), r3);
+  ASSERT_NE(s3, nullptr);
+  auto uninit = s3->Run({}, {v.value().name()});
+  ASSERT_FALSE(uninit.ok());
+  EXPECT_THAT(uninit.status().message(), HasSubstr("v"));
+  // Still serving.
+  Scope r4 = Scope::NewRootScope();
+  Output c = ops::Const(r4, 5.0f);
+  auto s4 = Connect((*server)->target(), r4);
+  ASSERT_NE(s4, nullptr);
+  EXPECT_TRUE(s4->Run({}, {c.name()}).ok());
+}
+
+TEST(GrpcSessionTest, TokenIsRequired) {
+  TransportSecurity sec;
+  sec.token = "s3cret";
+  auto server = Server::CreateLocal(sec);
+  ASSERT_TRUE(server.ok());
+  Scope root = Scope::NewRootScope();
+  Output c = ops::Const(root, 5.0f);
+  SessionOptions opts;
+  opts.target = (*server)->target();
+  auto without = NewSession(ToDef(root), opts);
+  ASSERT_FALSE(without.ok());
+  EXPECT_EQ(without.status().code(), absl::StatusCode::kUnauthenticated);
+  TransportSecurity wrong;
+  wrong.token = "s3creT";
+  EXPECT_EQ(NewSession(ToDef(root), opts, wrong).status().code(),
+            absl::StatusCode::kUnauthenticated);
+  auto with = NewSession(ToDef(root), opts, sec);
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_TRUE((*with)->Run({}, {c.name()}).ok());
+}
+
+// In-graph replication: one client, a tower on each of two worker tasks computing the
+// gradients of half the batch, the averaged gradients applied on the ps. The result
+// equals a single-process step on the whole batch within float tolerance.
+TEST(GrpcSessionTest, InGraphReplicationMatchesSingleProcess) {
+  auto servers = StartCluster({{"ps", 1}, {"worker", 2}});
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> xs(8 * 4), ys(8);
+  for (float& v : xs) v = u(rng);
+  for (float& v : ys) v = u(rng);
+  Tensor x = Tensor::FromVector<float>(xs, TensorShape({8, 4}));
+  Tensor y = Tensor::FromVector<float>(ys, TensorShape({8, 1}));
+  auto model = [](const Scope& s, const ops::Variable& w, const ops::Variable& b, Output xx,
+                  Output yy) {
+    Output pred = ops::Add(s, ops::MatMul(s, ops::Tanh(s, xx), w.value()), b.value());
+    return ops::MeanSquaredError(s, yy, pred);
+  };
+  auto init_w = [](const Scope& s) {
+    return ops::Const(s, {0.5f, -0.25f, 0.125f, 1.0f}, TensorShape({4, 1}));
+  };
+  // Single process: the whole batch.
+  Scope r1 = Scope::NewRootScope();
+  ops::Variable w1(r1, "w", init_w(r1));
+  ops::Variable b1(r1, "b", ops::Const(r1, {0.1f}, TensorShape({1})));
+  Output loss1 = model(r1, w1, b1, ops::Const(r1, x), ops::Const(r1, y));
+  ops::GradientDescentOptimizer sgd1(0.1f);
+  Node* train1 = *sgd1.Minimize(r1, loss1);
+  Node* i1 = ops::GlobalVariablesInitializer(r1);
+  // Two towers, variables on the ps.
+  Scope r2 = Scope::NewRootScope();
+  Scope ps = r2.WithDevice("/job:ps/task:0");
+  ops::Variable w2(ps, "w", init_w(ps));
+  ops::Variable b2(ps, "b", ops::Const(ps, {0.1f}, TensorShape({1})));
+  ops::GradientDescentOptimizer sgd2(0.1f);
+  std::vector<std::vector<ops::GradAndVar>> tower_grads;
+  for (int t = 0; t < 2; ++t) {
+    Scope tower = r2.WithDevice(absl::StrCat("/job:worker/task:", t));
+    Output xt = ops::Const(tower, x.Slice(4 * t, 4 * t + 4));
+    Output yt = ops::Const(tower, y.Slice(4 * t, 4 * t + 4));
+    auto g = sgd2.ComputeGradients(tower, model(tower, w2, b2, xt, yt));
+    ASSERT_TRUE(g.ok()) << g.status();
+    tower_grads.push_back(*g);
+  }
+  std::vector<ops::GradAndVar> averaged;
+  for (size_t k = 0; k < tower_grads[0].size(); ++k) {
+    Output sum = ops::Add(ps, tower_grads[0][k].grad, tower_grads[1][k].grad);
+    averaged.push_back({ops::Mul(ps, sum, ops::Const(ps, 0.5f)), tower_grads[0][k].var});
+  }
+  auto train2 = sgd2.ApplyGradients(ps, averaged);
+  ASSERT_TRUE(train2.ok()) << train2.status();
+  Node* i2 = ops::GlobalVariablesInitializer(r2);
+
+  auto local = NewDirectSession(ToDef(r1));
+  ASSERT_TRUE(local.ok());
+  auto remote = Connect(servers[1]->target(), r2);
+  ASSERT_NE(remote, nullptr);
+  ASSERT_TRUE((*local)->Run({}, {}, {i1->name()}).ok());
+  ASSERT_TRUE(remote->Run({}, {}, {i2->name()}).ok());
+  RunOptions ro;
+  ro.trace = true;
+  RunMetadata md;
+  for (int step = 0; step < 5; ++step) {
+    ASSERT_TRUE((*local)->Run({}, {}, {train1->name()}).ok());
+    auto r = remote->Run({}, {}, {(*train2)->name()}, step == 0 ? ro : RunOptions(),
+                         step == 0 ? &md : nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  auto a = (*local)->Run({}, {w1.value().name(), b1.value().name()});
+  auto b = remote->Run({}, {w2.value().name(), b2.value().name()});
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int k = 0; k < 2; ++k) {
+    auto fa = (*a)[k].flat<float>();
+    auto fb = (*b)[k].flat<float>();
+    ASSERT_EQ(fa.size(), fb.size());
+    for (size_t i = 0; i < fa.size(); ++i) EXPECT_NEAR(fa[i], fb[i], 1e-5) << k << "," << i;
+  }
+  // Each tower's MatMul ran on its own worker task.
+  std::set<std::string> matmul_devices;
+  for (const auto& n : md.step_stats.nodes) {
+    if (n.op == "MatMul") matmul_devices.insert(n.device);
+  }
+  EXPECT_TRUE(matmul_devices.count("/job:worker/replica:0/task:0/device:CPU:0"));
+  EXPECT_TRUE(matmul_devices.count("/job:worker/replica:0/task:1/device:CPU:0"));
+}
+
+}  // namespace
+}  // namespace tandem
