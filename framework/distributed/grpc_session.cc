@@ -1,10 +1,15 @@
 #include "framework/distributed/grpc_session.h"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "framework/core/env.h"
 #include "framework/core/status.h"
+#include "framework/distributed/local_master.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 
 namespace tandem {
@@ -22,10 +27,15 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Create(
     const proto::GraphDef& graph, const SessionOptions& options,
     const TransportSecurity& security) {
   TANDEM_ASSIGN_OR_RETURN(std::string address, ParseGrpcTarget(options.target));
-  TANDEM_ASSIGN_OR_RETURN(auto channel, NewGrpcChannel(address, security));
   std::unique_ptr<GrpcSession> s(new GrpcSession());
-  s->owned_master_ = std::make_unique<GrpcMasterClient>(std::move(channel), security.token);
-  s->master_ = s->owned_master_.get();
+  s->local_master_ = FindLocalMaster(address, security.token);
+  if (s->local_master_ != nullptr) {
+    s->master_ = s->local_master_.get();
+  } else {
+    TANDEM_ASSIGN_OR_RETURN(auto channel, NewGrpcChannel(address, security));
+    s->owned_master_ = std::make_unique<GrpcMasterClient>(std::move(channel), security.token);
+    s->master_ = s->owned_master_.get();
+  }
   TANDEM_RETURN_IF_ERROR(s->Init(graph, options));
   return s;
 }
@@ -46,7 +56,20 @@ absl::Status GrpcSession::Init(const proto::GraphDef& graph, const SessionOption
     req.proto.mutable_config()->add_device_filters(f);
   req.proto.mutable_config()->set_allow_soft_placement(options.allow_soft_placement);
   req.proto.mutable_config()->set_wait_for_workers_ms(options.wait_for_workers_ms);
-  TANDEM_RETURN_IF_ERROR(CallAndWait(master_, &MasterInterface::CreateSessionAsync, req, &resp));
+  // A master that is not up yet (or a connection still being set up) is retried
+  // within the wait the options allow.
+  const int64_t wait_ms = options.wait_for_workers_ms > 0 ? options.wait_for_workers_ms : 60000;
+  const int64_t deadline = env::NowMicros() + wait_ms * 1000;
+  for (int64_t backoff_ms = 50;; backoff_ms = std::min<int64_t>(2 * backoff_ms, 1000)) {
+    resp = {};
+    absl::Status st = CallAndWait(master_, &MasterInterface::CreateSessionAsync, req, &resp);
+    if (st.ok()) break;
+    if (st.code() != absl::StatusCode::kUnavailable ||
+        env::NowMicros() + backoff_ms * 1000 > deadline) {
+      return st;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+  }
   handle_ = resp.proto.session_handle();
   absl::MutexLock lock(&mu_);
   graph_version_ = resp.proto.graph_version();

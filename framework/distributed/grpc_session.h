@@ -1,12 +1,12 @@
 // framework/distributed/grpc_session.h
 //
 // GrpcSession: the Session interface over a master, usually the master service of
-// this task's own Server ("grpc://host:port"). Creating it creates a master session
-// with the graph (waiting for the cluster's tasks to answer); Extend sends the new
-// nodes; Run sends feeds and gets fetches as raw tensor bytes. Everything a
-// DirectSession can run, a GrpcSession runs the same, placed across the cluster.
-// ABORTED and UNAVAILABLE from Run mean the session must be re-created (a task
-// restarted or died).
+// this task's own Server ("grpc://host:port"). When that Server is in this process
+// (and the token matches), the session calls its Master directly (local_master.h). Creating it
+// creates a master session with the graph (waiting for the cluster's tasks to answer); Extend sends
+// the new nodes; Run sends feeds and gets fetches as raw tensor bytes. Everything a DirectSession
+// can run, a GrpcSession runs the same, placed across the cluster. ABORTED and UNAVAILABLE from Run
+// mean the session must be re-created (a task restarted or died).
 //
 // NewSession picks DirectSession for an empty target and GrpcSession for
 // "grpc://...".
@@ -52,6 +52,7 @@ class GrpcSession : public Session {
   absl::Status Init(const proto::GraphDef& graph, const SessionOptions& options);
 
   std::unique_ptr<MasterInterface> owned_master_;
+  std::shared_ptr<MasterInterface> local_master_;  // An in-process server's master.
   MasterInterface* master_ = nullptr;
   std::string handle_;
   absl::Mutex mu_;

@@ -33,6 +33,12 @@ Master::~Master() {
   for (auto& [h, s] : sessions) s->Close().IgnoreError();
 }
 
+bool Master::Refused(StatusCallback& done) {
+  if (!stopped_) return false;
+  done(absl::UnavailableError("the master's server has stopped"));
+  return true;
+}
+
 absl::StatusOr<std::shared_ptr<MasterSession>> Master::Find(const std::string& handle) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(handle);
@@ -47,6 +53,7 @@ void Master::CreateSessionAsync(CallOptions*,
                                 const WireMessage<proto::CreateSessionRequest>* request,
                                 WireMessage<proto::CreateSessionResponse>* response,
                                 StatusCallback done) {
+  if (Refused(done)) return;
   pool_.Schedule([this, request, response, done = std::move(done)] {
     auto session = MasterSession::Create(env_, NewSessionHandle(), request->proto.graph(),
                                          request->proto.config());
@@ -69,6 +76,7 @@ void Master::ExtendSessionAsync(CallOptions*,
                                 const WireMessage<proto::ExtendSessionRequest>* request,
                                 WireMessage<proto::ExtendSessionResponse>* response,
                                 StatusCallback done) {
+  if (Refused(done)) return;
   auto s = Find(request->proto.session_handle());
   if (!s.ok()) {
     done(s.status());
@@ -81,6 +89,7 @@ void Master::ExtendSessionAsync(CallOptions*,
 
 void Master::RunStepAsync(CallOptions*, const WireMessage<proto::RunStepRequest>* request,
                           WireMessage<proto::RunStepResponse>* response, StatusCallback done) {
+  if (Refused(done)) return;
   auto s = Find(request->proto.session_handle());
   if (!s.ok()) {
     done(s.status());
@@ -93,6 +102,7 @@ void Master::RunStepAsync(CallOptions*, const WireMessage<proto::RunStepRequest>
 
 void Master::CloseSessionAsync(CallOptions*, const WireMessage<proto::CloseSessionRequest>* request,
                                WireMessage<proto::CloseSessionResponse>*, StatusCallback done) {
+  if (Refused(done)) return;
   std::shared_ptr<MasterSession> s;
   {
     absl::MutexLock lock(&mu_);
@@ -112,6 +122,7 @@ void Master::CloseSessionAsync(CallOptions*, const WireMessage<proto::CloseSessi
 void Master::ListDevicesAsync(CallOptions*, const WireMessage<proto::ListDevicesRequest>* request,
                               WireMessage<proto::ListDevicesResponse>* response,
                               StatusCallback done) {
+  if (Refused(done)) return;
   if (!request->proto.session_handle().empty()) {
     auto s = Find(request->proto.session_handle());
     if (!s.ok()) {
@@ -133,6 +144,7 @@ void Master::ListDevicesAsync(CallOptions*, const WireMessage<proto::ListDevices
 
 void Master::ResetAsync(CallOptions*, const WireMessage<proto::ResetRequest>* request,
                         WireMessage<proto::ResetResponse>*, StatusCallback done) {
+  if (Refused(done)) return;
   pool_.Schedule([this, request, done = std::move(done)] {
     std::vector<std::string> filters(request->proto.device_filters().begin(),
                                      request->proto.device_filters().end());

@@ -9,6 +9,7 @@
 #ifndef TANDEM_FRAMEWORK_DISTRIBUTED_MASTER_H_
 #define TANDEM_FRAMEWORK_DISTRIBUTED_MASTER_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -38,10 +39,16 @@ class Master : public MasterInterface {
   void ResetAsync(CallOptions*, const WireMessage<proto::ResetRequest>*,
                   WireMessage<proto::ResetResponse>*, StatusCallback) override;
 
+  // Every later call fails with UNAVAILABLE (the server is going away).
+  void Stop() { stopped_ = true; }
+
  private:
   absl::StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle);
+  // True (and `done` called with UNAVAILABLE) once stopped.
+  bool Refused(StatusCallback& done);
 
   const MasterEnv env_;
+  std::atomic<bool> stopped_{false};
   ThreadPool pool_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions_ ABSL_GUARDED_BY(mu_);

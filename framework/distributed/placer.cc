@@ -104,16 +104,16 @@ class GroupPlacer {
       for (int id : members) others.push_back(graph.nodes()[id]->name());
       group = absl::StrCat(" (colocated with ", absl::StrJoin(others, ", "), ")");
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot assign a device for node '", culprit.name(), "' (", culprit.op(), ")", group,
-        ": requested device '", ExplicitDevice(culprit), "' (resolved to '", want.ToString(),
-        "') matches no available device with kernels for its ops",
-        options_.allow_soft_placement ? "" : " (soft placement is off)", "; available devices: [",
-        absl::StrJoin(names, ", "), "]",
-        options_.device_filters.empty()
-            ? ""
-            : absl::StrCat(" after device filters [", absl::StrJoin(options_.device_filters, ", "),
-                           "]")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot assign a device for node '", culprit.name(), "' (", culprit.op(), ")",
+                     group, ": requested device '", ExplicitDevice(culprit), "' (resolved to '",
+                     want.ToString(), "') matches no available device with kernels for its ops",
+                     options_.allow_soft_placement ? "" : " (soft placement is off)",
+                     "; available devices: [", absl::StrJoin(names, ", "), "]",
+                     options_.device_filters.empty()
+                         ? ""
+                         : absl::StrCat(" after device filters [",
+                                        absl::StrJoin(options_.device_filters, ", "), "]")));
   }
 
  private:

@@ -78,7 +78,7 @@ class Server {
   std::unique_ptr<ThreadPool> intra_op_pool_;
   std::unique_ptr<GrpcWorkerCache> worker_cache_;
   std::unique_ptr<Worker> worker_;
-  std::unique_ptr<Master> master_;
+  std::shared_ptr<Master> master_;  // Shared with local sessions (local_master.h).
   std::unique_ptr<GrpcService> service_;
   std::unique_ptr<grpc::Server> server_;
   absl::Mutex mu_;

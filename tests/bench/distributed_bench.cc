@@ -119,7 +119,7 @@ double GrpcRecv(Server* worker, size_t bytes, int reps) {
 }
 
 // Steps/second of the MLP training step in a session to `target` ("" = DirectSession).
-double MlpSteps(const std::string& target, int threads, int steps) {
+double MlpSteps(const std::string& target, int threads, int steps, bool trace = false) {
   Scope root = Scope::NewRootScope();
   root.graph()->set_seed(1);
   Output images =
@@ -134,12 +134,10 @@ double MlpSteps(const std::string& target, int threads, int steps) {
   proto::GraphDef def;
   root.graph()->ToGraphDef(&def);
   if (!target.empty()) {
-    // Every variable handle on the ps; its reads and updates follow by colocation.
+    // Every variable handle on the ps; its reads and updates follow by colocation,
+    // everything else defaults to the client's task (the worker).
     for (auto& node : *def.mutable_node()) {
-      if (node.op() == "VarHandleOp")
-        node.set_device("/job:ps/task:0");
-      else if (node.device().empty())
-        node.set_device("/job:worker/task:0");
+      if (node.op() == "VarHandleOp") node.set_device("/job:ps/task:0");
     }
   }
   SessionOptions so;
@@ -156,6 +154,21 @@ double MlpSteps(const std::string& target, int threads, int steps) {
   for (int32_t& v : y.flat<int32_t>()) v = rng() % 10;
   for (int i = 0; i < 10; ++i)
     CHECK((*session)->Run({{"images", x}, {"labels", y}}, {}, {(*train)->name()}).ok());
+  if (trace) {  // One step's timeline, per device, relative to the first node.
+    RunOptions ro;
+    ro.trace = true;
+    RunMetadata md;
+    CHECK((*session)
+              ->Run({{"images", x}, {"labels", y}}, {loss.name()}, {(*train)->name()}, ro, &md)
+              .ok());
+    int64_t t0 = INT64_MAX;
+    for (const auto& n : md.step_stats.nodes) t0 = std::min(t0, n.start_micros);
+    for (const auto& n : md.step_stats.nodes) {
+      std::printf("%6lld %6lld %-8s %s %s\n", static_cast<long long>(n.start_micros - t0),
+                  static_cast<long long>(n.end_micros - t0), n.op.c_str(), n.node_name.c_str(),
+                  n.device.c_str());
+    }
+  }
   auto t0 = Clock::now();
   for (int i = 0; i < steps; ++i) {
     auto r = (*session)->Run({{"images", x}, {"labels", y}}, {loss.name()}, {(*train)->name()});
@@ -168,9 +181,11 @@ int Main(int argc, char** argv) {
   CLI::App app{"tandem distributed runtime benchmarks (recv, mlp)"};
   std::string what = "all";
   int threads = 2, steps = 300;
+  bool trace = false;
   app.add_option("--what", what, "recv, mlp or all");
   app.add_option("--threads", threads, "intra/inter-op threads per task");
   app.add_option("--steps", steps, "MLP steps to time");
+  app.add_flag("--trace", trace, "print one distributed MLP step's node timeline");
   CLI11_PARSE(app, argc, argv);
   auto servers = PsAndWorker(threads);
   if (what == "recv" || what == "all") {
@@ -185,7 +200,7 @@ int Main(int argc, char** argv) {
   }
   if (what == "mlp" || what == "all") {
     double local = MlpSteps("", threads, steps);
-    double dist = MlpSteps(servers[1]->target(), threads, steps);
+    double dist = MlpSteps(servers[1]->target(), threads, steps, trace);
     std::printf(
         "mlp step threads=%d: direct=%.3f ms distributed(1 ps + 1 worker)=%.3f ms "
         "distributed/direct=%.2f\n",

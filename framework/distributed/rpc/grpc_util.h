@@ -13,6 +13,7 @@
 #define TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_UTIL_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,8 +38,12 @@ grpc::ByteBuffer EncodeByteBuffer(const google::protobuf::MessageLite& body,
 absl::Status DecodeByteBuffer(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* body,
                               std::vector<Tensor>* tensors);
 
-// Channel arguments: no message size limit, quick reconnects to a restarted task.
+// Channel arguments: no message size limit, quick reconnects to a restarted task,
+// and ForEachTransportArgument.
 grpc::ChannelArguments DefaultChannelArguments();
+// The HTTP/2 and TCP settings that servers and channels share (frame, window and read
+// sizes for megabyte tensors).
+void ForEachTransportArgument(const std::function<void(const char*, int)>& set);
 
 // TLS and token settings shared by servers and clients.
 struct TransportSecurity {
