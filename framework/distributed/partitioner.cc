@@ -1,5 +1,6 @@
 #include "framework/distributed/partitioner.h"
 
+#include <algorithm>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -49,13 +50,19 @@ class Partitioner {
           nd->add_input(recv);
         }
       }
+      // Control inputs from other locations: one dummy tensor per source location,
+      // waiting for all of them (a train op after N remote updates is one transfer).
+      std::map<std::string, std::vector<Node*>> remote;
       for (Node* c : n->control_inputs()) {
         if (locs_[c->id()] == loc) {
           nd->add_input("^" + c->name());
         } else {
-          TANDEM_ASSIGN_OR_RETURN(std::string recv, RecvFor(Output(c, -1), *n));
-          nd->add_input("^" + recv);
+          remote[locs_[c->id()]].push_back(c);
         }
+      }
+      for (auto& [src_loc, sources] : remote) {
+        TANDEM_ASSIGN_OR_RETURN(std::string recv, RecvForControl(sources, *n));
+        nd->add_input("^" + recv);
       }
     }
     return std::move(parts_);
@@ -69,13 +76,32 @@ class Partitioner {
     return name;
   }
 
-  // The _Recv in `dst`'s location for `src` (index -1: a control edge from src.node),
-  // creating it and its _Send (and, for control edges, the dummy Const) on first use.
-  absl::StatusOr<std::string> RecvFor(const Output& src, const Node& dst) {
+  // The _Recv in `dst`'s location of a dummy scalar made once every node of `sources`
+  // (all in one other location) has run.
+  absl::StatusOr<std::string> RecvForControl(std::vector<Node*> sources, const Node& dst) {
+    std::sort(sources.begin(), sources.end(),
+              [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    std::vector<int> ids;
+    for (const Node* n : sources) ids.push_back(n->id());
+    auto key = std::make_pair(ids, locs_[dst.id()]);
+    auto it = control_recvs_.find(key);
+    if (it != control_recvs_.end()) return it->second;
+    TANDEM_ASSIGN_OR_RETURN(std::string recv, RecvFor(Output(sources[0], -1), dst, sources));
+    control_recvs_.emplace(key, recv);
+    return recv;
+  }
+
+  // The _Recv in `dst`'s location for `src`, creating it and its _Send on first use.
+  // For a control edge (src.index -1) a dummy Const waiting for `control_sources` is
+  // sent instead.
+  absl::StatusOr<std::string> RecvFor(const Output& src, const Node& dst,
+                                      const std::vector<Node*>& control_sources = {}) {
     const std::string& dst_loc = locs_[dst.id()];
     auto key = std::make_tuple(src.node->id(), src.index, dst_loc);
-    auto it = recvs_.find(key);
-    if (it != recvs_.end()) return it->second;
+    if (src.index >= 0) {
+      auto it = recvs_.find(key);
+      if (it != recvs_.end()) return it->second;
+    }
 
     const Node& producer = *src.node;
     const std::string& send_device = producer.assigned_device();
@@ -96,7 +122,7 @@ class Partitioner {
       dummy->set_name(FreshName(absl::StrCat("_ctrl/", tensor_name)));
       dummy->set_op("Const");
       dummy->set_device(send_device);
-      dummy->add_input("^" + producer.name());
+      for (const Node* c : control_sources) dummy->add_input("^" + c->name());
       SetAttr(dummy, "dtype", DType::kFloat);
       SetAttr(dummy, "value", Tensor::Scalar<float>(0.0f));
       sent = dummy->name() + ":0";
@@ -123,7 +149,7 @@ class Partitioner {
     SetAttr(recv, "tensor_type", dtype);
     SetAttr(recv, "shape", shape);
     edge_attrs(recv);
-    recvs_.emplace(key, recv->name());
+    if (src.index >= 0) recvs_.emplace(key, recv->name());
     return recv->name();
   }
 
@@ -132,6 +158,8 @@ class Partitioner {
   std::vector<std::string> locs_;  // By node id.
   std::map<std::string, proto::GraphDef> parts_;
   std::map<std::tuple<int, int, std::string>, std::string> recvs_;
+  // (sorted control source ids, destination location) -> its _Recv.
+  std::map<std::pair<std::vector<int>, std::string>, std::string> control_recvs_;
   absl::flat_hash_set<std::string> names_;
   int next_edge_ = 0;
 };

@@ -8,9 +8,11 @@
 //   - One _Send per (source output, destination location) and one _Recv in that
 //     location, shared by every consumer there: a tensor read by two nodes of another
 //     partition crosses once.
-//   - A control edge across locations becomes a scalar float Const on the source
-//     side (control-dependent on the source node), sent like a tensor; the received
-//     value is a control input of the destination node(s).
+//   - Control edges across locations: a node's control inputs from one other location
+//     become a single scalar float Const there, control-dependent on all of them, sent
+//     like a tensor; the received value is a control input of the node (a train op
+//     waiting for N updates on a ps costs one transfer, not N). Nodes with the same
+//     set of remote control inputs share it.
 //   - Tensor names are "edge_<k>_<source node>", unique in the graph and therefore
 //     within a step; keys carry the sending device's incarnation (`incarnations`)
 //     and the receiving device (the first consumer's device in that location).

@@ -200,6 +200,26 @@ absl::Status PlaceGraph(Graph* graph, absl::Span<const std::string> devices,
     TANDEM_ASSIGN_OR_RETURN(std::string device, placer.Place(*graph, ids));
     for (int id : ids) assigned[id] = device;
   }
+  // TensorFlow's heuristic A, widened: a generator (no inputs, e.g. a Const) with no
+  // device of its own whose consumers are all on one device goes there, so that an
+  // optimizer's hyper-parameters are not sent to the ps on every step.
+  for (const auto& [root, ids] : members) {
+    if (ids.size() != 1) continue;
+    const Node& node = *graph->nodes()[ids[0]];
+    if (!ExplicitDevice(node).empty() || node.num_inputs() > 0 || !node.control_inputs().empty() ||
+        node.out_edges().empty() || !node.out_control_edges().empty() || node.num_outputs() != 1) {
+      continue;
+    }
+    const std::string& consumer = assigned[node.out_edges()[0].first->id()];
+    bool one_device = true;
+    for (const auto& [c, slot] : node.out_edges()) one_device &= assigned[c->id()] == consumer;
+    if (!one_device) continue;
+    auto spec = DeviceSpec::Parse(consumer);
+    if (spec.ok() && spec->type &&
+        KernelRegistry::Global()->HasKernel(node.op(), DeviceType{*spec->type})) {
+      assigned[ids[0]] = consumer;
+    }
+  }
   for (int id = 0; id < n; ++id) graph->nodes()[id]->set_assigned_device(assigned[id]);
   return absl::OkStatus();
 }

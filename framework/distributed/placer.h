@@ -15,7 +15,10 @@
 //      task: it takes job, replica and task from `default_device`. A partial spec
 //      ("/job:ps") is completed to the first matching device in the order
 //      job, replica, task, type (GPU before CPU), index: the lowest task and index.
-//   3. Otherwise the group goes to `default_device` (the client's task).
+//   3. Otherwise the group goes to `default_device` (the client's task), except a
+//      generator (no inputs, one output: a Const) whose consumers are all on one
+//      device, which goes there (TensorFlow's heuristic A, for any number of
+//      consumers).
 //
 // Only devices with a kernel for every op of the group qualify (an op with no kernel
 // on any listed device type is not a constraint: the executor reports it). With

@@ -189,6 +189,9 @@ int Main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   auto servers = PsAndWorker(threads);
   if (what == "recv" || what == "all") {
+    // The fixed cost of a step that moves one small tensor between tasks.
+    double small = GrpcRecv(servers[1].get(), 4096, 300);
+    std::printf("recv 4 KiB: %.3f ms per step\n", 4096 / small * 1e3);
     for (size_t mib : {4, 64}) {
       size_t bytes = mib << 20;
       int reps = mib == 4 ? 100 : 10;

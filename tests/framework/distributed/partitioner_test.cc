@@ -116,8 +116,8 @@ class InProcessCluster {
       for (const auto& n : g->nodes()) all.push_back(n->name());
       TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Graph> sub,
                               BuildExecutableGraph(*g, {}, local_fetches, all));
-      TANDEM_ASSIGN_OR_RETURN(p.exec, Executor::Create(std::move(sub), device,
-                                                       KernelRegistry::Global()));
+      TANDEM_ASSIGN_OR_RETURN(p.exec,
+                              Executor::Create(std::move(sub), device, KernelRegistry::Global()));
       parts.push_back(std::move(p));
     }
     LocalRendezvous rendezvous;
@@ -180,7 +180,6 @@ class InProcessCluster {
   std::vector<absl::Status> statuses_;
 };
 
-
 // The unpartitioned reference: the same graph in a DirectSession (one device).
 std::vector<Tensor> RunLocally(const Graph& graph, const std::vector<std::string>& fetches,
                                const std::vector<std::string>& init_targets = {}) {
@@ -210,12 +209,12 @@ TEST(PartitionerTest, VariablesOnPsArithmeticOnWorkers) {
   Scope ps = root.WithDevice("/job:ps/task:0");
   ops::Variable w(ps, "w", ops::Const(ps, {1, 2, 3}, TensorShape({3})));
   ops::Variable b(ps, "b", ops::Const(ps, {4, 5, 6}, TensorShape({3})));
-  Output sum = ops::Add(root.WithOpName("sum").WithDevice("/job:worker/task:0"), w.value(),
-                        b.value());
-  Output prod = ops::Mul(root.WithOpName("prod").WithDevice("/job:worker/task:1"), w.value(),
-                         b.value());
-  Output quot = ops::Div(root.WithOpName("quot").WithDevice("/job:worker/task:2"), w.value(),
-                         b.value());
+  Output sum =
+      ops::Add(root.WithOpName("sum").WithDevice("/job:worker/task:0"), w.value(), b.value());
+  Output prod =
+      ops::Mul(root.WithOpName("prod").WithDevice("/job:worker/task:1"), w.value(), b.value());
+  Output quot =
+      ops::Div(root.WithOpName("quot").WithDevice("/job:worker/task:2"), w.value(), b.value());
   Node* init = ops::GlobalVariablesInitializer(root.WithDevice("/job:ps/task:0"));
   ASSERT_TRUE(root.ok()) << root.status();
   const std::vector<std::string> fetches = {sum.name(), prod.name(), quot.name()};
@@ -238,7 +237,8 @@ TEST(PartitionerTest, VariablesOnPsArithmeticOnWorkers) {
 
 TEST(PartitionerTest, ATensorReadTwiceInAnotherPartitionCrossesOnce) {
   Scope root = Scope::NewRootScope();
-  Output x = ops::Const(root.WithOpName("x").WithDevice("/job:ps/task:0"), {1, 2}, TensorShape({2}));
+  Output x =
+      ops::Const(root.WithOpName("x").WithDevice("/job:ps/task:0"), {1, 2}, TensorShape({2}));
   Scope w1 = root.WithDevice("/job:worker/task:1");
   Output a = ops::Mul(w1.WithOpName("a"), x, x);
   Output b = ops::Add(w1.WithOpName("b"), x, a);
@@ -260,8 +260,9 @@ TEST(PartitionerTest, ATensorReadTwiceInAnotherPartitionCrossesOnce) {
   for (const auto& [dev, def] : parts) {
     for (const auto& nd : def.node()) {
       if (nd.op() != "_Send" && nd.op() != "_Recv") continue;
-      EXPECT_EQ(nd.attr().at("send_device_incarnation").i(),
-                static_cast<int64_t>(cluster.device(nd.attr().at("send_device").s())->incarnation()));
+      EXPECT_EQ(
+          nd.attr().at("send_device_incarnation").i(),
+          static_cast<int64_t>(cluster.device(nd.attr().at("send_device").s())->incarnation()));
       std::string key = nd.attr().at("tensor_name").s() + "|" + nd.attr().at("recv_device").s();
       ++(nd.op() == "_Send" ? sends : recvs)[key];
     }
@@ -298,8 +299,8 @@ TEST(PartitionerTest, ControlEdgesCrossPartitions) {
   Output bump = ops::AssignAdd(ps.WithOpName("bump"), counter, ops::Const(ps, 1.0f));
   Scope w1 = root.WithDevice("/job:worker/task:1");
   // Fetching "after" needs "bump" only through a control edge from another task.
-  Output after = ops::Identity(w1.WithOpName("after").WithControlDependencies({bump}),
-                               ops::Const(w1, 7.0f));
+  Output after =
+      ops::Identity(w1.WithOpName("after").WithControlDependencies({bump}), ops::Const(w1, 7.0f));
   ASSERT_TRUE(root.ok()) << root.status();
   InProcessCluster cluster;
   ASSERT_TRUE(cluster.Run(*root.graph(), {}, {counter.initializer()->name()}).ok());

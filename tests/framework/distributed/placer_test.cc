@@ -89,7 +89,25 @@ TEST(PlacerTest, VariableOpsFollowTheirHandle) {
   EXPECT_EQ(DeviceOf(root, w.value().node->name()), kPs1);
   EXPECT_EQ(DeviceOf(root, "update"), kPs1);
   EXPECT_EQ(DeviceOf(root, "bare_read"), kPs1);
-  EXPECT_EQ(DeviceOf(root, "init"), kW0);
+  // A Const with no device whose only consumer (the initializer) is on the ps goes
+  // there too (heuristic A).
+  EXPECT_EQ(DeviceOf(root, "init"), kPs1);
+}
+
+TEST(PlacerTest, GeneratorsFollowTheirConsumersOnlyWhenTheyAgree) {
+  Scope root = Scope::NewRootScope();
+  Output lr = ops::Const(root.WithOpName("lr"), 0.1f);
+  Output shared = ops::Const(root.WithOpName("shared"), 2.0f);
+  Output pinned = ops::Const(root.WithOpName("pinned").WithDevice("/job:worker/task:0"), 3.0f);
+  Scope ps = root.WithDevice("/job:ps/task:1");
+  ops::Mul(ps.WithOpName("a"), lr, pinned);
+  ops::Mul(ps.WithOpName("b"), lr, shared);
+  ops::Mul(root.WithOpName("c").WithDevice("/job:worker/task:0"), shared, shared);
+  ASSERT_TRUE(root.ok()) << root.status();
+  ASSERT_TRUE(PlaceGraph(root.graph(), kDevices, ClientOn("/job:worker/task:0")).ok());
+  EXPECT_EQ(DeviceOf(root, "lr"), kPs1);     // Both consumers on ps 1.
+  EXPECT_EQ(DeviceOf(root, "shared"), kW0);  // Consumers on two devices: the default.
+  EXPECT_EQ(DeviceOf(root, "pinned"), kW0);  // An explicit device wins.
 }
 
 TEST(PlacerTest, ColocationGroupTakesTheExplicitDeviceOfAnyMember) {
