@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <thread>
 
 #include "absl/synchronization/blocking_counter.h"
 
@@ -81,6 +82,11 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
       +[](std::pair<State*, int64_t>* arg)
            ABSL_NO_THREAD_SAFETY_ANALYSIS { return arg->first->finished == arg->second; },
       &wait_arg));
+}
+
+int ThreadPool::DefaultSize(int requested) {
+  if (requested > 0) return requested;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 }  // namespace tandem

@@ -24,6 +24,8 @@ class ThreadPool {
  public:
   // Starts `num_threads` (>= 1) threads named `name` for debugging.
   ThreadPool(std::string name, int num_threads);
+  // `requested` when positive, else one thread per core.
+  static int DefaultSize(int requested);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -26,18 +26,12 @@ class Master : public MasterInterface {
   explicit Master(MasterEnv env);
   ~Master() override;
 
-  void CreateSessionAsync(CallOptions*, const WireMessage<proto::CreateSessionRequest>*,
-                          WireMessage<proto::CreateSessionResponse>*, StatusCallback) override;
-  void ExtendSessionAsync(CallOptions*, const WireMessage<proto::ExtendSessionRequest>*,
-                          WireMessage<proto::ExtendSessionResponse>*, StatusCallback) override;
-  void RunStepAsync(CallOptions*, const WireMessage<proto::RunStepRequest>*,
-                    WireMessage<proto::RunStepResponse>*, StatusCallback) override;
-  void CloseSessionAsync(CallOptions*, const WireMessage<proto::CloseSessionRequest>*,
-                         WireMessage<proto::CloseSessionResponse>*, StatusCallback) override;
-  void ListDevicesAsync(CallOptions*, const WireMessage<proto::ListDevicesRequest>*,
-                        WireMessage<proto::ListDevicesResponse>*, StatusCallback) override;
-  void ResetAsync(CallOptions*, const WireMessage<proto::ResetRequest>*,
-                  WireMessage<proto::ResetResponse>*, StatusCallback) override;
+  TANDEM_RPC_OVERRIDE(CreateSession);
+  TANDEM_RPC_OVERRIDE(ExtendSession);
+  TANDEM_RPC_OVERRIDE(RunStep);
+  TANDEM_RPC_OVERRIDE(CloseSession);
+  TANDEM_RPC_OVERRIDE(ListDevices);
+  TANDEM_RPC_OVERRIDE(Reset);
 
   // Every later call fails with UNAVAILABLE (the server is going away).
   void Stop() { stopped_ = true; }

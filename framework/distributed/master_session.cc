@@ -245,10 +245,7 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::BuildPlan(
 absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetPlan(
     std::vector<std::string> feeds, const std::vector<std::string>& fetches,
     std::vector<std::string> targets) {
-  std::sort(feeds.begin(), feeds.end());
-  std::sort(targets.begin(), targets.end());
-  std::string key = absl::StrCat(absl::StrJoin(feeds, ","), "|", absl::StrJoin(fetches, ","), "|",
-                                 absl::StrJoin(targets, ","));
+  std::string key = RunSignature(feeds, fetches, targets);
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError("session is closed");
   auto it = plans_.find(key);

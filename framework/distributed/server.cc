@@ -16,15 +16,6 @@
 #include "glog/logging.h"
 
 namespace tandem {
-namespace {
-
-int Threads(int requested) {
-  if (requested > 0) return requested;
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-}  // namespace
-
 Server::Server(ServerOptions options) : options_(std::move(options)) {}
 
 Server::~Server() {
@@ -77,8 +68,9 @@ absl::Status Server::Init(const std::string& bind_address) {
   TuneMallocForLargeTransfers();
   task_name_ = ClusterSpec::TaskDeviceName(options_.job, options_.task);
   devices_ = DeviceMgr::CreateLocal(options_.job, 0, options_.task);
-  inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", Threads(options_.inter_op_threads));
-  int intra = Threads(options_.intra_op_threads);
+  inter_op_pool_ =
+      std::make_unique<ThreadPool>("inter_op", ThreadPool::DefaultSize(options_.inter_op_threads));
+  int intra = ThreadPool::DefaultSize(options_.intra_op_threads);
   intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", std::max(1, intra - 1));
   omp_set_num_threads(intra);
 

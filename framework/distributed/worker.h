@@ -53,28 +53,16 @@ class Worker : public WorkerInterface {
   explicit Worker(WorkerEnv env);
   ~Worker() override;
 
-  void GetStatusAsync(CallOptions*, const WireMessage<proto::GetStatusRequest>*,
-                      WireMessage<proto::GetStatusResponse>*, StatusCallback) override;
-  void CreateWorkerSessionAsync(CallOptions*, const WireMessage<proto::CreateWorkerSessionRequest>*,
-                                WireMessage<proto::CreateWorkerSessionResponse>*,
-                                StatusCallback) override;
-  void DeleteWorkerSessionAsync(CallOptions*, const WireMessage<proto::DeleteWorkerSessionRequest>*,
-                                WireMessage<proto::DeleteWorkerSessionResponse>*,
-                                StatusCallback) override;
-  void RegisterGraphAsync(CallOptions*, const WireMessage<proto::RegisterGraphRequest>*,
-                          WireMessage<proto::RegisterGraphResponse>*, StatusCallback) override;
-  void DeregisterGraphAsync(CallOptions*, const WireMessage<proto::DeregisterGraphRequest>*,
-                            WireMessage<proto::DeregisterGraphResponse>*, StatusCallback) override;
-  void RunGraphAsync(CallOptions*, const WireMessage<proto::RunGraphRequest>*,
-                     WireMessage<proto::RunGraphResponse>*, StatusCallback) override;
-  void RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRequest>*,
-                       WireMessage<proto::RecvTensorResponse>*, StatusCallback) override;
-  void CleanupGraphAsync(CallOptions*, const WireMessage<proto::CleanupGraphRequest>*,
-                         WireMessage<proto::CleanupGraphResponse>*, StatusCallback) override;
-  void CleanupAllAsync(CallOptions*, const WireMessage<proto::CleanupAllRequest>*,
-                       WireMessage<proto::CleanupAllResponse>*, StatusCallback) override;
-  void ShutdownAsync(CallOptions*, const WireMessage<proto::ShutdownRequest>*,
-                     WireMessage<proto::ShutdownResponse>*, StatusCallback) override;
+  TANDEM_RPC_OVERRIDE(GetStatus);
+  TANDEM_RPC_OVERRIDE(CreateWorkerSession);
+  TANDEM_RPC_OVERRIDE(DeleteWorkerSession);
+  TANDEM_RPC_OVERRIDE(RegisterGraph);
+  TANDEM_RPC_OVERRIDE(DeregisterGraph);
+  TANDEM_RPC_OVERRIDE(RunGraph);
+  TANDEM_RPC_OVERRIDE(RecvTensor);
+  TANDEM_RPC_OVERRIDE(CleanupGraph);
+  TANDEM_RPC_OVERRIDE(CleanupAll);
+  TANDEM_RPC_OVERRIDE(Shutdown);
 
   // Number of steps whose rendezvous is alive (for tests).
   int NumLiveSteps() const;

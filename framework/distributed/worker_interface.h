@@ -39,6 +39,11 @@ using StatusCallback = std::function<void(const absl::Status&)>;
   virtual void Name##Async(CallOptions* options, const WireMessage<proto::Name##Request>* request, \
                            WireMessage<proto::Name##Response>* response, StatusCallback done) = 0
 
+// The override of TANDEM_RPC_METHOD(Name) in an implementation.
+#define TANDEM_RPC_OVERRIDE(Name)                                                          \
+  void Name##Async(CallOptions* options, const WireMessage<proto::Name##Request>* request, \
+                   WireMessage<proto::Name##Response>* response, StatusCallback done) override
+
 class WorkerInterface {
  public:
   virtual ~WorkerInterface() = default;

@@ -13,15 +13,6 @@
 #include "framework/runtime/subgraph.h"
 
 namespace tandem {
-namespace {
-
-int DefaultThreads(int requested) {
-  if (requested > 0) return requested;
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-}  // namespace
-
 DirectSession::DirectSession(const SessionOptions& options) : options_(options) {}
 DirectSession::~DirectSession() = default;
 
@@ -30,8 +21,8 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
   EnsureKernels();
   std::unique_ptr<DirectSession> s(new DirectSession(options));
   s->devices_ = DeviceMgr::CreateLocal("localhost", 0, 0);
-  int inter = DefaultThreads(options.inter_op_threads);
-  int intra = DefaultThreads(options.intra_op_threads);
+  int inter = ThreadPool::DefaultSize(options.inter_op_threads);
+  int intra = ThreadPool::DefaultSize(options.intra_op_threads);
   s->inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", inter);
   s->intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", std::max(1, intra - 1));
   omp_set_num_threads(intra);  // oneDNN's intra-op parallelism.
@@ -74,11 +65,8 @@ absl::Status DirectSession::Extend(const proto::GraphDef& graph) {
 absl::StatusOr<std::shared_ptr<const DirectSession::Executable>> DirectSession::GetExecutable(
     std::vector<std::string> feeds, absl::Span<const std::string> fetches,
     absl::Span<const std::string> targets) {
-  std::sort(feeds.begin(), feeds.end());
   std::vector<std::string> sorted_targets(targets.begin(), targets.end());
-  std::sort(sorted_targets.begin(), sorted_targets.end());
-  std::string key = absl::StrCat(absl::StrJoin(feeds, ","), "|", absl::StrJoin(fetches, ","), "|",
-                                 absl::StrJoin(sorted_targets, ","));
+  std::string key = RunSignature(feeds, fetches, sorted_targets);
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError("session is closed");
   auto it = executables_.find(key);

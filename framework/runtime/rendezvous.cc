@@ -21,8 +21,8 @@ absl::Status BadKey(absl::string_view key, absl::string_view why) {
                    "<frame_id>:<iter_id>)"));
 }
 
-absl::Status ParseFullDevice(absl::string_view key, absl::string_view what,
-                             absl::string_view name, DeviceSpec* out) {
+absl::Status ParseFullDevice(absl::string_view key, absl::string_view what, absl::string_view name,
+                             DeviceSpec* out) {
   auto spec = DeviceSpec::Parse(name);
   if (!spec.ok()) return BadKey(key, absl::StrCat(what, ": ", spec.status().message()));
   if (!spec->job || !spec->replica || !spec->task || !spec->type || !spec->id) {
@@ -158,10 +158,9 @@ absl::Status LocalRendezvous::Recv(const ParsedKey& key, const RecvOptions& opti
   if (id != 0 && options.timeout_micros > 0 &&
       !result->ready.WaitForNotificationWithTimeout(absl::Microseconds(options.timeout_micros))) {
     if (Withdraw(key.full_key, id)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("timed out after ", options.timeout_micros / 1000,
-                       " ms waiting to receive '", key.edge_name, "' from ", key.src_device,
-                       " on ", key.dst_device));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "timed out after ", options.timeout_micros / 1000, " ms waiting to receive '",
+          key.edge_name, "' from ", key.src_device, " on ", key.dst_device));
     }
   }
   result->ready.WaitForNotification();

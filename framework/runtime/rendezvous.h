@@ -65,8 +65,8 @@ absl::StatusOr<ParsedKey> ParseRendezvousKey(absl::string_view key);
 class Rendezvous {
  public:
   // Called once with the status and, when OK, the value and its deadness.
-  using DoneCallback = std::function<void(const absl::Status& status, const Tensor& value,
-                                          bool is_dead)>;
+  using DoneCallback =
+      std::function<void(const absl::Status& status, const Tensor& value, bool is_dead)>;
 
   struct RecvOptions {
     // Blocking Recv gives up with DEADLINE_EXCEEDED after this long; <= 0: wait until

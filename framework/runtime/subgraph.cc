@@ -1,7 +1,10 @@
 #include "framework/runtime/subgraph.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "framework/core/status.h"
 
@@ -108,6 +111,14 @@ absl::StatusOr<std::unique_ptr<Graph>> BuildExecutableGraph(const Graph& graph,
     if (args[i] == nullptr) TANDEM_RETURN_IF_ERROR(arg_for(feed_outputs[i]).status());
   }
   return out;
+}
+
+std::string RunSignature(std::vector<std::string>& feeds, absl::Span<const std::string> fetches,
+                         std::vector<std::string>& targets) {
+  std::sort(feeds.begin(), feeds.end());
+  std::sort(targets.begin(), targets.end());
+  return absl::StrCat(absl::StrJoin(feeds, ","), "|", absl::StrJoin(fetches, ","), "|",
+                      absl::StrJoin(targets, ","));
 }
 
 }  // namespace tandem

@@ -20,6 +20,11 @@
 
 namespace tandem {
 
+// The cache key of a Run signature. Sorts `feeds` and `targets` in place (their order
+// does not change the step; the fetches' order does).
+std::string RunSignature(std::vector<std::string>& feeds, absl::Span<const std::string> fetches,
+                         std::vector<std::string>& targets);
+
 absl::StatusOr<std::unique_ptr<Graph>> BuildExecutableGraph(const Graph& graph,
                                                             absl::Span<const std::string> feeds,
                                                             absl::Span<const std::string> fetches,

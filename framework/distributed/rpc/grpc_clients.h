@@ -27,10 +27,6 @@ namespace tandem {
 absl::StatusOr<std::shared_ptr<grpc::Channel>> NewGrpcChannel(const std::string& address,
                                                               const TransportSecurity& security);
 
-#define TANDEM_RPC_OVERRIDE(Name)                                                          \
-  void Name##Async(CallOptions* options, const WireMessage<proto::Name##Request>* request, \
-                   WireMessage<proto::Name##Response>* response, StatusCallback done) override
-
 class GrpcWorkerClient : public WorkerInterface {
  public:
   GrpcWorkerClient(std::shared_ptr<grpc::Channel> channel, std::string token);
@@ -64,8 +60,6 @@ class GrpcMasterClient : public MasterInterface {
   grpc::GenericStub stub_;
   const std::string token_;
 };
-
-#undef TANDEM_RPC_OVERRIDE
 
 class GrpcWorkerCache : public WorkerCacheInterface {
  public:
