@@ -83,6 +83,7 @@ absl::Status Server::Init(const std::string& bind_address) {
   wenv.worker_cache = worker_cache_.get();
   wenv.inter_op_pool = inter_op_pool_.get();
   wenv.intra_op_pool = intra_op_pool_.get();
+  wenv.recv_chunk_bytes = std::max<uint64_t>(1, options_.recv_chunk_bytes);
   wenv.on_shutdown = [this](const std::string& reason) {
     {
       absl::MutexLock lock(&mu_);

@@ -1,6 +1,7 @@
 #include "framework/distributed/worker.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -238,6 +239,28 @@ absl::Status Worker::CheckKey(const ParsedKey& key) const {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Fills `response` with the bytes of `value` from `offset` (at most `chunk` of them);
+// returns true for the last chunk.
+bool ReplyWithChunk(const Tensor& value, uint64_t offset, uint64_t chunk,
+                    WireMessage<proto::RecvTensorResponse>* response) {
+  const uint64_t total = value.TotalBytes();
+  const uint64_t n = std::min(chunk, total - offset);
+  Tensor bytes(DType::kUInt8, TensorShape({static_cast<int64_t>(n)}));
+  std::memcpy(bytes.raw_data(), value.raw_data() + offset, n);
+  proto::RecvTensorResponse& r = response->proto;
+  r.set_chunked(true);
+  r.set_offset(offset);
+  r.set_total_bytes(total);
+  r.set_dtype(static_cast<proto::DataType>(value.dtype()));
+  for (int64_t d : value.shape().dims()) r.add_dim(d);
+  response->tensors = {std::move(bytes)};
+  return offset + n == total;
+}
+
+}  // namespace
+
 void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRequest>* request,
                              WireMessage<proto::RecvTensorResponse>* response,
                              StatusCallback done) {
@@ -251,13 +274,39 @@ void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRe
     return;
   }
   std::shared_ptr<WorkerRendezvous> r = StepRendezvous(request->proto.step_id());
-  r->RecvLocalAsync(*key, [response, done = std::move(done)](const absl::Status& s,
-                                                             const Tensor& value, bool is_dead) {
-    if (s.ok()) {
-      response->tensors = {value};
-      response->proto.set_is_dead(is_dead);
+  const uint64_t chunk = env_.recv_chunk_bytes;
+  const uint64_t offset = request->proto.offset();
+  if (offset > 0) {  // A later chunk of a large tensor.
+    absl::StatusOr<Tensor> value = r->Stashed(key->full_key, /*drop=*/false);
+    if (!value.ok() || offset >= value->TotalBytes()) {
+      done(value.ok() ? absl::InvalidArgumentError(
+                            absl::StrCat("RecvTensor: offset ", offset, " is past the ",
+                                         value->TotalBytes(), " bytes of '", key->edge_name, "'"))
+                      : value.status());
+      return;
     }
-    done(s);
+    ++chunks_sent_;
+    if (ReplyWithChunk(*value, offset, chunk, response)) {
+      r->Stashed(key->full_key, /*drop=*/true).IgnoreError();
+    }
+    done(absl::OkStatus());
+    return;
+  }
+  std::string full_key = key->full_key;
+  r->RecvLocalAsync(*key, [this, r, full_key, chunk, response, done = std::move(done)](
+                              const absl::Status& s, const Tensor& value, bool is_dead) {
+    if (!s.ok()) {
+      done(s);
+      return;
+    }
+    response->proto.set_is_dead(is_dead);
+    if (value.dtype() != DType::kResource && value.TotalBytes() > chunk) {
+      ++chunks_sent_;
+      if (!ReplyWithChunk(value, 0, chunk, response)) r->Stash(full_key, value);
+    } else {
+      response->tensors = {value};
+    }
+    done(absl::OkStatus());
   });
 }
 

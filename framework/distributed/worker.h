@@ -13,7 +13,8 @@
 //     on this task share a WorkerRendezvous, created by whichever of RunGraph or
 //     RecvTensor arrives first and dropped by CleanupGraph. A failing partition
 //     aborts its step's rendezvous, so the step's other partitions stop waiting.
-//   - RecvTensor answers from the step's rendezvous once the value is sent. A key
+//   - RecvTensor answers from the step's rendezvous once the value is sent; a value
+//     over recv_chunk_bytes goes in chunks, kept in the step until the last. A key
 //     naming another incarnation of this task's device is ABORTED (the sender's
 //     master registered against a previous run of this server).
 //   - Unknown session or graph handles are ABORTED, the recoverable error.
@@ -22,6 +23,7 @@
 #ifndef TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_H_
 #define TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,6 +48,9 @@ struct WorkerEnv {
   ThreadPool* inter_op_pool = nullptr;           // Not owned; runs executor nodes.
   ThreadPool* intra_op_pool = nullptr;           // Not owned.
   std::function<void(const std::string& reason)> on_shutdown;  // May be empty.
+  // RecvTensor sends a larger tensor in chunks of this many bytes (gRPC cannot carry
+  // a message of 2 GiB or more).
+  uint64_t recv_chunk_bytes = uint64_t{1} << 30;
 };
 
 class Worker : public WorkerInterface {
@@ -66,6 +71,8 @@ class Worker : public WorkerInterface {
 
   // Number of steps whose rendezvous is alive (for tests).
   int NumLiveSteps() const;
+  // Chunks sent by RecvTensor for tensors over recv_chunk_bytes (for tests).
+  int64_t chunks_sent() const { return chunks_sent_; }
 
  private:
   struct Partition {
@@ -89,7 +96,9 @@ class Worker : public WorkerInterface {
   absl::Status CheckKey(const ParsedKey& key) const;
 
   const WorkerEnv env_;
-  ThreadPool run_pool_;  // Blocks in Executor::Run, one thread per running partition.
+  ThreadPool run_pool_;
+  std::atomic<int64_t> chunks_sent_{
+      0};  // Blocks in Executor::Run, one thread per running partition.
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, std::shared_ptr<WorkerRendezvous>> steps_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,6 @@
 #include "framework/distributed/worker_rendezvous.h"
 
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,17 @@ void WorkerRendezvous::RecvAsync(const ParsedKey& key, DoneCallback done) {
   RecvRemote(key, src_task, std::move(done));
 }
 
+// One remote receive: a single RecvTensor call, or several for a chunked tensor.
+struct WorkerRendezvous::RemoteRecv {
+  WorkerInterface* worker = nullptr;
+  std::string src_task;
+  std::string edge;
+  std::string key;
+  DoneCallback done;
+  Tensor value;  // Chunked: the tensor being filled.
+  uint64_t received = 0;
+};
+
 void WorkerRendezvous::RecvRemote(const ParsedKey& key, const std::string& src_task,
                                   DoneCallback done) {
   absl::StatusOr<WorkerInterface*> worker = cache_->GetWorker(src_task);
@@ -43,6 +55,16 @@ void WorkerRendezvous::RecvRemote(const ParsedKey& key, const std::string& src_t
     done(worker.status(), Tensor(), false);
     return;
   }
+  auto recv = std::make_shared<RemoteRecv>();
+  recv->worker = *worker;
+  recv->src_task = src_task;
+  recv->edge = key.edge_name;
+  recv->key = key.full_key;
+  recv->done = std::move(done);
+  IssueRecvCall(std::move(recv));
+}
+
+void WorkerRendezvous::IssueRecvCall(std::shared_ptr<RemoteRecv> recv) {
   struct Call {
     std::shared_ptr<CallOptions> options = std::make_shared<CallOptions>();
     WireMessage<proto::RecvTensorRequest> request;
@@ -50,39 +72,96 @@ void WorkerRendezvous::RecvRemote(const ParsedKey& key, const std::string& src_t
   };
   auto call = std::make_shared<Call>();
   call->request.proto.set_step_id(step_id_);
-  call->request.proto.set_rendezvous_key(key.full_key);
+  call->request.proto.set_rendezvous_key(recv->key);
+  call->request.proto.set_offset(recv->received);
   {
     absl::MutexLock lock(&mu_);
     absl::Status aborted = local_.status();
     if (!aborted.ok()) {
-      done(aborted, Tensor(), false);
+      recv->done(aborted, Tensor(), false);
       return;
     }
     inflight_.insert(call->options);
   }
-  std::string edge = key.edge_name;
-  (*worker)->RecvTensorAsync(
+  WorkerInterface* worker = recv->worker;
+  worker->RecvTensorAsync(
       call->options.get(), &call->request, &call->response,
-      [this, call, src_task, edge, done = std::move(done)](const absl::Status& s) {
+      [this, call, recv](const absl::Status& s) {
         {
           absl::MutexLock lock(&mu_);
           inflight_.erase(call->options);
         }
-        absl::Status aborted = local_.status();
-        if (!aborted.ok()) {
-          done(aborted, Tensor(), false);
-        } else if (!s.ok()) {
-          done(absl::Status(s.code(), absl::StrCat("receiving tensor '", edge, "' from ", src_task,
-                                                   ": ", s.message())),
-               Tensor(), false);
-        } else if (call->response.tensors.size() != 1) {
-          done(absl::InternalError(absl::StrCat("RecvTensor from ", src_task, " returned ",
-                                                call->response.tensors.size(), " tensors")),
-               Tensor(), false);
+        absl::Status result = local_.status();  // An abort wins over what the call says.
+        if (result.ok() && !s.ok()) {
+          result = absl::Status(s.code(), absl::StrCat("receiving tensor '", recv->edge, "' from ",
+                                                       recv->src_task, ": ", s.message()));
+        }
+        if (result.ok() && call->response.tensors.size() != 1) {
+          result =
+              absl::InternalError(absl::StrCat("RecvTensor from ", recv->src_task, " returned ",
+                                               call->response.tensors.size(), " tensors"));
+        }
+        if (!result.ok()) {
+          recv->done(result, Tensor(), false);
+          return;
+        }
+        const proto::RecvTensorResponse& r = call->response.proto;
+        if (!r.chunked()) {
+          recv->done(absl::OkStatus(), call->response.tensors[0], r.is_dead());
+          return;
+        }
+        result = AddChunk(recv.get(), r, call->response.tensors[0]);
+        if (!result.ok()) {
+          recv->done(result, Tensor(), false);
+        } else if (recv->received == recv->value.TotalBytes()) {
+          recv->done(absl::OkStatus(), recv->value, r.is_dead());
         } else {
-          done(absl::OkStatus(), call->response.tensors[0], call->response.proto.is_dead());
+          IssueRecvCall(recv);
         }
       });
+}
+
+absl::Status WorkerRendezvous::AddChunk(RemoteRecv* recv, const proto::RecvTensorResponse& r,
+                                        const Tensor& bytes) {
+  auto bad = [&](absl::string_view what) {
+    return absl::InternalError(
+        absl::StrCat("chunked RecvTensor of '", recv->edge, "' from ", recv->src_task, ": ", what));
+  };
+  if (recv->received == 0) {  // The first chunk says what the tensor is.
+    if (!IsValidDType(r.dtype()) || r.dtype() == proto::DT_RESOURCE) return bad("bad dtype");
+    auto shape = TensorShape::Create(absl::MakeConstSpan(r.dim().data(), r.dim_size()));
+    if (!shape.ok()) return bad(shape.status().message());
+    DType dtype = static_cast<DType>(r.dtype());
+    if (static_cast<uint64_t>(shape->num_elements()) * DTypeSize(dtype) != r.total_bytes()) {
+      return bad("total_bytes does not match dtype and shape");
+    }
+    recv->value = Tensor(dtype, *shape);
+  }
+  if (bytes.dtype() != DType::kUInt8 || r.offset() != recv->received ||
+      r.offset() + bytes.TotalBytes() > recv->value.TotalBytes() || bytes.TotalBytes() == 0) {
+    return bad(absl::StrCat("chunk of ", bytes.TotalBytes(), " bytes at offset ", r.offset(),
+                            " does not continue the ", recv->received, " bytes received"));
+  }
+  std::memcpy(recv->value.raw_data() + recv->received, bytes.raw_data(), bytes.TotalBytes());
+  recv->received += bytes.TotalBytes();
+  return absl::OkStatus();
+}
+
+void WorkerRendezvous::Stash(const std::string& key, const Tensor& value) {
+  absl::MutexLock lock(&mu_);
+  stash_[key] = value;
+}
+
+absl::StatusOr<Tensor> WorkerRendezvous::Stashed(const std::string& key, bool drop) {
+  absl::MutexLock lock(&mu_);
+  auto it = stash_.find(key);
+  if (it == stash_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("RecvTensor: no chunked transfer of '", key, "' is in progress"));
+  }
+  Tensor t = it->second;
+  if (drop) stash_.erase(it);
+  return t;
 }
 
 absl::Status WorkerRendezvous::Recv(const ParsedKey& key, const RecvOptions& options, Tensor* value,

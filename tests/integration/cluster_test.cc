@@ -365,5 +365,90 @@ TEST_F(ClusterTest, ServeUsageErrors) {
   EXPECT_THAT(err, HasSubstr("nonsense"));
 }
 
+// The seeds' programs against server processes: a two-task "local" job with ops
+// pinned to task 1, and w, b on a ps with w+b, w*b, w/b on three workers, run by a
+// client in this process through worker 0's master.
+TEST_F(ClusterTest, SeedProgramsOnServerProcesses) {
+  std::map<std::string, std::vector<std::string>> local = {
+      {"local", {Addr(PickFreePort()), Addr(PickFreePort())}}};
+  Serve(TfConfig(local, "local", 0), "local0");
+  Serve(TfConfig(local, "local", 1), "local1");
+  {
+    Scope root = Scope::NewRootScope();
+    Output x = ops::Const(root.WithDevice("/job:local/task:1"), {1.0f, 2.0f}, TensorShape({2}));
+    Output y = ops::Square(root.WithDevice("/job:local/task:1"), x);
+    proto::GraphDef def;
+    root.graph()->ToGraphDef(&def);
+    SessionOptions opts;
+    opts.target = "grpc://" + local["local"][0];
+    auto session = NewSession(def, opts);
+    ASSERT_TRUE(session.ok()) << session.status();
+    auto out = (*session)->Run({}, {y.name()});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT((*out)[0].flat<float>(), ::testing::ElementsAre(1, 4));
+  }
+  std::map<std::string, std::vector<std::string>> jobs = {
+      {"ps", {Addr(PickFreePort())}},
+      {"worker", {Addr(PickFreePort()), Addr(PickFreePort()), Addr(PickFreePort())}}};
+  Serve(TfConfig(jobs, "ps", 0), "ps");
+  for (int i = 0; i < 3; ++i) Serve(TfConfig(jobs, "worker", i), absl::StrCat("worker", i));
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  ops::Variable w(ps, "w", ops::Const(ps, {3.0f, 6.0f}, TensorShape({2})));
+  ops::Variable b(ps, "b", ops::Const(ps, {1.0f, 2.0f}, TensorShape({2})));
+  Output sum = ops::Add(root.WithDevice("/job:worker/task:0"), w.value(), b.value());
+  Output prod = ops::Mul(root.WithDevice("/job:worker/task:1"), w.value(), b.value());
+  Output quot = ops::Div(root.WithDevice("/job:worker/task:2"), w.value(), b.value());
+  Node* init = ops::GlobalVariablesInitializer(root);
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  SessionOptions opts;
+  opts.target = "grpc://" + jobs["worker"][0];
+  auto session = NewSession(def, opts);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Run({}, {}, {init->name()}).ok());
+  auto out = (*session)->Run({}, {sum.name(), prod.name(), quot.name()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].flat<float>(), ::testing::ElementsAre(4, 8));
+  EXPECT_THAT((*out)[1].flat<float>(), ::testing::ElementsAre(3, 12));
+  EXPECT_THAT((*out)[2].flat<float>(), ::testing::ElementsAre(3, 3));
+}
+
+// Mutual TLS: a client with a certificate from the cluster's CA runs a step; a client
+// without TLS, or with TLS but no certificate, is refused.
+TEST_F(ClusterTest, MutualTlsServesOnlyCertifiedClients) {
+  const std::string tls = std::string(TANDEM_SOURCE_DIR) + "/tests/data/tls/";
+  std::map<std::string, std::vector<std::string>> jobs = {{"worker", {Addr(PickFreePort())}}};
+  Serve(TfConfig(jobs, "worker", 0), "tls_worker",
+        {"--tls_cert", tls + "server.pem", "--tls_key", tls + "server.key", "--tls_ca",
+         tls + "ca.pem"});
+  Scope root = Scope::NewRootScope();
+  Output c = ops::Const(root, 42.0f);
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  SessionOptions opts;
+  opts.target = "grpc://" + jobs["worker"][0];
+  opts.wait_for_workers_ms = 1000;
+  TransportSecurity client;
+  client.ca_file = tls + "ca.pem";
+  client.cert_file = tls + "client.pem";
+  client.key_file = tls + "client.key";
+  auto good = NewSession(def, opts, client);
+  ASSERT_TRUE(good.ok()) << good.status();
+  auto out = (*good)->Run({}, {c.name()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].scalar<float>(), 42.0f);
+
+  EXPECT_FALSE(NewSession(def, opts).ok());  // Plaintext to a TLS port.
+  TransportSecurity no_cert;
+  no_cert.ca_file = tls + "ca.pem";
+  EXPECT_FALSE(NewSession(def, opts, no_cert).ok());
+  TransportSecurity missing;
+  missing.ca_file = tls + "no_such_ca.pem";
+  auto unreadable = NewSession(def, opts, missing);
+  ASSERT_FALSE(unreadable.ok());
+  EXPECT_THAT(unreadable.status().message(), HasSubstr("no_such_ca.pem"));
+}
+
 }  // namespace
 }  // namespace tandem

@@ -162,7 +162,8 @@ TEST_F(TrainerTest, ResumesAfterSigkillAndSkipsACorruptCheckpoint) {
   ASSERT_TRUE(state.ok()) << state.status();
   ASSERT_GE(state->all_model_checkpoint_paths.size(), 2u);
   const std::string newest = state->model_checkpoint_path;
-  const std::string older = state->all_model_checkpoint_paths[state->all_model_checkpoint_paths.size() - 2];
+  const std::string older =
+      state->all_model_checkpoint_paths[state->all_model_checkpoint_paths.size() - 2];
   auto older_index = checkpoint::ReadIndex(checkpoint::IndexPath(older));
   ASSERT_TRUE(older_index.ok());
   const int64_t resume_step = older_index->global_step;
@@ -170,8 +171,7 @@ TEST_F(TrainerTest, ResumesAfterSigkillAndSkipsACorruptCheckpoint) {
   // Flip one byte of tensor data in the newest checkpoint's shard.
   auto newest_index = checkpoint::ReadIndex(checkpoint::IndexPath(newest));
   ASSERT_TRUE(newest_index.ok());
-  const std::string shard =
-      model_dir_ + "/" + newest_index->weight_map.begin()->second;
+  const std::string shard = model_dir_ + "/" + newest_index->weight_map.begin()->second;
   {
     std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
     f.seekg(-3, std::ios::end);
@@ -286,25 +286,51 @@ max_steps = 10
   auto config = [&](const std::string& extra, const std::string& replace_from = "",
                     const std::string& replace_to = "") {
     std::string text = std::regex_replace(base, std::regex("MODEL_DIR"), model_dir_);
-    if (!replace_from.empty()) text = std::regex_replace(text, std::regex(replace_from), replace_to);
+    if (!replace_from.empty())
+      text = std::regex_replace(text, std::regex(replace_from), replace_to);
     return WriteConfig(text + extra);
   };
   std::vector<Case> cases = {
-      {"unknown key", {"train", "--config", config("", "\\[train\\]", "save_checkpoint_steps = 5\n[train]")}, "save_checkpoints_steps"},
-      {"wrong type", {"train", "--config", config("", "max_steps = 10", "max_steps = \"ten\"")}, "max_steps"},
-      {"out of range via --set", {"train", "--config", config(""), "--set", "train.max_steps=-1"}, "max_steps"},
+      {"unknown key",
+       {"train", "--config", config("", "\\[train\\]", "save_checkpoint_steps = 5\n[train]")},
+       "save_checkpoints_steps"},
+      {"wrong type",
+       {"train", "--config", config("", "max_steps = 10", "max_steps = \"ten\"")},
+       "max_steps"},
+      {"out of range via --set",
+       {"train", "--config", config(""), "--set", "train.max_steps=-1"},
+       "max_steps"},
       {"unknown section", {"train", "--config", config("[trian]\nmax_steps = 1\n")}, "trian"},
-      {"--set without =", {"train", "--config", config(""), "--set", "train.max_steps"}, "train.max_steps"},
+      {"--set without =",
+       {"train", "--config", config(""), "--set", "train.max_steps"},
+       "train.max_steps"},
       {"--set unknown key", {"train", "--config", config(""), "--set", "run.bogus=1"}, "bogus"},
-      {"unknown model", {"train", "--config", config("", "linear_regression", "linear_regresion")}, "linear_regression"},
+      {"unknown model",
+       {"train", "--config", config("", "linear_regression", "linear_regresion")},
+       "linear_regression"},
       {"TOML syntax", {"train", "--config", config("[run\n")}, ".toml:"},
       {"missing config file", {"train", "--config", dir_ + "/absent.toml"}, "absent.toml"},
-      {"bad TF_CONFIG", {"train", "--config", config("")}, "TF_CONFIG", {"TF_CONFIG={\"task\": {\"type\": 5}}"}},
-      {"both checkpoint cadences", {"train", "--config", config("", "\\[train\\]", "save_checkpoints_steps = 5\nsave_checkpoints_secs = 5\n[train]")}, "save_checkpoints"},
-      {"bad learning rate", {"train", "--config", config("[model.params]\nlearning_rate = -1.0\n")}, "learning_rate"},
-      {"unknown optimizer", {"train", "--config", config("[model.params]\noptimizer = \"adamw\"\n")}, "optimizer"},
-      {"wrong dataset", {"train", "--config", config("", "synthetic_linear", "fashion_mnist")}, "dataset"},
-      {"missing model name", {"train", "--config", config("", "name = \"linear_regression\"", "")}, "name"},
+      {"bad TF_CONFIG",
+       {"train", "--config", config("")},
+       "TF_CONFIG",
+       {"TF_CONFIG={\"task\": {\"type\": 5}}"}},
+      {"both checkpoint cadences",
+       {"train", "--config",
+        config("", "\\[train\\]",
+               "save_checkpoints_steps = 5\nsave_checkpoints_secs = 5\n[train]")},
+       "save_checkpoints"},
+      {"bad learning rate",
+       {"train", "--config", config("[model.params]\nlearning_rate = -1.0\n")},
+       "learning_rate"},
+      {"unknown optimizer",
+       {"train", "--config", config("[model.params]\noptimizer = \"adamw\"\n")},
+       "optimizer"},
+      {"wrong dataset",
+       {"train", "--config", config("", "synthetic_linear", "fashion_mnist")},
+       "dataset"},
+      {"missing model name",
+       {"train", "--config", config("", "name = \"linear_regression\"", "")},
+       "name"},
   };
   ASSERT_GE(cases.size(), 12u);
   for (const Case& c : cases) {

@@ -4,6 +4,7 @@
 // a DirectSession step for step, and the errors a bad graph or feed must give.
 #include "framework/distributed/grpc_session.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <random>
@@ -48,7 +49,8 @@ std::unique_ptr<Session> Connect(const std::string& target, const Scope& root,
 }
 
 // Servers for every task of `jobs` (job -> number of tasks) on free loopback ports.
-std::vector<std::unique_ptr<Server>> StartCluster(const std::map<std::string, int>& jobs) {
+std::vector<std::unique_ptr<Server>> StartCluster(const std::map<std::string, int>& jobs,
+                                                  uint64_t recv_chunk_bytes = uint64_t{1} << 30) {
   ClusterSpec cluster;
   for (const auto& [job, n] : jobs) {
     std::vector<std::string> addrs;
@@ -65,6 +67,7 @@ std::vector<std::unique_ptr<Server>> StartCluster(const std::map<std::string, in
       o.task = i;
       o.inter_op_threads = 2;
       o.intra_op_threads = 1;
+      o.recv_chunk_bytes = recv_chunk_bytes;
       auto s = Server::Create(o);
       CHECK(s.ok()) << s.status();
       servers.push_back(std::move(*s));
@@ -385,6 +388,29 @@ TEST(GrpcSessionTest, InGraphReplicationMatchesSingleProcess) {
   }
   EXPECT_TRUE(matmul_devices.count("/job:worker/replica:0/task:0/device:CPU:0"));
   EXPECT_TRUE(matmul_devices.count("/job:worker/replica:0/task:1/device:CPU:0"));
+}
+
+// A tensor larger than the worker's chunk size crosses in several RecvTensor calls
+// and arrives intact (the same path carries tensors over gRPC's 2 GiB message limit).
+TEST(GrpcSessionTest, LargeTensorsCrossInChunks) {
+  auto servers = StartCluster({{"ps", 1}, {"worker", 1}}, /*recv_chunk_bytes=*/1 << 20);
+  const int64_t n = (10 << 20) / 4 + 7;  // A little over 10 MiB of floats.
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 100003) * 0.5f;
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  ops::Variable big(ps, "big", ops::Const(ps, Tensor::FromVector<float>(values, TensorShape({n}))));
+  Output copy = ops::Identity(root.WithDevice("/job:worker/task:0"), big.value());
+  Node* init = ops::GlobalVariablesInitializer(root);
+  auto session = Connect(servers[1]->target(), root);
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session->Run({}, {}, {init->name()}).ok());
+  auto out = session->Run({}, {copy.name()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto got = (*out)[0].flat<float>();
+  ASSERT_EQ(static_cast<int64_t>(got.size()), n);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), values.begin()));
+  EXPECT_EQ(servers[0]->worker()->chunks_sent(), 11);  // 10 full chunks and a 28-byte one.
 }
 
 }  // namespace
