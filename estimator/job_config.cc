@@ -14,8 +14,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "framework/core/env.h"
 #include "estimator/internal/did_you_mean.h"
+#include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "toml++/toml.h"
 
@@ -150,6 +150,23 @@ class Decoder {
                                          [&](const Section& x) { return x.name == name; });
         TANDEM_RETURN_IF_ERROR(DecodeSection(s, table, c));
       }
+    }
+    return absl::OkStatus();
+  }
+
+  // Only [cluster] and [task] of `root`; other sections are ignored.
+  absl::Status DecodeClusterAndTask(const toml::table& root, ClusterSpec& cluster,
+                                    TaskSection& task) const {
+    for (const char* name : {"cluster", "task"}) {
+      const toml::node* node = root.get(name);
+      if (node == nullptr) continue;
+      if (!node->is_table()) {
+        return Error(name, node->source(),
+                     absl::StrCat("[", name, "] must be a table, got ", TypeName(*node)));
+      }
+      TANDEM_RETURN_IF_ERROR(std::string(name) == "cluster"
+                                 ? DecodeCluster(*node->as_table(), cluster)
+                                 : DecodeTask(*node->as_table(), task));
     }
     return absl::OkStatus();
   }
@@ -463,6 +480,21 @@ toml::array ParamArrayToToml(const std::vector<ParamValue>& items) {
 }
 
 }  // namespace
+
+absl::Status ParseClusterToml(absl::string_view toml_text, absl::string_view source_name,
+                              ClusterSpec* cluster, TaskSection* task) {
+  const std::string name(source_name.empty() ? "<cluster>" : source_name);
+  const std::string text(toml_text);
+  toml::table root;
+  try {
+    root = toml::parse(text, name);
+  } catch (const toml::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ":", e.source().begin.line, ":",
+                                                   e.source().begin.column, ": ",
+                                                   std::string(e.description())));
+  }
+  return Decoder(name, {}).DecodeClusterAndTask(root, *cluster, *task);
+}
 
 absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
                                            absl::string_view source_name,

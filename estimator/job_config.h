@@ -133,6 +133,12 @@ struct TaskSection {
   bool operator==(const TaskSection& o) const = default;
 };
 
+// Reads only the [cluster] and [task] tables of a TOML document (a job config or a
+// file holding just those), with the job config's rules and errors; other sections
+// are ignored. Used by `trainer serve --cluster FILE.toml`.
+absl::Status ParseClusterToml(absl::string_view toml_text, absl::string_view source_name,
+                              ClusterSpec* cluster, TaskSection* task);
+
 class JobConfig {
  public:
   // Parses `toml_text` (named `source_name` in messages), applies `tf_config_json`

@@ -51,11 +51,10 @@ absl::StatusOr<Role> RoleFromClusterFlag(const std::string& value) {
     return role;
   }
   // A TOML file: only its [cluster] (and [task]) matter.
-  absl::StatusOr<JobConfig> job = JobConfig::Parse(text, source);
-  if (!job.ok()) return job.status();
-  role.cluster = job->cluster;
-  role.job = job->task.type;
-  if (job->task.index) role.task = static_cast<int>(*job->task.index);
+  TaskSection task;
+  TANDEM_RETURN_IF_ERROR(ParseClusterToml(text, source, &role.cluster, &task));
+  role.job = task.type;
+  if (task.index) role.task = static_cast<int>(*task.index);
   return role;
 }
 

@@ -66,3 +66,9 @@ done
 for threads in 1 2; do
   OMP_NUM_THREADS=$threads "$build/tests/bench/estimator_bench" --config "$config" --threads "$threads" --steps 1000
 done
+
+# The distributed runtime: RecvTensor vs raw TCP, and the 1 ps + 1 worker MLP step vs
+# DirectSession (no PyTorch peer).
+if [[ "${2:-}" != "--e2e" && -x "$build/tests/bench/distributed_bench" ]]; then
+  "$build/tests/bench/distributed_bench" --threads 2
+fi

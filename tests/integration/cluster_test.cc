@@ -363,6 +363,10 @@ TEST_F(ClusterTest, ServeUsageErrors) {
   EXPECT_THAT(err, HasSubstr("not in the cluster"));
   EXPECT_EQ(run({"serve", "--cluster", "{\"cluster\": {\"ps\": [\"nonsense\"]}}"}, &err), 2);
   EXPECT_THAT(err, HasSubstr("nonsense"));
+  const std::string toml = dir_ + "/bad_cluster.toml";
+  ASSERT_TRUE(env::WriteFileAtomic(toml, "[cluster]\nps = [\"127.0.0.1:1\", 7]\n").ok());
+  EXPECT_EQ(run({"serve", "--cluster", toml, "--job", "ps", "--task", "0"}, &err), 2);
+  EXPECT_THAT(err, HasSubstr("bad_cluster.toml:2"));
 }
 
 // The seeds' programs against server processes: a two-task "local" job with ops
@@ -372,7 +376,12 @@ TEST_F(ClusterTest, SeedProgramsOnServerProcesses) {
   std::map<std::string, std::vector<std::string>> local = {
       {"local", {Addr(PickFreePort()), Addr(PickFreePort())}}};
   Serve(TfConfig(local, "local", 0), "local0");
-  Serve(TfConfig(local, "local", 1), "local1");
+  // Task 1 reads the cluster from a TOML file, as a job config's [cluster] table.
+  const std::string toml = dir_ + "/cluster.toml";
+  ASSERT_TRUE(env::WriteFileAtomic(toml, absl::StrCat("[cluster]\nlocal = [\"", local["local"][0],
+                                                      "\", \"", local["local"][1], "\"]\n"))
+                  .ok());
+  Serve(toml, "local1", {"--job", "local", "--task", "1"});
   {
     Scope root = Scope::NewRootScope();
     Output x = ops::Const(root.WithDevice("/job:local/task:1"), {1.0f, 2.0f}, TensorShape({2}));
