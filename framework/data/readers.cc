@@ -21,10 +21,22 @@ using NextResult = absl::StatusOr<std::optional<Element>>;
 
 // ------------------------------------------------------------------------ IDX
 
+// The images are converted to float once, when the dataset is made; each element is
+// a view of one row (no allocation, no copy), so that a shuffle buffer over the whole
+// dataset holds views rather than 60000 separately allocated images, and batching
+// gathers rows from one contiguous array.
 class IdxDataset : public Dataset {
  public:
-  IdxDataset(Tensor images, Tensor labels)
-      : images_(std::move(images)), labels_(std::move(labels)) {}
+  IdxDataset(const Tensor& images, const Tensor& labels) {
+    const int64_t n = images.dim(0);
+    const int64_t pixels = n > 0 ? images.NumElements() / n : 0;
+    images_ = Tensor(DType::kFloat, TensorShape({n, pixels}));
+    const uint8_t* src = images.data<uint8_t>();
+    float* dst = images_.data<float>();
+    for (int64_t i = 0; i < n * pixels; ++i) dst[i] = src[i] * (1.0f / 255.0f);
+    labels_ = Tensor(DType::kInt32, TensorShape({n}));
+    for (int64_t i = 0; i < n; ++i) labels_.data<int32_t>()[i] = labels.data<uint8_t>()[i];
+  }
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator() const override {
     return std::unique_ptr<Iterator>(new Iter(images_, labels_));
   }
@@ -36,19 +48,14 @@ class IdxDataset : public Dataset {
     Iter(Tensor images, Tensor labels) : images_(std::move(images)), labels_(std::move(labels)) {}
     NextResult GetNext() override {
       if (next_ >= labels_.dim(0)) return std::nullopt;
-      const int64_t pixels = images_.NumElements() / images_.dim(0);
-      Tensor image(DType::kFloat, TensorShape({pixels}));
-      const uint8_t* src = images_.data<uint8_t>() + next_ * pixels;
-      float* dst = image.data<float>();
-      for (int64_t i = 0; i < pixels; ++i) dst[i] = src[i] * (1.0f / 255.0f);
-      Element e = {std::move(image),
-                   Tensor::Scalar<int32_t>(static_cast<int32_t>(labels_.data<uint8_t>()[next_]))};
+      Element e = {images_.Slice(next_, next_ + 1).Reshaped(TensorShape({images_.dim(1)})),
+                   labels_.Slice(next_, next_ + 1).Reshaped(TensorShape({}))};
       ++next_;
       return e;
     }
 
    private:
-    Tensor images_, labels_;  // uint8, shared with the dataset.
+    Tensor images_, labels_;  // float [n, pixels] and int32 [n], shared with the dataset.
     int64_t next_ = 0;
   };
   Tensor images_, labels_;
