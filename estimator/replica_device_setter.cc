@@ -90,8 +90,8 @@ class Chooser {
   std::optional<int> NextTask(const NodeSpec& spec) {
     absl::StatusOr<int> k = strategy_(spec);
     if (!k.ok()) {
-      Fail(AnnotateStatus(k.status(), absl::StrCat("replica device setter: placing ", spec.op,
-                                                   " '", spec.name, "'")));
+      Fail(AnnotateStatus(k.status(), absl::StrCat("replica device setter: placing ", spec.op, " '",
+                                                   spec.name, "'")));
       return std::nullopt;
     }
     if (*k < 0 || *k >= ps_tasks_) {

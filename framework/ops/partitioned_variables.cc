@@ -65,10 +65,9 @@ Partitioner VariableAxisSizePartitioner(int64_t max_shard_bytes, int axis,
   return [=](const TensorShape& shape, DType dtype) -> absl::StatusOr<std::vector<int>> {
     constexpr char kWho[] = "VariableAxisSizePartitioner";
     if (max_shard_bytes < 1 || bytes_per_string_element < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(kWho, ": both max_shard_bytes (", max_shard_bytes,
-                       ") and bytes_per_string_element (", bytes_per_string_element,
-                       ") must be positive"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          kWho, ": both max_shard_bytes (", max_shard_bytes, ") and bytes_per_string_element (",
+          bytes_per_string_element, ") must be positive"));
     }
     TANDEM_RETURN_IF_ERROR(CheckAxis(kWho, shape, axis));
     TANDEM_ASSIGN_OR_RETURN(int64_t elem, ElementBytes(kWho, dtype));
@@ -122,11 +121,12 @@ PartitionedVariable::PartitionedVariable(const Scope& scope, absl::string_view n
         absl::StrCat("partitioned variable '", name, "': no initializer")));
     return;
   }
-  Build(scope, name, shape, dtype, partitioner,
-        [&](const Scope& s, const TensorShape& part_shape, const Dims&) {
-          return initializer(s, part_shape, dtype);
-        },
-        options);
+  Build(
+      scope, name, shape, dtype, partitioner,
+      [&](const Scope& s, const TensorShape& part_shape, const Dims&) {
+        return initializer(s, part_shape, dtype);
+      },
+      options);
 }
 
 PartitionedVariable::PartitionedVariable(const Scope& scope, absl::string_view name,
@@ -140,18 +140,19 @@ PartitionedVariable::PartitionedVariable(const Scope& scope, absl::string_view n
   }
   absl::StatusOr<TensorShape> shape = initial_value.shape().ToTensorShape();
   if (!shape.ok() || !initial_value.shape().IsFullyDefined()) {
-    scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
-        "partitioned variable '", name, "': the initial value's shape ",
-        initial_value.shape().DebugString(), " must be fully defined")));
+    scope.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat("partitioned variable '", name, "': the initial value's shape ",
+                     initial_value.shape().DebugString(), " must be fully defined")));
     return;
   }
-  Build(scope, name, *shape, initial_value.dtype(), partitioner,
-        [&](const Scope& s, const TensorShape& part_shape, const Dims& offset) {
-          std::vector<int64_t> begin(offset.begin(), offset.end());
-          return Slice(s, initial_value, ConstInt64(s.WithOpName("begin"), begin),
-                       ConstInt64(s.WithOpName("size"), part_shape.dims()));
-        },
-        options);
+  Build(
+      scope, name, *shape, initial_value.dtype(), partitioner,
+      [&](const Scope& s, const TensorShape& part_shape, const Dims& offset) {
+        std::vector<int64_t> begin(offset.begin(), offset.end());
+        return Slice(s, initial_value, ConstInt64(s.WithOpName("begin"), begin),
+                     ConstInt64(s.WithOpName("size"), part_shape.dims()));
+      },
+      options);
 }
 
 void PartitionedVariable::Build(
@@ -174,9 +175,9 @@ void PartitionedVariable::Build(
   for (int d = 0; d < shape.rank(); ++d) {
     int n = (*partitions)[d];
     if (n < 1 || n > std::max<int64_t>(1, shape.dim(d))) {
-      return fail(absl::InvalidArgumentError(absl::StrCat(
-          "the partitioner asked for ", n, " parts of dimension ", d, " of shape ",
-          shape.DebugString(), "; need 1 to ", std::max<int64_t>(1, shape.dim(d)))));
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("the partitioner asked for ", n, " parts of dimension ", d, " of shape ",
+                       shape.DebugString(), "; need 1 to ", std::max<int64_t>(1, shape.dim(d)))));
     }
     if (n > 1) {
       if (axis >= 0) {
@@ -208,9 +209,9 @@ void PartitionedVariable::Build(
     const std::string part_name = absl::StrCat(rel, "/part_", i);
     // The initial value is built outside the caller's control dependencies, as the
     // Variable itself (TensorFlow's init_scope).
-    Output init = part_init(scope.WithNoControlDependencies().NewSubScope(
-                                absl::StrCat(part_name, "/Initializer")),
-                            part_shape, offset);
+    Output init = part_init(
+        scope.WithNoControlDependencies().NewSubScope(absl::StrCat(part_name, "/Initializer")),
+        part_shape, offset);
     if (!scope.ok()) return;
     if (!init.valid()) return fail(absl::InternalError(absl::StrCat("initializing ", part_name)));
     Variable v(scope, part_name, init, options);
@@ -290,8 +291,8 @@ Output EmbeddingLookup(const Scope& scope, const std::vector<Variable>& params, 
   }
   const DType dtype = params[0].dtype();
   Scope s = scope.NewSubScope("embedding_lookup");
-  if (n == 1) return ResourceGather(s.ColocateWith(params[0].handle().node),
-                                    params[0].handle(), ids, dtype);
+  if (n == 1)
+    return ResourceGather(s.ColocateWith(params[0].handle().node), params[0].handle(), ids, dtype);
   // The row counts the strategy assumes.
   int64_t total = 0;
   for (int64_t r : rows) total += r;
@@ -356,10 +357,9 @@ Output EmbeddingLookup(const Scope& scope, const std::vector<Variable>& params, 
     dims.insert(dims.end(), row_shape.begin(), row_shape.end());
     return Reshape(s.WithOpName("result"), result, dims);
   }
-  Output shape = Concat(s.WithOpName("result_shape"),
-                        {Shape(s, ids), ConstInt32(s, std::vector<int32_t>(row_shape.begin(),
-                                                                           row_shape.end()))},
-                        0);
+  Output shape = Concat(
+      s.WithOpName("result_shape"),
+      {Shape(s, ids), ConstInt32(s, std::vector<int32_t>(row_shape.begin(), row_shape.end()))}, 0);
   return Reshape(s.WithOpName("result"), result, shape);
 }
 

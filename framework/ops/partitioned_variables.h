@@ -15,8 +15,8 @@
 //   MinMaxVariablePartitioner(m, ...)   ceil(bytes / min_slice_size) parts, at least 1,
 //                                       at most m and S[axis].
 // bytes_per_string_element is kept for TensorFlow's signatures; tandem has no string
-// tensors, so it is only validated. Invalid partitioner arguments are reported when the partitioner is called (the
-// error is recorded in the scope by PartitionedVariable).
+// tensors, so it is only validated. Invalid partitioner arguments are reported when the partitioner
+// is called (the error is recorded in the scope by PartitionedVariable).
 //
 // Split rule (TensorFlow's): S[axis] rows in n parts gives the first S[axis] % n parts
 // one row more: 10 rows in 3 parts = 4, 3, 3.
@@ -70,8 +70,7 @@ using Partitioner =
 Partitioner FixedSizePartitioner(int num_shards, int axis = 0);
 // max_shards <= 0: no cap.
 Partitioner VariableAxisSizePartitioner(int64_t max_shard_bytes, int axis = 0,
-                                        int64_t bytes_per_string_element = 16,
-                                        int max_shards = 0);
+                                        int64_t bytes_per_string_element = 16, int max_shards = 0);
 Partitioner MinMaxVariablePartitioner(int max_partitions = 1, int axis = 0,
                                       int64_t min_slice_size = 256 << 10,
                                       int64_t bytes_per_string_element = 16);

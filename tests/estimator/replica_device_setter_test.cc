@@ -21,9 +21,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 ops::Variable Var(const Scope& scope, const std::string& name, const TensorShape& shape) {
-  return ops::Variable(scope, name,
-                       ops::Const(scope.WithOpName(name + "_init"),
-                                  Tensor::Filled(DType::kFloat, shape, 1.0)));
+  return ops::Variable(
+      scope, name,
+      ops::Const(scope.WithOpName(name + "_init"), Tensor::Filled(DType::kFloat, shape, 1.0)));
 }
 
 std::string DeviceOf(const Scope& scope, const std::string& node) {
@@ -59,11 +59,10 @@ TEST(ReplicaDeviceSetterTest, GreedyByByteSizeBalancesLoads) {
   Scope root = Scope::NewRootScope();
   Scope s = WithReplicaDeviceSetter(root, o);
   // Loads after each: [400,0] [400,40] [400,80] [400,4080] [404,4080].
-  std::vector<ops::Variable> vars = {Var(s, "big", TensorShape({100})),
-                                     Var(s, "small", TensorShape({10})),
-                                     Var(s, "small2", TensorShape({2, 5})),
-                                     Var(s, "huge", TensorShape({1000})),
-                                     Var(s, "scalar", TensorShape({}))};
+  std::vector<ops::Variable> vars = {
+      Var(s, "big", TensorShape({100})), Var(s, "small", TensorShape({10})),
+      Var(s, "small2", TensorShape({2, 5})), Var(s, "huge", TensorShape({1000})),
+      Var(s, "scalar", TensorShape({}))};
   ASSERT_TRUE(root.ok()) << root.status();
   std::vector<std::string> devices;
   for (const auto& v : vars) devices.push_back(v.handle().node->requested_device());
@@ -135,8 +134,8 @@ TEST(ReplicaDeviceSetterTest, ColocatedOpsFollowTheirVariable) {
   Output rows = ops::ResourceGather(s.ColocateWith(u.handle().node).WithOpName("rows"), u.handle(),
                                     ops::ConstInt32(s, std::vector<int32_t>{0, 2}), DType::kFloat);
   // Optimizer update ops and slots.
-  Output loss = ops::ReduceSumAll(s.WithOpName("loss"),
-                                  ops::Square(s, ops::Mul(s, w.value(), u.value())));
+  Output loss =
+      ops::ReduceSumAll(s.WithOpName("loss"), ops::Square(s, ops::Mul(s, w.value(), u.value())));
   ops::MomentumOptimizer opt(0.1f, 0.9f);
   absl::StatusOr<Node*> train = opt.Minimize(s, loss);
   ASSERT_TRUE(train.ok()) << train.status();
@@ -177,8 +176,8 @@ TEST(ReplicaDeviceSetterTest, PsTaskCountComesFromTheCluster) {
         Var(s, "v" + std::to_string(i), TensorShape({1})).handle().node->requested_device());
   }
   ASSERT_TRUE(root.ok()) << root.status();
-  EXPECT_THAT(devices, ElementsAre("/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:2",
-                                   "/job:ps/task:0"));
+  EXPECT_THAT(devices,
+              ElementsAre("/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:2", "/job:ps/task:0"));
 }
 
 TEST(ReplicaDeviceSetterTest, SparsePsTaskIdsAndCustomJobNames) {

@@ -81,11 +81,11 @@ TEST(PartitionedVariablesTest, VariableAxisSizePartitionerMatchesTensorFlow) {
   auto axis_shards = [&](int axis, int64_t max_bytes, int max_shards = 0) {
     return Parts(ops::VariableAxisSizePartitioner(max_bytes, axis, 16, max_shards), shape)[axis];
   };
-  EXPECT_EQ(axis_shards(0, 131072), 1);   // 16384 B per slice, 65536 B in all.
-  EXPECT_EQ(axis_shards(1, 65536), 1);    // Exactly one shard's worth.
-  EXPECT_EQ(axis_shards(2, 32768), 2);    // 4096 B per slice: 8 slices per shard.
-  EXPECT_EQ(axis_shards(3, 2048), 32);    // One 2048 B slice per shard.
-  EXPECT_EQ(axis_shards(3, 1024), 32);    // Slices larger than a shard: still one each.
+  EXPECT_EQ(axis_shards(0, 131072), 1);  // 16384 B per slice, 65536 B in all.
+  EXPECT_EQ(axis_shards(1, 65536), 1);   // Exactly one shard's worth.
+  EXPECT_EQ(axis_shards(2, 32768), 2);   // 4096 B per slice: 8 slices per shard.
+  EXPECT_EQ(axis_shards(3, 2048), 32);   // One 2048 B slice per shard.
+  EXPECT_EQ(axis_shards(3, 1024), 32);   // Slices larger than a shard: still one each.
   EXPECT_EQ(axis_shards(3, 1024, 33), 32);
   EXPECT_EQ(axis_shards(3, 1024, 2), 2);  // Capped by max_shards.
   // 2048 B per slice, 16 slices per 32768 B shard: 2 shards (TF's formula).
@@ -111,10 +111,9 @@ TEST(PartitionedVariablesTest, MinMaxVariablePartitionerMatchesTensorFlow) {
   EXPECT_THAT(parts(100, 0, 256 << 10, TensorShape({4, 512, 1024})), ElementsAre(4, 1, 1));
   // A small variable stays whole.
   EXPECT_THAT(parts(100, 0, 256 << 10, TensorShape({10, 4})), ElementsAre(1, 1));
-  EXPECT_EQ(ops::MinMaxVariablePartitioner(4, 2)(TensorShape({8, 8}), DType::kFloat)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ops::MinMaxVariablePartitioner(4, 2)(TensorShape({8, 8}), DType::kFloat).status().code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 TEST(PartitionedVariablesTest, PartsNamesShapesOffsetsAndCollections) {
@@ -133,7 +132,8 @@ TEST(PartitionedVariablesTest, PartsNamesShapesOffsetsAndCollections) {
     shapes.push_back(v.shape());
   }
   EXPECT_THAT(names, ElementsAre("model/emb/part_0", "model/emb/part_1", "model/emb/part_2"));
-  EXPECT_THAT(shapes, ElementsAre(PartialShape({4, 4}), PartialShape({3, 4}), PartialShape({3, 4})));
+  EXPECT_THAT(shapes,
+              ElementsAre(PartialShape({4, 4}), PartialShape({3, 4}), PartialShape({3, 4})));
   EXPECT_THAT(emb.offsets(), ElementsAre(Dims{0, 0}, Dims{4, 0}, Dims{7, 0}));
   EXPECT_THAT(root.graph()->GetCollection(ops::kTrainableVariables), Contains("model/emb/part_1"));
   std::map<std::string, ops::SaveSliceInfo> slices = emb.PartitionMap();

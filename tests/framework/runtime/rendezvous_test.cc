@@ -98,7 +98,8 @@ TEST(LocalRendezvousTest, RecvBeforeSendWaits) {
     got.Notify();
   });
   EXPECT_FALSE(got.HasBeenNotified());
-  std::thread sender([&] { ASSERT_TRUE(r.Send(Key("a"), Tensor::Scalar<float>(5.0f), false).ok()); });
+  std::thread sender(
+      [&] { ASSERT_TRUE(r.Send(Key("a"), Tensor::Scalar<float>(5.0f), false).ok()); });
   got.WaitForNotification();
   sender.join();
   EXPECT_EQ(value, 5.0f);
@@ -196,11 +197,13 @@ TEST(LocalRendezvousTest, ManyConcurrentPairs) {
   for (int i = 0; i < kN; ++i) {
     threads.emplace_back([&, i] {
       Tensor v;
-      ASSERT_TRUE(r.Recv(Key(absl::StrCat("t", i)), {.timeout_micros = 10'000'000}, &v, nullptr).ok());
+      ASSERT_TRUE(
+          r.Recv(Key(absl::StrCat("t", i)), {.timeout_micros = 10'000'000}, &v, nullptr).ok());
       sum += v.scalar<int32_t>();
     });
-    threads.emplace_back(
-        [&, i] { ASSERT_TRUE(r.Send(Key(absl::StrCat("t", i)), Tensor::Scalar<int32_t>(i), false).ok()); });
+    threads.emplace_back([&, i] {
+      ASSERT_TRUE(r.Send(Key(absl::StrCat("t", i)), Tensor::Scalar<int32_t>(i), false).ok());
+    });
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(sum.load(), kN * (kN - 1) / 2);
@@ -282,8 +285,10 @@ TEST(SendRecvKernelsTest, BadEdgeAttrsFailAtSetup) {
   Device worker(kWorker, kDeviceCpu);
   Scope b = Scope::NewRootScope();
   b.AddNode("_Recv", "recv", {},
-            {{"tensor_type", DType::kFloat}, {"tensor_name", std::string("t")},
-             {"send_device", std::string("/job:ps")}, {"recv_device", std::string(kWorker)}});
+            {{"tensor_type", DType::kFloat},
+             {"tensor_name", std::string("t")},
+             {"send_device", std::string("/job:ps")},
+             {"recv_device", std::string(kWorker)}});
   ASSERT_TRUE(b.ok()) << b.status();
   auto sub = BuildExecutableGraph(*b.graph(), {}, {}, {"recv"});
   ASSERT_TRUE(sub.ok()) << sub.status();
