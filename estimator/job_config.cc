@@ -479,20 +479,25 @@ toml::array ParamArrayToToml(const std::vector<ParamValue>& items) {
   return out;
 }
 
-}  // namespace
-
-absl::Status ParseClusterToml(absl::string_view toml_text, absl::string_view source_name,
-                              ClusterSpec* cluster, TaskSection* task) {
-  const std::string name(source_name.empty() ? "<cluster>" : source_name);
+// TOML text as a table; a syntax error is INVALID_ARGUMENT "name:line:col: ...".
+absl::StatusOr<toml::table> ParseTomlDocument(absl::string_view toml_text,
+                                              const std::string& name) {
   const std::string text(toml_text);
-  toml::table root;
   try {
-    root = toml::parse(text, name);
+    return toml::parse(text, name);
   } catch (const toml::parse_error& e) {
     return absl::InvalidArgumentError(absl::StrCat(name, ":", e.source().begin.line, ":",
                                                    e.source().begin.column, ": ",
                                                    std::string(e.description())));
   }
+}
+
+}  // namespace
+
+absl::Status ParseClusterToml(absl::string_view toml_text, absl::string_view source_name,
+                              ClusterSpec* cluster, TaskSection* task) {
+  const std::string name(source_name.empty() ? "<cluster>" : source_name);
+  TANDEM_ASSIGN_OR_RETURN(toml::table root, ParseTomlDocument(toml_text, name));
   return Decoder(name, {}).DecodeClusterAndTask(root, *cluster, *task);
 }
 
@@ -501,15 +506,7 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
                                            absl::Span<const std::string> overrides,
                                            absl::string_view tf_config_json) {
   const std::string name(source_name.empty() ? "<config>" : source_name);
-  const std::string text(toml_text);
-  toml::table root;
-  try {
-    root = toml::parse(text, name);
-  } catch (const toml::parse_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ":", e.source().begin.line, ":",
-                                                   e.source().begin.column, ": ",
-                                                   std::string(e.description())));
-  }
+  TANDEM_ASSIGN_OR_RETURN(toml::table root, ParseTomlDocument(toml_text, name));
 
   // TF_CONFIG beats the file.
   std::map<std::string, std::string> origins;

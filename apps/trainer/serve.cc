@@ -18,19 +18,17 @@
 namespace tandem {
 namespace {
 
-constexpr int kUsageError = 2;
-constexpr int kRuntimeError = 1;
-
-int Fail(int code, const absl::Status& s) {
-  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-  return code;
-}
-
 struct Role {
   ClusterSpec cluster;
   std::string job;
   std::optional<int> task;
 };
+
+Role RoleOf(const ClusterSpec& cluster, const TaskSection& task) {
+  Role role{cluster, task.type, std::nullopt};
+  if (task.index) role.task = static_cast<int>(*task.index);
+  return role;
+}
 
 // --cluster: TF_CONFIG JSON (inline or a .json file) or a TOML file with [cluster].
 absl::StatusOr<Role> RoleFromClusterFlag(const std::string& value) {
@@ -51,11 +49,10 @@ absl::StatusOr<Role> RoleFromClusterFlag(const std::string& value) {
     return role;
   }
   // A TOML file: only its [cluster] (and [task]) matter.
+  ClusterSpec cluster;
   TaskSection task;
-  TANDEM_RETURN_IF_ERROR(ParseClusterToml(text, source, &role.cluster, &task));
-  role.job = task.type;
-  if (task.index) role.task = static_cast<int>(*task.index);
-  return role;
+  TANDEM_RETURN_IF_ERROR(ParseClusterToml(text, source, &cluster, &task));
+  return RoleOf(cluster, task);
 }
 
 }  // namespace
@@ -65,9 +62,7 @@ int Serve(const ServeFlags& flags) {
   if (!flags.config.empty()) {
     absl::StatusOr<JobConfig> job = JobConfig::LoadWithEnvironment(flags.config);
     if (!job.ok()) return Fail(kUsageError, job.status());
-    role.cluster = job->cluster;
-    role.job = job->task.type;
-    if (job->task.index) role.task = static_cast<int>(*job->task.index);
+    role = RoleOf(job->cluster, job->task);
   }
   if (!flags.cluster.empty()) {
     absl::StatusOr<Role> r = RoleFromClusterFlag(flags.cluster);

@@ -10,10 +10,23 @@
 #ifndef TANDEM_APPS_TRAINER_SERVE_H_
 #define TANDEM_APPS_TRAINER_SERVE_H_
 
+#include <cstdio>
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace tandem {
+
+// The trainer's exit codes: 2 for a usage or config error, 1 for a runtime error.
+inline constexpr int kRuntimeError = 1;
+inline constexpr int kUsageError = 2;
+
+// Prints "error: <message>" to stderr and returns `code`.
+inline int Fail(int code, const absl::Status& status) {
+  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+  return code;
+}
 
 struct ServeFlags {
   std::string config;   // Job config (optional).

@@ -25,9 +25,6 @@
 namespace tandem {
 namespace {
 
-constexpr int kRuntimeError = 1;
-constexpr int kUsageError = 2;
-
 struct Flags {
   std::string config;
   std::vector<std::string> sets;
@@ -36,11 +33,6 @@ struct Flags {
   std::string output = "-";
   std::vector<std::string> predict_keys;
 };
-
-int Fail(int code, const absl::Status& status) {
-  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
-  return code;
-}
 
 // One JSON value per row of `t`: a number for a single element, else a flat list.
 nlohmann::json RowJson(const Tensor& t, int64_t row) {

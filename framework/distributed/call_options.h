@@ -45,15 +45,11 @@ class CallOptions {
     }
     if (cancel) cancel();
   }
-  bool cancelled() const {
-    absl::MutexLock lock(&mu_);
-    return cancelled_;
-  }
   void set_timeout_ms(int64_t ms) { timeout_ms_ = ms; }
   int64_t timeout_ms() const { return timeout_ms_; }
 
  private:
-  mutable absl::Mutex mu_;
+  absl::Mutex mu_;
   std::function<void()> cancel_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   int64_t timeout_ms_ = 0;  // Set before the call starts.

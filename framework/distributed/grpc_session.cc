@@ -40,14 +40,6 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Create(
   return s;
 }
 
-absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::CreateWithMaster(
-    MasterInterface* master, const proto::GraphDef& graph, const SessionOptions& options) {
-  std::unique_ptr<GrpcSession> s(new GrpcSession());
-  s->master_ = master;
-  TANDEM_RETURN_IF_ERROR(s->Init(graph, options));
-  return s;
-}
-
 absl::Status GrpcSession::Init(const proto::GraphDef& graph, const SessionOptions& options) {
   WireMessage<proto::CreateSessionRequest> req;
   WireMessage<proto::CreateSessionResponse> resp;

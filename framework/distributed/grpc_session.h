@@ -31,9 +31,6 @@ class GrpcSession : public Session {
   static absl::StatusOr<std::unique_ptr<GrpcSession>> Create(
       const proto::GraphDef& graph, const SessionOptions& options,
       const TransportSecurity& security = {});
-  // Over any master (e.g. an in-process Master in tests). Not owned.
-  static absl::StatusOr<std::unique_ptr<GrpcSession>> CreateWithMaster(
-      MasterInterface* master, const proto::GraphDef& graph, const SessionOptions& options);
   ~GrpcSession() override;
 
   absl::Status Extend(const proto::GraphDef& graph) override;

@@ -153,14 +153,12 @@ void Master::ResetAsync(CallOptions*, const WireMessage<proto::ResetRequest>* re
       done(devices.status());
       return;
     }
-    std::vector<std::string> tasks;
-    for (const auto& d : *devices) {
-      auto spec = DeviceSpec::Parse(d.name());
-      if (!spec.ok()) continue;
-      std::string t = TaskNameOf(*spec);
-      if (std::find(tasks.begin(), tasks.end(), t) == tasks.end()) tasks.push_back(t);
+    absl::StatusOr<std::vector<std::string>> tasks = TasksOfDevices(*devices);
+    if (!tasks.ok()) {
+      done(tasks.status());
+      return;
     }
-    for (const std::string& t : tasks) {
+    for (const std::string& t : *tasks) {
       auto w = env_.worker_cache->GetWorker(t);
       if (!w.ok()) continue;
       WireMessage<proto::CleanupAllRequest> req;

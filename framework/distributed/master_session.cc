@@ -104,6 +104,17 @@ absl::StatusOr<std::vector<proto::DeviceAttributes>> ListClusterDevices(
   return devices;
 }
 
+absl::StatusOr<std::vector<std::string>> TasksOfDevices(
+    const std::vector<proto::DeviceAttributes>& devices) {
+  std::vector<std::string> tasks;
+  for (const auto& d : devices) {
+    TANDEM_ASSIGN_OR_RETURN(DeviceSpec spec, DeviceSpec::Parse(d.name()));
+    std::string task = TaskNameOf(spec);
+    if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
+  }
+  return tasks;
+}
+
 MasterSession::MasterSession(const MasterEnv& env, std::string handle)
     : env_(env), handle_(std::move(handle)), next_step_id_(RandomStepIdBase()) {}
 
@@ -117,13 +128,7 @@ absl::StatusOr<std::unique_ptr<MasterSession>> MasterSession::Create(
   std::vector<std::string> filters(config.device_filters().begin(), config.device_filters().end());
   TANDEM_ASSIGN_OR_RETURN(
       s->devices_, ListClusterDevices(env.worker_cache, filters, config.wait_for_workers_ms()));
-  for (const auto& d : s->devices_) {
-    TANDEM_ASSIGN_OR_RETURN(DeviceSpec spec, DeviceSpec::Parse(d.name()));
-    std::string task = TaskNameOf(spec);
-    if (std::find(s->tasks_.begin(), s->tasks_.end(), task) == s->tasks_.end()) {
-      s->tasks_.push_back(task);
-    }
-  }
+  TANDEM_ASSIGN_OR_RETURN(s->tasks_, TasksOfDevices(s->devices_));
   for (const std::string& task : s->tasks_) {
     TANDEM_ASSIGN_OR_RETURN(WorkerInterface * w, env.worker_cache->GetWorker(task));
     WireMessage<proto::CreateWorkerSessionRequest> req;
@@ -237,6 +242,9 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::BuildPlan(
       return Annotate(s, part.task, "registering a partition");
     }
     part.graph_handle = resp.proto.graph_handle();
+    if (std::find(plan->tasks.begin(), plan->tasks.end(), part.task) == plan->tasks.end()) {
+      plan->tasks.push_back(part.task);
+    }
     plan->parts.push_back(std::move(part));
   }
   return plan;
@@ -339,11 +347,7 @@ absl::Status MasterSession::RunPlan(const Plan& plan, const std::vector<Tensor>&
     status = first_error;
   }
   // Drop the step's rendezvous on every task, aborting it there on failure.
-  std::vector<std::string> tasks;
-  for (const Part& p : plan.parts) {
-    if (std::find(tasks.begin(), tasks.end(), p.task) == tasks.end()) tasks.push_back(p.task);
-  }
-  for (const std::string& task : tasks) {
+  for (const std::string& task : plan.tasks) {
     auto w = env_.worker_cache->GetWorker(task);
     if (!w.ok()) continue;
     auto req = std::make_shared<WireMessage<proto::CleanupGraphRequest>>();

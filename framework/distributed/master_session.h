@@ -42,6 +42,10 @@ struct MasterEnv {
 absl::StatusOr<std::vector<proto::DeviceAttributes>> ListClusterDevices(
     WorkerCacheInterface* cache, const std::vector<std::string>& filters, int64_t wait_ms);
 
+// The distinct tasks ("/job:ps/replica:0/task:0") of `devices`, in first-seen order.
+absl::StatusOr<std::vector<std::string>> TasksOfDevices(
+    const std::vector<proto::DeviceAttributes>& devices);
+
 class MasterSession {
  public:
   static absl::StatusOr<std::unique_ptr<MasterSession>> Create(const MasterEnv& env,
@@ -75,6 +79,7 @@ class MasterSession {
     std::vector<std::string> feeds;  // Sorted.
     std::vector<DType> feed_dtypes;
     std::vector<Part> parts;
+    std::vector<std::string> tasks;  // The distinct tasks of `parts`.
   };
 
   MasterSession(const MasterEnv& env, std::string handle);

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 
@@ -28,13 +29,18 @@ absl::Status WorkerRendezvous::Send(const ParsedKey& key, const Tensor& value, b
   return local_.Send(key, value, is_dead);
 }
 
+bool WorkerRendezvous::IsLocal(const ParsedKey& key) const {
+  // Keys carry canonical full device names ("<task>/device:CPU:0"): no parsing needed.
+  return absl::StartsWith(key.src_device, task_) && key.src_device.size() > task_.size() &&
+         key.src_device[task_.size()] == '/';
+}
+
 void WorkerRendezvous::RecvAsync(const ParsedKey& key, DoneCallback done) {
-  std::string src_task = TaskNameOf(key.src);
-  if (src_task == task_) {
+  if (IsLocal(key)) {
     local_.RecvAsync(key, std::move(done));
     return;
   }
-  RecvRemote(key, src_task, std::move(done));
+  RecvRemote(key, TaskNameOf(key.src), std::move(done));
 }
 
 // One remote receive: a single RecvTensor call, or several for a chunked tensor.
@@ -166,7 +172,7 @@ absl::StatusOr<Tensor> WorkerRendezvous::Stashed(const std::string& key, bool dr
 
 absl::Status WorkerRendezvous::Recv(const ParsedKey& key, const RecvOptions& options, Tensor* value,
                                     bool* is_dead) {
-  if (TaskNameOf(key.src) == task_) return local_.Recv(key, options, value, is_dead);
+  if (IsLocal(key)) return local_.Recv(key, options, value, is_dead);
   absl::Notification n;
   absl::Status result;
   RecvAsync(key, [&](const absl::Status& s, const Tensor& v, bool dead) {

@@ -46,10 +46,11 @@ class WorkerRendezvous : public Rendezvous {
   void Stash(const std::string& key, const Tensor& value);
   // The stashed value of `key` (FAILED_PRECONDITION if none); `drop` forgets it.
   absl::StatusOr<Tensor> Stashed(const std::string& key, bool drop);
-  absl::Status status() const { return local_.status(); }
 
  private:
   struct RemoteRecv;
+  // True when `key`'s producer is on this task.
+  bool IsLocal(const ParsedKey& key) const;
   void RecvRemote(const ParsedKey& key, const std::string& src_task, DoneCallback done);
   // One RecvTensor call for `recv`, from the bytes received so far.
   void IssueRecvCall(std::shared_ptr<RemoteRecv> recv);

@@ -17,30 +17,31 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewGrpcChannel(const std::string&
 #define TANDEM_GRPC_CALL(Class, Prefix, Name)                                                     \
   void Class::Name##Async(CallOptions* options, const WireMessage<proto::Name##Request>* request, \
                           WireMessage<proto::Name##Response>* response, StatusCallback done) {    \
-    GrpcCall(&stub_, Prefix #Name, token_, options, request, response, std::move(done));          \
+    static const std::string* const kMethod = new std::string(std::string(Prefix) + #Name);       \
+    GrpcCall(&stub_, *kMethod, token_, options, request, response, std::move(done));              \
   }
 
 GrpcWorkerClient::GrpcWorkerClient(std::shared_ptr<grpc::Channel> channel, std::string token)
     : stub_(std::move(channel)), token_(std::move(token)) {}
-TANDEM_GRPC_CALL(GrpcWorkerClient, "/tandem.WorkerService/", GetStatus)
-TANDEM_GRPC_CALL(GrpcWorkerClient, "/tandem.WorkerService/", CreateWorkerSession)
-TANDEM_GRPC_CALL(GrpcWorkerClient, "/tandem.WorkerService/", DeleteWorkerSession)
-TANDEM_GRPC_CALL(GrpcWorkerClient, "/tandem.WorkerService/", RegisterGraph)
-TANDEM_GRPC_CALL(GrpcWorkerClient, "/tandem.WorkerService/", DeregisterGraph)
-TANDEM_GRPC_CALL(GrpcWorkerClient, "/tandem.WorkerService/", RunGraph)
-TANDEM_GRPC_CALL(GrpcWorkerClient, "/tandem.WorkerService/", RecvTensor)
-TANDEM_GRPC_CALL(GrpcWorkerClient, "/tandem.WorkerService/", CleanupGraph)
-TANDEM_GRPC_CALL(GrpcWorkerClient, "/tandem.WorkerService/", CleanupAll)
-TANDEM_GRPC_CALL(GrpcWorkerClient, "/tandem.WorkerService/", Shutdown)
+TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, GetStatus)
+TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, CreateWorkerSession)
+TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, DeleteWorkerSession)
+TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, RegisterGraph)
+TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, DeregisterGraph)
+TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, RunGraph)
+TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, RecvTensor)
+TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, CleanupGraph)
+TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, CleanupAll)
+TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, Shutdown)
 
 GrpcMasterClient::GrpcMasterClient(std::shared_ptr<grpc::Channel> channel, std::string token)
     : stub_(std::move(channel)), token_(std::move(token)) {}
-TANDEM_GRPC_CALL(GrpcMasterClient, "/tandem.MasterService/", CreateSession)
-TANDEM_GRPC_CALL(GrpcMasterClient, "/tandem.MasterService/", ExtendSession)
-TANDEM_GRPC_CALL(GrpcMasterClient, "/tandem.MasterService/", RunStep)
-TANDEM_GRPC_CALL(GrpcMasterClient, "/tandem.MasterService/", CloseSession)
-TANDEM_GRPC_CALL(GrpcMasterClient, "/tandem.MasterService/", ListDevices)
-TANDEM_GRPC_CALL(GrpcMasterClient, "/tandem.MasterService/", Reset)
+TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, CreateSession)
+TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, ExtendSession)
+TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, RunStep)
+TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, CloseSession)
+TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, ListDevices)
+TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, Reset)
 
 #undef TANDEM_GRPC_CALL
 

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -212,6 +213,16 @@ TEST(GrpcSessionTest, TrainingMatchesDirectSession) {
     last = (*b)[0].scalar<float>();
   }
   EXPECT_LT(last, first);
+  // Every step's rendezvous is dropped on both tasks once the step ends (cleanup is
+  // asynchronous, so wait for it).
+  for (int i = 0; i < 500; ++i) {
+    if (servers[0]->worker()->NumLiveSteps() == 0 && servers[1]->worker()->NumLiveSteps() == 0) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(servers[0]->worker()->NumLiveSteps(), 0);
+  EXPECT_EQ(servers[1]->worker()->NumLiveSteps(), 0);
 }
 
 TEST(GrpcSessionTest, FeedsAndFetchesCrossTasks) {
