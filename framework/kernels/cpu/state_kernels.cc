@@ -20,6 +20,24 @@ absl::Status UninitializedError(const ResourceHandle& h) {
       absl::StrCat("Attempting to use uninitialized value ", h.name));
 }
 
+absl::StatusOr<std::vector<int64_t>> VariableRowIndices(const OpKernelContext& ctx,
+                                                        const Tensor& indices,
+                                                        const TensorShape& var_shape) {
+  const int64_t rows = var_shape.dim(0);
+  const int64_t n = indices.NumElements();
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    idx[i] =
+        indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[i] : indices.data<int64_t>()[i];
+    if (idx[i] < 0 || idx[i] >= rows) {
+      return ctx.Error(absl::StrCat("indices[", i, "] = ", idx[i], " is not in [0, ", rows,
+                                    ") (variable ", ctx.input(0).resource_handle().name,
+                                    " of shape ", var_shape.DebugString(), ")"));
+    }
+  }
+  return idx;
+}
+
 absl::StatusOr<std::shared_ptr<Var>> LookupVar(const OpKernelContext& ctx, int i) {
   TANDEM_ASSIGN_OR_RETURN(ResourceHandle h, HandleFromInput(ctx, i));
   auto var = ctx.resources()->Lookup<Var>(h.container, h.name);
@@ -198,16 +216,8 @@ class ResourceScatterKernel : public OpKernel {
     }
     const int64_t rows = value.dim(0);
     const int64_t n = indices.NumElements();
-    std::vector<int64_t> idx(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      idx[i] = indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[i]
-                                                : indices.data<int64_t>()[i];
-      if (idx[i] < 0 || idx[i] >= rows) {
-        return ctx.Error(absl::StrCat("indices[", i, "] = ", idx[i], " is not in [0, ", rows,
-                                      ") (variable ", ctx.input(0).resource_handle().name,
-                                      " of shape ", value.shape().DebugString(), ")"));
-      }
-    }
+    TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> idx,
+                            VariableRowIndices(ctx, indices, value.shape()));
     if (n == 0) return absl::OkStatus();
     const int64_t row = value.NumElements() / rows;
     Tensor* v = var->MutableValue();

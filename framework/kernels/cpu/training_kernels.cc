@@ -464,16 +464,7 @@ class SparseApplyKernel : public OpKernel {
                                     grad.shape().DebugString()));
     }
     const int64_t rows = shape.dim(0);
-    std::vector<int64_t> idx(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      idx[i] = indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[i]
-                                                : indices.data<int64_t>()[i];
-      if (idx[i] < 0 || idx[i] >= rows) {
-        return ctx.Error(absl::StrCat("indices[", i, "] = ", idx[i], " is not in [0, ", rows,
-                                      ") (variable ", ctx.input(0).resource_handle().name,
-                                      " of shape ", shape.DebugString(), ")"));
-      }
-    }
+    TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> idx, VariableRowIndices(ctx, indices, shape));
     if (n == 0) return absl::OkStatus();
     const int64_t row = shape.num_elements() / rows;
     float* v = var.MutableValue()->data<float>();

@@ -6,7 +6,9 @@
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_VARIABLE_UTIL_H_
 #define TANDEM_FRAMEWORK_KERNELS_CPU_VARIABLE_UTIL_H_
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "framework/kernels/op_kernel.h"
@@ -20,6 +22,11 @@ absl::StatusOr<std::shared_ptr<Var>> LookupVar(const OpKernelContext& ctx, int i
 // The Var of input `i`'s handle, created (uninitialised) with `dtype` if absent.
 absl::StatusOr<std::shared_ptr<Var>> LookupOrCreateVar(const OpKernelContext& ctx, int i,
                                                        DType dtype);
+// The int32/int64 `indices` as row numbers of input 0's variable of `var_shape`;
+// an index outside [0, var_shape.dim(0)) is an error naming it and the variable.
+absl::StatusOr<std::vector<int64_t>> VariableRowIndices(const OpKernelContext& ctx,
+                                                        const Tensor& indices,
+                                                        const TensorShape& var_shape);
 // FAILED_PRECONDITION "Attempting to use uninitialized value <name>".
 absl::Status UninitializedError(const ResourceHandle& handle);
 
