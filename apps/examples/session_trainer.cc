@@ -118,6 +118,7 @@ absl::StatusOr<SessionTrainResult> TrainFashionModel(const data::FashionMnist& d
   const int64_t n = data.train.images.dim(0);
   const int64_t steps_per_epoch = n / o.batch_size;
   const int64_t total = o.max_steps > 0 ? o.max_steps : steps_per_epoch * o.epochs;
+  const int64_t untimed = std::clamp<int64_t>(o.untimed_steps, 0, total);
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(static_cast<uint64_t>(o.seed));
@@ -126,6 +127,7 @@ absl::StatusOr<SessionTrainResult> TrainFashionModel(const data::FashionMnist& d
   const std::vector<std::string> fetches = {train.loss.name()};
   const std::vector<std::string> targets = {train.train_op->name()};
   for (int64_t step = 0; step < total; ++step) {
+    if (step == untimed) start = std::chrono::steady_clock::now();
     int64_t in_epoch = step % steps_per_epoch;
     if (in_epoch == 0) std::shuffle(order.begin(), order.end(), rng);
     int64_t b = in_epoch * o.batch_size;
@@ -147,7 +149,7 @@ absl::StatusOr<SessionTrainResult> TrainFashionModel(const data::FashionMnist& d
   result.steps = total;
   result.final_loss = result.losses.empty() ? 0 : result.losses.back();
   result.examples_per_second =
-      result.train_seconds > 0 ? total * o.batch_size / result.train_seconds : 0;
+      result.train_seconds > 0 ? (total - untimed) * o.batch_size / result.train_seconds : 0;
   if (o.evaluate) {
     ModelGraph eval;
     TANDEM_RETURN_IF_ERROR(BuildGraph(o, /*training=*/false, &eval));

@@ -25,7 +25,8 @@ struct SessionTrainOptions {
   std::string model = "mlp";                 // "mlp" or "cnn".
   std::vector<int64_t> hidden = {256, 128};  // MLP hidden layer sizes.
   int epochs = 1;
-  int64_t max_steps = -1;  // > 0: stop after this many steps (overrides epochs).
+  int64_t max_steps = -1;     // > 0: stop after this many steps (overrides epochs).
+  int64_t untimed_steps = 0;  // Steps run before the clock starts (kernel warm-up).
   int64_t batch_size = 128;
   float learning_rate = 0.001f;
   int64_t seed = 1;

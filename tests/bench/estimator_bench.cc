@@ -6,11 +6,14 @@
 //   estimator  Estimator::Train with the job config's pipeline (shuffle, batch,
 //              prefetch) and every default hook (logging, NaN check, step counter,
 //              summaries, checkpoints)
-// and prints steady-state examples/second of each (after `--warmup` steps) and the
-// overhead = 1 - estimator / bare. Run by tests/bench/run.sh.
+// in interleaved rounds, and prints steady-state examples/second of each (after
+// `--warmup` untimed steps per run) and the overhead = 1 - estimator / bare, per round
+// and as the median over rounds. Run by tests/bench/run.sh.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "apps/examples/models.h"
@@ -43,76 +46,117 @@ class TimingHook : public SessionRunHook {
   std::chrono::steady_clock::time_point start_, end_;
 };
 
-absl::StatusOr<double> EstimatorRate(const std::string& config, int64_t steps, int64_t warmup,
-                                     int threads) {
-  TANDEM_ASSIGN_OR_RETURN(std::string dir, env::MakeTempDir("estimator_bench"));
-  std::vector<std::string> sets = {"run.model_dir=\"" + dir + "\"",
-                                   "train.max_steps=" + std::to_string(steps + warmup),
-                                   "run.inter_op_threads=" + std::to_string(threads),
-                                   "run.intra_op_threads=" + std::to_string(threads)};
-  TANDEM_ASSIGN_OR_RETURN(JobConfig job, JobConfig::Load(config, sets));
-  ModelRegistry registry;
-  TANDEM_RETURN_IF_ERROR(examples::RegisterExampleModels(registry));
-  TANDEM_ASSIGN_OR_RETURN(auto model, registry.Create(job.model.name));
-  EstimatorOptions eo;
-  eo.model_fn = BindModelFn(model.get());
-  eo.config = job.run_config();
-  eo.params = job.model;
-  TANDEM_ASSIGN_OR_RETURN(auto est, Estimator::Create(eo));
-  auto timing = std::make_shared<TimingHook>(warmup);
-  TrainOptions to;
-  to.max_steps = job.train.max_steps;
-  to.hooks.push_back(timing);
-  TANDEM_RETURN_IF_ERROR(est->Train(BindInputFn(model.get(), &job), to).status());
-  env::DeleteRecursively(dir).IgnoreError();
-  return timing->ExamplesPerSecond(job.train.batch_size);
+// One Estimator kept across rounds: each Train call resumes from the model_dir's latest
+// checkpoint and runs `warmup + steps` more steps, timing the last `steps`.
+class EstimatorRunner {
+ public:
+  static absl::StatusOr<std::unique_ptr<EstimatorRunner>> Create(const std::string& config,
+                                                                 int threads) {
+    auto r = std::unique_ptr<EstimatorRunner>(new EstimatorRunner);
+    TANDEM_ASSIGN_OR_RETURN(r->dir_, env::MakeTempDir("estimator_bench"));
+    std::vector<std::string> sets = {"run.model_dir=\"" + r->dir_ + "\"",
+                                     "run.inter_op_threads=" + std::to_string(threads),
+                                     "run.intra_op_threads=" + std::to_string(threads)};
+    TANDEM_ASSIGN_OR_RETURN(r->job_, JobConfig::Load(config, sets));
+    ModelRegistry registry;
+    TANDEM_RETURN_IF_ERROR(examples::RegisterExampleModels(registry));
+    TANDEM_ASSIGN_OR_RETURN(r->model_, registry.Create(r->job_.model.name));
+    EstimatorOptions eo;
+    eo.model_fn = BindModelFn(r->model_.get());
+    eo.config = r->job_.run_config();
+    eo.params = r->job_.model;
+    TANDEM_ASSIGN_OR_RETURN(r->est_, Estimator::Create(eo));
+    return r;
+  }
+  ~EstimatorRunner() {
+    if (!dir_.empty()) env::DeleteRecursively(dir_).IgnoreError();
+  }
+
+  absl::StatusOr<double> Rate(int64_t steps, int64_t warmup) {
+    auto timing = std::make_shared<TimingHook>(warmup);
+    done_ += warmup + steps;
+    TrainOptions to;
+    to.max_steps = done_;
+    to.hooks.push_back(timing);
+    TANDEM_RETURN_IF_ERROR(est_->Train(BindInputFn(model_.get(), &job_), to).status());
+    return timing->ExamplesPerSecond(job_.train.batch_size);
+  }
+
+ private:
+  EstimatorRunner() = default;
+  std::string dir_;
+  JobConfig job_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Estimator> est_;
+  int64_t done_ = 0;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+  return 1;
 }
 
 int Main(int argc, char** argv) {
   CLI::App app{"Estimator overhead: Estimator::Train vs a bare DirectSession loop."};
   std::string config = "configs/fashion_mlp.toml";
-  int64_t steps = 1000, warmup = 50;
-  int threads = 0;
+  int64_t steps = 400, warmup = 30;
+  int rounds = 7, threads = 0;
+  std::string only;
   app.add_option("--config", config, "job config (fashion_mlp)")->capture_default_str();
-  app.add_option("--steps", steps, "timed steps")->capture_default_str();
-  app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--steps", steps, "timed steps per round and contender")->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps before each timed run")->capture_default_str();
+  app.add_option("--rounds", rounds, "bare/estimator pairs, interleaved")->capture_default_str();
   app.add_option("--threads", threads, "intra/inter-op threads (0 = per core)")
       ->capture_default_str();
+  app.add_option("--only", only, "run one contender (bare or estimator), e.g. under perf")
+      ->check(CLI::IsMember({"bare", "estimator"}));
   CLI11_PARSE(app, argc, argv);
   FLAGS_logtostderr = true;
-  FLAGS_minloglevel = 1;  // Warnings and errors only: the bench prints its own line.
+  FLAGS_minloglevel = 1;  // Warnings and errors only: the bench prints its own lines.
   google::InitGoogleLogging(argv[0]);
 
   auto data = data::LoadFashionMnist();
-  if (!data.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(data.status().message()).c_str());
-    return 1;
-  }
+  if (!data.ok()) return Fail(data.status());
+  auto est = EstimatorRunner::Create(config, threads);
+  if (!est.ok()) return Fail(est.status());
   examples::SessionTrainOptions bare;
   bare.hidden = {256, 128, 100};
   bare.batch_size = 128;
   bare.threads = threads;
   bare.log_every = 0;
   bare.evaluate = false;
-  // The bare loop times all its steps; run the warmup separately first.
-  bare.max_steps = warmup;
-  if (auto w = examples::TrainFashionModel(*data, bare); !w.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(w.status().message()).c_str());
-    return 1;
+  bare.max_steps = warmup + steps;
+  bare.untimed_steps = warmup;
+  // Rounds alternate the two contenders so that drift in the machine's speed (other
+  // tenants, frequency) hits both alike; the figure is the median of the per-round
+  // overheads.
+  std::vector<double> overheads, bare_rates, est_rates;
+  for (int r = 0; r < rounds; ++r) {
+    bare.seed = r + 1;
+    absl::StatusOr<examples::SessionTrainResult> b = examples::SessionTrainResult{};
+    if (only != "estimator") b = examples::TrainFashionModel(*data, bare);
+    if (!b.ok()) return Fail(b.status());
+    absl::StatusOr<double> e = 0.0;
+    if (only != "bare") e = (*est)->Rate(steps, warmup);
+    if (!e.ok()) return Fail(e.status());
+    bare_rates.push_back(b->examples_per_second);
+    est_rates.push_back(*e);
+    overheads.push_back(100.0 * (1.0 - *e / b->examples_per_second));
+    std::printf("round %d bare=%.0f estimator=%.0f overhead=%.1f%%\n", r + 1,
+                b->examples_per_second, *e, overheads.back());
   }
-  bare.max_steps = steps;
-  auto b = examples::TrainFashionModel(*data, bare);
-  if (!b.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(b.status().message()).c_str());
-    return 1;
-  }
-  auto e = EstimatorRate(config, steps, warmup, threads);
-  if (!e.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(e.status().message()).c_str());
-    return 1;
-  }
-  std::printf("estimator_overhead bare=%.0f estimator=%.0f overhead=%.1f%% examples/s\n",
-              b->examples_per_second, *e, 100.0 * (1.0 - *e / b->examples_per_second));
+  std::printf(
+      "estimator_overhead bare=%.0f estimator=%.0f overhead=%.1f%% (median of %d rounds, "
+      "range %.1f%%..%.1f%%) examples/s\n",
+      Median(bare_rates), Median(est_rates), Median(overheads), rounds,
+      *std::min_element(overheads.begin(), overheads.end()),
+      *std::max_element(overheads.begin(), overheads.end()));
   return 0;
 }
 

@@ -64,7 +64,7 @@ for threads in 1 2; do
 done
 # The Estimator's own cost: Estimator::Train vs a bare DirectSession loop, same model.
 for threads in 1 2; do
-  OMP_NUM_THREADS=$threads "$build/tests/bench/estimator_bench" --config "$config" --threads "$threads" --steps 1000
+  OMP_NUM_THREADS=$threads "$build/tests/bench/estimator_bench" --config "$config" --threads "$threads"
 done
 
 # The distributed runtime: RecvTensor vs raw TCP, and the 1 ps + 1 worker MLP step vs
