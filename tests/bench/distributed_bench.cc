@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "apps/examples/fashion_models.h"
 #include "framework/distributed/grpc_session.h"
+#include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/server.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/losses.h"
@@ -92,6 +94,23 @@ std::vector<std::unique_ptr<Server>> PsAndWorker(int threads) {
     servers.push_back(std::move(*s));
   }
   return servers;
+}
+
+// Seconds per GetStatus round trip from a fresh client to `server` (the floor under
+// every RPC of a step).
+double PingSeconds(Server* server, int reps) {
+  auto channel = NewGrpcChannel(server->target().substr(strlen("grpc://")), {});
+  CHECK(channel.ok()) << channel.status();
+  GrpcWorkerClient grpc_client(*channel, "");
+  WorkerInterface* client = &grpc_client;
+  WireMessage<proto::GetStatusRequest> req;
+  WireMessage<proto::GetStatusResponse> resp;
+  CHECK(CallAndWait(client, &WorkerInterface::GetStatusAsync, req, &resp).ok());
+  auto t0 = Clock::now();
+  for (int r = 0; r < reps; ++r) {
+    CHECK(CallAndWait(client, &WorkerInterface::GetStatusAsync, req, &resp).ok());
+  }
+  return Seconds(t0) / reps;
 }
 
 // Bytes/second of a ps variable of `bytes` read into a worker-side op each step.
@@ -182,19 +201,22 @@ int Main(int argc, char** argv) {
   std::string what = "all";
   int threads = 2, steps = 300;
   bool trace = false;
+  std::vector<size_t> sizes_mib = {4, 64};
   app.add_option("--what", what, "recv, mlp or all");
   app.add_option("--threads", threads, "intra/inter-op threads per task");
   app.add_option("--steps", steps, "MLP steps to time");
+  app.add_option("--mib", sizes_mib, "RecvTensor sizes in MiB")->delimiter(',');
   app.add_flag("--trace", trace, "print one distributed MLP step's node timeline");
   CLI11_PARSE(app, argc, argv);
   auto servers = PsAndWorker(threads);
   if (what == "recv" || what == "all") {
+    std::printf("rpc round trip: %.3f ms\n", PingSeconds(servers[0].get(), 1000) * 1e3);
     // The fixed cost of a step that moves one small tensor between tasks.
     double small = GrpcRecv(servers[1].get(), 4096, 300);
     std::printf("recv 4 KiB: %.3f ms per step\n", 4096 / small * 1e3);
-    for (size_t mib : {4, 64}) {
+    for (size_t mib : sizes_mib) {
       size_t bytes = mib << 20;
-      int reps = mib == 4 ? 100 : 10;
+      int reps = static_cast<int>(std::max<size_t>(10, 400 / mib));
       double tcp = RawTcp(bytes, reps);
       double grpc = GrpcRecv(servers[1].get(), bytes, reps);
       std::printf("recv %zu MiB: grpc=%.0f MB/s raw_tcp=%.0f MB/s ratio=%.2f\n", mib, grpc / 1e6,

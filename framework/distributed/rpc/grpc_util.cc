@@ -54,6 +54,11 @@ void ForEachTransportArgument(const std::function<void(const char*, int)>& set) 
   set(GRPC_ARG_TCP_READ_CHUNK_SIZE, 4 * 1024 * 1024);
   set(GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 256 * 1024);
   set(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 8 * 1024 * 1024);
+  // No bandwidth-delay probing: it sizes stream windows from ping round trips and
+  // starts them small, so a multi-megabyte response stalls on WINDOW_UPDATEs. With the
+  // lookahead above as the fixed window, a 4 MiB RecvTensor went from about 1.2 to
+  // 1.6-1.9 GB/s on loopback, and 64 MiB from 0.5-0.9 to 0.9-1.0 of raw TCP.
+  set(GRPC_ARG_HTTP2_BDP_PROBE, 0);
 }
 
 grpc::ChannelArguments DefaultChannelArguments() {
