@@ -1,5 +1,6 @@
 #include "framework/data/dataset.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -193,6 +194,7 @@ class BatchDataset : public Dataset {
     NextResult GetNext() override {
       if (done_) return std::nullopt;
       std::vector<Element> rows;
+      rows.reserve(static_cast<size_t>(std::min<int64_t>(batch_size_, 4096)));
       while (static_cast<int64_t>(rows.size()) < batch_size_) {
         TANDEM_ASSIGN_OR_RETURN(std::optional<Element> e, in_->GetNext());
         if (!e) {

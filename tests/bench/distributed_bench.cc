@@ -1,7 +1,9 @@
 // Benchmarks of the distributed runtime, each against a peer measured in the same run:
-//   recv: a tensor of 4 MiB and of 64 MiB moved from a ps task to a worker task over
-//     gRPC on loopback (a step that reads a ps variable on the worker, so RecvTensor
-//     carries it) versus the same bytes written through a raw TCP loopback socket.
+//   recv: a tensor of 4 MiB and of 64 MiB (--mib) moved from a ps task to a worker task
+//     over gRPC on loopback, versus the same bytes streamed through a raw TCP loopback
+//     socket: once as bare RecvTensor RPCs (request, response, decode), once as a whole
+//     step that reads a ps variable on the worker. Also the round trip of an empty RPC
+//     and the step time when the moved tensor is 4 KiB (the fixed cost of a step).
 //   mlp: the training step of the MLP 784-256-128-10 (Adam, batch 128) with its
 //     variables on a ps task and the step on a worker task (two servers, gRPC on
 //     loopback) versus the same graph in a DirectSession.
@@ -29,6 +31,7 @@
 #include "framework/ops/math_ops.h"
 #include "framework/ops/optimizers.h"
 #include "framework/ops/state_ops.h"
+#include "framework/runtime/rendezvous.h"
 #include "tests/util/free_port.h"
 
 namespace tandem {
@@ -111,6 +114,85 @@ double PingSeconds(Server* server, int reps) {
     CHECK(CallAndWait(client, &WorkerInterface::GetStatusAsync, req, &resp).ok());
   }
   return Seconds(t0) / reps;
+}
+
+void SetNodeAttr(proto::NodeDef* nd, const std::string& name, AttrValue value) {
+  AttrValueToProto(value, &(*nd->mutable_attr())[name]);
+}
+
+// Bytes/second of RecvTensor RPCs alone, without the rest of a step: `ps` gets a
+// partition (Const -> _Send) that puts a tensor of `bytes` into its step rendezvous;
+// each rep runs it under a new step id (untimed), then times one RecvTensor of it from
+// a gRPC client (request, response, decoding into a tensor) and cleans the step up.
+double RecvTensorRpc(Server* ps, size_t bytes, int reps) {
+  auto channel = NewGrpcChannel(ps->target().substr(strlen("grpc://")), {});
+  CHECK(channel.ok()) << channel.status();
+  GrpcWorkerClient grpc_client(*channel, "");
+  WorkerInterface* w = &grpc_client;
+  WireMessage<proto::GetStatusRequest> status_req;
+  WireMessage<proto::GetStatusResponse> status;
+  CHECK(CallAndWait(w, &WorkerInterface::GetStatusAsync, status_req, &status).ok());
+  CHECK_GT(status.proto.device_size(), 0);
+  const std::string device = status.proto.device(0).name();
+  const uint64_t incarnation = status.proto.device(0).incarnation();
+  const std::string recv_device = "/job:worker/replica:0/task:0/device:CPU:0";
+
+  WireMessage<proto::CreateWorkerSessionRequest> create;
+  create.proto.set_session_handle("recv_bench");
+  WireMessage<proto::CreateWorkerSessionResponse> created;
+  CHECK(CallAndWait(w, &WorkerInterface::CreateWorkerSessionAsync, create, &created).ok());
+  WireMessage<proto::RegisterGraphRequest> reg;
+  reg.proto.set_session_handle("recv_bench");
+  proto::NodeDef* value = reg.proto.mutable_graph()->add_node();
+  value->set_name("value");
+  value->set_op("Const");
+  value->set_device(device);
+  SetNodeAttr(value, "dtype", DType::kFloat);
+  SetNodeAttr(value, "value",
+              Tensor::Filled(DType::kFloat, TensorShape({static_cast<int64_t>(bytes / 4)}), 1.0f));
+  proto::NodeDef* send = reg.proto.mutable_graph()->add_node();
+  send->set_name("send");
+  send->set_op("_Send");
+  send->set_device(device);
+  send->add_input("value:0");
+  SetNodeAttr(send, "T", DType::kFloat);
+  SetNodeAttr(send, "tensor_name", std::string("value:0"));
+  SetNodeAttr(send, "send_device", device);
+  SetNodeAttr(send, "send_device_incarnation", static_cast<int64_t>(incarnation));
+  SetNodeAttr(send, "recv_device", recv_device);
+  SetNodeAttr(send, "client_terminated", false);
+  WireMessage<proto::RegisterGraphResponse> registered;
+  CHECK(CallAndWait(w, &WorkerInterface::RegisterGraphAsync, reg, &registered).ok());
+
+  const std::string key = CreateRendezvousKey(device, incarnation, recv_device, "value:0");
+  double seconds = 0;
+  for (int r = 0; r <= reps; ++r) {  // Rep 0 warms up.
+    WireMessage<proto::RunGraphRequest> run;
+    run.proto.set_session_handle("recv_bench");
+    run.proto.set_graph_handle(registered.proto.graph_handle());
+    run.proto.set_step_id(1000 + r);
+    WireMessage<proto::RunGraphResponse> ran;
+    CHECK(CallAndWait(w, &WorkerInterface::RunGraphAsync, run, &ran).ok());
+    WireMessage<proto::RecvTensorRequest> recv;
+    recv.proto.set_step_id(1000 + r);
+    recv.proto.set_rendezvous_key(key);
+    WireMessage<proto::RecvTensorResponse> got;
+    auto t0 = Clock::now();
+    absl::Status s = CallAndWait(w, &WorkerInterface::RecvTensorAsync, recv, &got);
+    if (r > 0) seconds += Seconds(t0);
+    CHECK(s.ok()) << s;
+    CHECK_EQ(got.tensors.size(), 1u);
+    CHECK_EQ(got.tensors[0].TotalBytes(), bytes);
+    WireMessage<proto::CleanupGraphRequest> cleanup;
+    cleanup.proto.set_step_id(1000 + r);
+    WireMessage<proto::CleanupGraphResponse> cleaned;
+    CHECK(CallAndWait(w, &WorkerInterface::CleanupGraphAsync, cleanup, &cleaned).ok());
+  }
+  WireMessage<proto::DeleteWorkerSessionRequest> del;
+  del.proto.set_session_handle("recv_bench");
+  WireMessage<proto::DeleteWorkerSessionResponse> deleted;
+  CHECK(CallAndWait(w, &WorkerInterface::DeleteWorkerSessionAsync, del, &deleted).ok());
+  return bytes * reps / seconds;
 }
 
 // Bytes/second of a ps variable of `bytes` read into a worker-side op each step.
@@ -218,9 +300,12 @@ int Main(int argc, char** argv) {
       size_t bytes = mib << 20;
       int reps = static_cast<int>(std::max<size_t>(10, 400 / mib));
       double tcp = RawTcp(bytes, reps);
-      double grpc = GrpcRecv(servers[1].get(), bytes, reps);
-      std::printf("recv %zu MiB: grpc=%.0f MB/s raw_tcp=%.0f MB/s ratio=%.2f\n", mib, grpc / 1e6,
-                  tcp / 1e6, grpc / tcp);
+      double rpc = RecvTensorRpc(servers[0].get(), bytes, reps);
+      double step = GrpcRecv(servers[1].get(), bytes, reps);
+      std::printf(
+          "recv %zu MiB: raw_tcp=%.0f MB/s recv_tensor_rpc=%.0f MB/s (ratio %.2f) "
+          "step_moving_it=%.0f MB/s (ratio %.2f)\n",
+          mib, tcp / 1e6, rpc / 1e6, rpc / tcp, step / 1e6, step / tcp);
     }
   }
   if (what == "mlp" || what == "all") {

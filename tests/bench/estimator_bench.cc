@@ -73,6 +73,23 @@ class EstimatorRunner {
     if (!dir_.empty()) env::DeleteRecursively(dir_).IgnoreError();
   }
 
+  // Microseconds per training batch of the job's input pipeline alone (no prefetch
+  // thread: the producer's own cost), over `batches` after one warm-up epoch's worth.
+  absl::StatusOr<double> PipelineMicrosPerBatch(int64_t batches) {
+    JobConfig job = job_;
+    job.data.prefetch_buffer = 0;
+    TANDEM_ASSIGN_OR_RETURN(InputData in, BindInputFn(model_.get(), &job)(ModeKey::kTrain, {}));
+    TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<data::Iterator> it, in.dataset->MakeIterator());
+    auto t0 = std::chrono::steady_clock::now();
+    for (int64_t b = 0; b < batches; ++b) {
+      TANDEM_ASSIGN_OR_RETURN(std::optional<data::Element> e, it->GetNext());
+      if (!e) return absl::OutOfRangeError("the training input ended");
+    }
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+               .count() /
+           static_cast<double>(batches);
+  }
+
   absl::StatusOr<double> Rate(int64_t steps, int64_t warmup) {
     auto timing = std::make_shared<TimingHook>(warmup);
     done_ += warmup + steps;
@@ -120,8 +137,9 @@ int Main(int argc, char** argv) {
   app.add_option("--threads", threads, "intra/inter-op threads (0 = per core)")
       ->capture_default_str();
   app.add_option("--set", sets, "config override KEY=VALUE for the Estimator (repeatable)");
-  app.add_option("--only", only, "run one contender (bare or estimator), e.g. under perf")
-      ->check(CLI::IsMember({"bare", "estimator"}));
+  app.add_option("--only", only,
+                 "run one contender (bare, estimator) or time the input pipeline alone")
+      ->check(CLI::IsMember({"bare", "estimator", "pipeline"}));
   CLI11_PARSE(app, argc, argv);
   FLAGS_logtostderr = true;
   FLAGS_minloglevel = 1;  // Warnings and errors only: the bench prints its own lines.
@@ -131,6 +149,13 @@ int Main(int argc, char** argv) {
   if (!data.ok()) return Fail(data.status());
   auto est = EstimatorRunner::Create(config, threads, sets);
   if (!est.ok()) return Fail(est.status());
+  if (only == "pipeline") {
+    auto us = (*est)->PipelineMicrosPerBatch(steps);
+    if (!us.ok()) return Fail(us.status());
+    std::printf("input pipeline: %.1f us per batch of %lld (%lld batches)\n", *us,
+                static_cast<long long>(128), static_cast<long long>(steps));
+    return 0;
+  }
   examples::SessionTrainOptions bare;
   bare.hidden = {256, 128, 100};
   bare.batch_size = 128;
