@@ -99,20 +99,28 @@ std::vector<std::unique_ptr<Server>> PsAndWorker(int threads) {
   return servers;
 }
 
+// A gRPC client of `server`'s worker service, as a fresh remote task would have.
+std::unique_ptr<WorkerInterface> WorkerClient(Server* server) {
+  auto channel = NewGrpcChannel(server->target().substr(strlen("grpc://")), {});
+  CHECK(channel.ok()) << channel.status();
+  return std::make_unique<GrpcWorkerClient>(*channel, "");
+}
+
+proto::GetStatusResponse GetStatus(WorkerInterface* w) {
+  WireMessage<proto::GetStatusRequest> req;
+  WireMessage<proto::GetStatusResponse> resp;
+  absl::Status s = CallAndWait(w, &WorkerInterface::GetStatusAsync, req, &resp);
+  CHECK(s.ok()) << s;
+  return resp.proto;
+}
+
 // Seconds per GetStatus round trip from a fresh client to `server` (the floor under
 // every RPC of a step).
 double PingSeconds(Server* server, int reps) {
-  auto channel = NewGrpcChannel(server->target().substr(strlen("grpc://")), {});
-  CHECK(channel.ok()) << channel.status();
-  GrpcWorkerClient grpc_client(*channel, "");
-  WorkerInterface* client = &grpc_client;
-  WireMessage<proto::GetStatusRequest> req;
-  WireMessage<proto::GetStatusResponse> resp;
-  CHECK(CallAndWait(client, &WorkerInterface::GetStatusAsync, req, &resp).ok());
+  std::unique_ptr<WorkerInterface> client = WorkerClient(server);
+  GetStatus(client.get());
   auto t0 = Clock::now();
-  for (int r = 0; r < reps; ++r) {
-    CHECK(CallAndWait(client, &WorkerInterface::GetStatusAsync, req, &resp).ok());
-  }
+  for (int r = 0; r < reps; ++r) GetStatus(client.get());
   return Seconds(t0) / reps;
 }
 
@@ -125,16 +133,12 @@ void SetNodeAttr(proto::NodeDef* nd, const std::string& name, AttrValue value) {
 // each rep runs it under a new step id (untimed), then times one RecvTensor of it from
 // a gRPC client (request, response, decoding into a tensor) and cleans the step up.
 double RecvTensorRpc(Server* ps, size_t bytes, int reps) {
-  auto channel = NewGrpcChannel(ps->target().substr(strlen("grpc://")), {});
-  CHECK(channel.ok()) << channel.status();
-  GrpcWorkerClient grpc_client(*channel, "");
-  WorkerInterface* w = &grpc_client;
-  WireMessage<proto::GetStatusRequest> status_req;
-  WireMessage<proto::GetStatusResponse> status;
-  CHECK(CallAndWait(w, &WorkerInterface::GetStatusAsync, status_req, &status).ok());
-  CHECK_GT(status.proto.device_size(), 0);
-  const std::string device = status.proto.device(0).name();
-  const uint64_t incarnation = status.proto.device(0).incarnation();
+  std::unique_ptr<WorkerInterface> client = WorkerClient(ps);
+  WorkerInterface* w = client.get();
+  const proto::GetStatusResponse status = GetStatus(w);
+  CHECK_GT(status.device_size(), 0);
+  const std::string device = status.device(0).name();
+  const uint64_t incarnation = status.device(0).incarnation();
   const std::string recv_device = "/job:worker/replica:0/task:0/device:CPU:0";
 
   WireMessage<proto::CreateWorkerSessionRequest> create;
