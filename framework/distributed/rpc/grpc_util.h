@@ -88,12 +88,18 @@ void GrpcCall(grpc::GenericStub* stub, const std::string& method, const std::str
   const grpc::ByteBuffer* send = &state->send;
   grpc::ByteBuffer* recv = &state->recv;
   stub->UnaryCall(context, method, grpc::StubOptions(), send, recv,
-                  [state, options, response, done = std::move(done)](grpc::Status s) {
+                  [state, options, response, done = std::move(done)](grpc::Status s) mutable {
                     if (options != nullptr) options->ClearCancelCallback();
                     absl::Status result = FromGrpcStatus(s);
                     if (result.ok()) {
                       result = DecodeByteBuffer(state->recv, &response->proto, &response->tensors);
                     }
+                    // The context holds a reference to the channel. Drop it while the
+                    // caller, still waiting for `done`, holds its own: the last reference
+                    // must not go on this gRPC thread, where the channel's destructor
+                    // shuts down this thread's own completion queue (gRPC 1.51 aborts in
+                    // grpc_cq_internal_unref, or corrupts the heap).
+                    state.reset();
                     done(result);
                   });
 }
