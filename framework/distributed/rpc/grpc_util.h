@@ -61,6 +61,14 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const TransportSecurity& security);
 
+// Destroys `state` on a thread of its own, never on the caller's. A call's
+// ClientContext may hold the last reference to its channel (the caller, or the
+// GrpcWorkerCache that owned it, may be gone by the time the call completes), and a
+// channel must not be destroyed on gRPC's callback thread: its destructor shuts down
+// that thread's own completion queue (gRPC 1.51 aborts in grpc_cq_internal_unref or
+// corrupts the heap).
+void ReleaseOffCallbackThread(std::shared_ptr<void> state);
+
 // Sends `request` to `method` ("/tandem.WorkerService/RunGraph") on `stub`; decodes
 // the reply into `response` and calls `done` (on a gRPC thread). `options` may be null.
 template <typename Req, typename Resp>
@@ -94,12 +102,7 @@ void GrpcCall(grpc::GenericStub* stub, const std::string& method, const std::str
                     if (result.ok()) {
                       result = DecodeByteBuffer(state->recv, &response->proto, &response->tensors);
                     }
-                    // The context holds a reference to the channel. Drop it while the
-                    // caller, still waiting for `done`, holds its own: the last reference
-                    // must not go on this gRPC thread, where the channel's destructor
-                    // shuts down this thread's own completion queue (gRPC 1.51 aborts in
-                    // grpc_cq_internal_unref, or corrupts the heap).
-                    state.reset();
+                    ReleaseOffCallbackThread(std::move(state));
                     done(result);
                   });
 }
