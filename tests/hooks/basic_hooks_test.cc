@@ -246,22 +246,25 @@ TEST(GlobalStepWaiterHookTest, BlocksUntilTheStepIsReached) {
   ASSERT_TRUE(session.ok()) << session.status();
   Session* s = session->get();
 
-  // Another "worker" (the chief) advances the step while this one waits.
-  std::atomic<int> steps_done{0};
+  // Another "worker" (the chief) advances the step while this one waits. The step
+  // reaches 3 during the chief's third run, so the waiter cannot be released before
+  // that run has started (counted before it, not after: the waiter may see the new
+  // step before the chief's Run returns).
+  std::atomic<int> steps_started{0};
   std::thread chief([&] {
     for (int i = 0; i < 3; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      steps_started.fetch_add(1);
       ASSERT_TRUE(s->Run({}, {}, {g.train_op}).ok());
-      steps_done.fetch_add(1);
     }
   });
   SessionRunRequest request;
   SessionRunContext context(&request, s);
   absl::StatusOr<SessionRunArgs> args = waiter->BeforeRun(context);
-  const int done_when_released = steps_done.load();
+  const int started_when_released = steps_started.load();
   chief.join();
   ASSERT_TRUE(args.ok()) << args.status();
-  EXPECT_EQ(done_when_released, 3);
+  EXPECT_EQ(started_when_released, 3);
   EXPECT_TRUE(args->fetches.empty());
   // Later steps do not look at the global step again.
   testing_util::ErrorSession unusable;
