@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "framework/distributed/rpc/grpc_util.h"
 #include "framework/distributed/server.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/layers.h"
@@ -75,6 +78,21 @@ std::vector<std::unique_ptr<Server>> StartCluster(const std::map<std::string, in
     }
   }
   return servers;
+}
+
+// A completed call's state may hold its channel's last reference; it must be dropped
+// on a thread that is not the one completing the call (a gRPC callback thread).
+TEST(GrpcUtilTest, CallStateIsReleasedOnAnotherThread) {
+  absl::Notification released;
+  std::thread::id released_on;
+  auto state = std::shared_ptr<void>(new int(1), [&](void* p) {
+    delete static_cast<int*>(p);
+    released_on = std::this_thread::get_id();
+    released.Notify();
+  });
+  ReleaseOffCallbackThread(std::move(state));
+  ASSERT_TRUE(released.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_NE(released_on, std::this_thread::get_id());
 }
 
 TEST(GrpcSessionTest, LocalServerRunsAConstant) {
