@@ -26,12 +26,7 @@ class Master : public MasterInterface {
   explicit Master(MasterEnv env);
   ~Master() override;
 
-  TANDEM_RPC_OVERRIDE(CreateSession);
-  TANDEM_RPC_OVERRIDE(ExtendSession);
-  TANDEM_RPC_OVERRIDE(RunStep);
-  TANDEM_RPC_OVERRIDE(CloseSession);
-  TANDEM_RPC_OVERRIDE(ListDevices);
-  TANDEM_RPC_OVERRIDE(Reset);
+  TANDEM_MASTER_RPCS(TANDEM_OVERRIDE_RPC)
 
   // Every later call fails with UNAVAILABLE (the server is going away).
   void Stop() { stopped_ = true; }

@@ -16,16 +16,22 @@
 
 namespace tandem {
 
+// The master service's methods, listed once (see TANDEM_WORKER_RPCS).
+// clang-format off
+#define TANDEM_MASTER_RPCS(X) \
+  X(CreateSession)        \
+  X(ExtendSession)        \
+  X(RunStep)              \
+  X(CloseSession)         \
+  X(ListDevices)          \
+  X(Reset)
+// clang-format on
+
 class MasterInterface {
  public:
   virtual ~MasterInterface() = default;
 
-  TANDEM_RPC_METHOD(CreateSession);
-  TANDEM_RPC_METHOD(ExtendSession);
-  TANDEM_RPC_METHOD(RunStep);
-  TANDEM_RPC_METHOD(CloseSession);
-  TANDEM_RPC_METHOD(ListDevices);
-  TANDEM_RPC_METHOD(Reset);
+  TANDEM_MASTER_RPCS(TANDEM_DECLARE_RPC)
 };
 
 }  // namespace tandem

@@ -58,16 +58,7 @@ class Worker : public WorkerInterface {
   explicit Worker(WorkerEnv env);
   ~Worker() override;
 
-  TANDEM_RPC_OVERRIDE(GetStatus);
-  TANDEM_RPC_OVERRIDE(CreateWorkerSession);
-  TANDEM_RPC_OVERRIDE(DeleteWorkerSession);
-  TANDEM_RPC_OVERRIDE(RegisterGraph);
-  TANDEM_RPC_OVERRIDE(DeregisterGraph);
-  TANDEM_RPC_OVERRIDE(RunGraph);
-  TANDEM_RPC_OVERRIDE(RecvTensor);
-  TANDEM_RPC_OVERRIDE(CleanupGraph);
-  TANDEM_RPC_OVERRIDE(CleanupAll);
-  TANDEM_RPC_OVERRIDE(Shutdown);
+  TANDEM_WORKER_RPCS(TANDEM_OVERRIDE_RPC)
 
   // Number of steps whose rendezvous is alive (for tests).
   int NumLiveSteps() const;

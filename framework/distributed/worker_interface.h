@@ -44,24 +44,34 @@ using StatusCallback = std::function<void(const absl::Status&)>;
   void Name##Async(CallOptions* options, const WireMessage<proto::Name##Request>* request, \
                    WireMessage<proto::Name##Response>* response, StatusCallback done) override
 
+// The worker service's methods, listed once: X(Name) for each. Interface, server,
+// in-process worker and gRPC client all expand this list.
+//   GetStatus            this task's devices and their incarnations
+//   RegisterGraph        builds the executor of one partition (one device of this task)
+//   RunGraph             runs a registered partition for one step
+//   RecvTensor           the value a _Send of this task made (or will make) under a key
+// clang-format off
+#define TANDEM_WORKER_RPCS(X) \
+  X(GetStatus)            \
+  X(CreateWorkerSession)  \
+  X(DeleteWorkerSession)  \
+  X(RegisterGraph)        \
+  X(DeregisterGraph)      \
+  X(RunGraph)             \
+  X(RecvTensor)           \
+  X(CleanupGraph)         \
+  X(CleanupAll)           \
+  X(Shutdown)
+// clang-format on
+
+// Statement forms for expanding the lists inside a class.
+#define TANDEM_DECLARE_RPC(Name) TANDEM_RPC_METHOD(Name);
+#define TANDEM_OVERRIDE_RPC(Name) TANDEM_RPC_OVERRIDE(Name);
+
 class WorkerInterface {
  public:
   virtual ~WorkerInterface() = default;
-
-  // This task's devices and their incarnations.
-  TANDEM_RPC_METHOD(GetStatus);
-  TANDEM_RPC_METHOD(CreateWorkerSession);
-  TANDEM_RPC_METHOD(DeleteWorkerSession);
-  // Builds the executor of one partition (all nodes on one device of this task).
-  TANDEM_RPC_METHOD(RegisterGraph);
-  TANDEM_RPC_METHOD(DeregisterGraph);
-  // Runs a registered partition for one step.
-  TANDEM_RPC_METHOD(RunGraph);
-  // The value a _Send of this task made (or will make) under a rendezvous key.
-  TANDEM_RPC_METHOD(RecvTensor);
-  TANDEM_RPC_METHOD(CleanupGraph);
-  TANDEM_RPC_METHOD(CleanupAll);
-  TANDEM_RPC_METHOD(Shutdown);
+  TANDEM_WORKER_RPCS(TANDEM_DECLARE_RPC)
 };
 
 class WorkerCacheInterface {

@@ -23,25 +23,15 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewGrpcChannel(const std::string&
 
 GrpcWorkerClient::GrpcWorkerClient(std::shared_ptr<grpc::Channel> channel, std::string token)
     : stub_(std::move(channel)), token_(std::move(token)) {}
-TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, GetStatus)
-TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, CreateWorkerSession)
-TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, DeleteWorkerSession)
-TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, RegisterGraph)
-TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, DeregisterGraph)
-TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, RunGraph)
-TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, RecvTensor)
-TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, CleanupGraph)
-TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, CleanupAll)
-TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, Shutdown)
+#define TANDEM_WORKER_CALL(Name) TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, Name)
+TANDEM_WORKER_RPCS(TANDEM_WORKER_CALL)
+#undef TANDEM_WORKER_CALL
 
 GrpcMasterClient::GrpcMasterClient(std::shared_ptr<grpc::Channel> channel, std::string token)
     : stub_(std::move(channel)), token_(std::move(token)) {}
-TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, CreateSession)
-TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, ExtendSession)
-TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, RunStep)
-TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, CloseSession)
-TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, ListDevices)
-TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, Reset)
+#define TANDEM_MASTER_CALL(Name) TANDEM_GRPC_CALL(GrpcMasterClient, kMasterServicePrefix, Name)
+TANDEM_MASTER_RPCS(TANDEM_MASTER_CALL)
+#undef TANDEM_MASTER_CALL
 
 #undef TANDEM_GRPC_CALL
 

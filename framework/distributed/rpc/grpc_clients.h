@@ -30,16 +30,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewGrpcChannel(const std::string&
 class GrpcWorkerClient : public WorkerInterface {
  public:
   GrpcWorkerClient(std::shared_ptr<grpc::Channel> channel, std::string token);
-  TANDEM_RPC_OVERRIDE(GetStatus);
-  TANDEM_RPC_OVERRIDE(CreateWorkerSession);
-  TANDEM_RPC_OVERRIDE(DeleteWorkerSession);
-  TANDEM_RPC_OVERRIDE(RegisterGraph);
-  TANDEM_RPC_OVERRIDE(DeregisterGraph);
-  TANDEM_RPC_OVERRIDE(RunGraph);
-  TANDEM_RPC_OVERRIDE(RecvTensor);
-  TANDEM_RPC_OVERRIDE(CleanupGraph);
-  TANDEM_RPC_OVERRIDE(CleanupAll);
-  TANDEM_RPC_OVERRIDE(Shutdown);
+  TANDEM_WORKER_RPCS(TANDEM_OVERRIDE_RPC)
 
  private:
   grpc::GenericStub stub_;
@@ -49,12 +40,7 @@ class GrpcWorkerClient : public WorkerInterface {
 class GrpcMasterClient : public MasterInterface {
  public:
   GrpcMasterClient(std::shared_ptr<grpc::Channel> channel, std::string token);
-  TANDEM_RPC_OVERRIDE(CreateSession);
-  TANDEM_RPC_OVERRIDE(ExtendSession);
-  TANDEM_RPC_OVERRIDE(RunStep);
-  TANDEM_RPC_OVERRIDE(CloseSession);
-  TANDEM_RPC_OVERRIDE(ListDevices);
-  TANDEM_RPC_OVERRIDE(Reset);
+  TANDEM_MASTER_RPCS(TANDEM_OVERRIDE_RPC)
 
  private:
   grpc::GenericStub stub_;

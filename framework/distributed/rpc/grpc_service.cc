@@ -73,24 +73,14 @@ void GrpcService::Add(const std::string& name, Service* service,
 GrpcService::GrpcService(WorkerInterface* worker, MasterInterface* master, std::string token)
     : token_(std::move(token)) {
   const std::string w = kWorkerServicePrefix;
-  Add(w + "GetStatus", worker, &WorkerInterface::GetStatusAsync);
-  Add(w + "CreateWorkerSession", worker, &WorkerInterface::CreateWorkerSessionAsync);
-  Add(w + "DeleteWorkerSession", worker, &WorkerInterface::DeleteWorkerSessionAsync);
-  Add(w + "RegisterGraph", worker, &WorkerInterface::RegisterGraphAsync);
-  Add(w + "DeregisterGraph", worker, &WorkerInterface::DeregisterGraphAsync);
-  Add(w + "RunGraph", worker, &WorkerInterface::RunGraphAsync);
-  Add(w + "RecvTensor", worker, &WorkerInterface::RecvTensorAsync);
-  Add(w + "CleanupGraph", worker, &WorkerInterface::CleanupGraphAsync);
-  Add(w + "CleanupAll", worker, &WorkerInterface::CleanupAllAsync);
-  Add(w + "Shutdown", worker, &WorkerInterface::ShutdownAsync);
+#define TANDEM_ADD_WORKER_RPC(Name) Add(w + #Name, worker, &WorkerInterface::Name##Async);
+  TANDEM_WORKER_RPCS(TANDEM_ADD_WORKER_RPC)
+#undef TANDEM_ADD_WORKER_RPC
   if (master == nullptr) return;
   const std::string m = kMasterServicePrefix;
-  Add(m + "CreateSession", master, &MasterInterface::CreateSessionAsync);
-  Add(m + "ExtendSession", master, &MasterInterface::ExtendSessionAsync);
-  Add(m + "RunStep", master, &MasterInterface::RunStepAsync);
-  Add(m + "CloseSession", master, &MasterInterface::CloseSessionAsync);
-  Add(m + "ListDevices", master, &MasterInterface::ListDevicesAsync);
-  Add(m + "Reset", master, &MasterInterface::ResetAsync);
+#define TANDEM_ADD_MASTER_RPC(Name) Add(m + #Name, master, &MasterInterface::Name##Async);
+  TANDEM_MASTER_RPCS(TANDEM_ADD_MASTER_RPC)
+#undef TANDEM_ADD_MASTER_RPC
 }
 
 grpc::ServerGenericBidiReactor* GrpcService::CreateReactor(
