@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,7 @@ namespace tandem::data {
 namespace {
 
 using NextResult = absl::StatusOr<std::optional<Element>>;
+using RowResult = absl::StatusOr<std::optional<RowRef>>;
 
 // ------------------------------------------------------------------------ Error
 
@@ -29,39 +31,69 @@ class ErrorDatasetImpl : public Dataset {
 
 class TensorSliceDataset : public Dataset {
  public:
-  explicit TensorSliceDataset(std::vector<Tensor> components)
-      : components_(std::move(components)) {}
-  absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator() const override;
-  std::string DebugString() const override { return "FromTensors"; }
+  TensorSliceDataset(std::vector<Tensor> components, std::string name)
+      : source_(std::move(components)), name_(std::move(name)) {}
+  absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator() const override {
+    return std::unique_ptr<Iterator>(
+        new Iter(std::static_pointer_cast<const TensorSliceDataset>(self())));
+  }
+  std::string DebugString() const override { return name_; }
 
  private:
   class Iter : public Iterator {
    public:
-    explicit Iter(const std::vector<Tensor>& c) : components_(c) {}
+    explicit Iter(std::shared_ptr<const TensorSliceDataset> ds) : ds_(std::move(ds)) {}
+    bool YieldsRows() const override { return true; }
+    RowResult GetNextRow() override {
+      if (next_ >= ds_->source_.num_rows()) return std::nullopt;
+      return RowRef{&ds_->source_, next_++};
+    }
     NextResult GetNext() override {
-      if (components_.empty() || next_ >= components_[0].dim(0)) return std::nullopt;
-      Element e;
-      e.reserve(components_.size());
-      for (const Tensor& c : components_) {
-        Tensor row = c.Slice(next_, next_ + 1);
-        TensorShape shape = c.shape();
-        shape.RemoveDim(0);
-        e.push_back(row.Reshaped(shape));
-      }
-      ++next_;
-      return e;
+      if (next_ >= ds_->source_.num_rows()) return std::nullopt;
+      return ds_->source_.Get(next_++);
     }
 
    private:
-    std::vector<Tensor> components_;  // Shares the dataset's buffers.
+    std::shared_ptr<const TensorSliceDataset> ds_;  // Keeps the RowSource alive.
     int64_t next_ = 0;
   };
-  std::vector<Tensor> components_;
+  RowSource source_;
+  std::string name_;
 };
 
-absl::StatusOr<std::unique_ptr<Iterator>> TensorSliceDataset::MakeIterator() const {
-  return std::make_unique<Iter>(components_);
+// The next item of `in`: an Element, or a RowRef when the caller works on rows.
+template <typename T>
+absl::StatusOr<std::optional<T>> Pull(Iterator* in) {
+  if constexpr (std::is_same_v<T, RowRef>) {
+    return in->GetNextRow();
+  } else {
+    return in->GetNext();
+  }
 }
+
+// Base of the transformations that pass rows through (Shuffle, Repeat, Take, ...):
+// Derived implements `template <typename T> StatusOr<optional<T>> Next()` once, over
+// Elements or RowRefs, and this class serves GetNext and GetNextRow from it.
+template <typename Derived>
+class RowPassingIterator : public Iterator {
+ public:
+  bool YieldsRows() const override { return rows_; }
+  NextResult GetNext() override {
+    if (!rows_) return derived()->template Next<Element>();
+    TANDEM_ASSIGN_OR_RETURN(std::optional<RowRef> r, derived()->template Next<RowRef>());
+    if (!r) return std::nullopt;
+    return r->source->Get(r->row);
+  }
+  RowResult GetNextRow() override { return derived()->template Next<RowRef>(); }
+
+ protected:
+  // `rows`: whether the input yields rows (then this iterator does too).
+  explicit RowPassingIterator(bool rows) : rows_(rows) {}
+
+ private:
+  Derived* derived() { return static_cast<Derived*>(this); }
+  bool rows_;
+};
 
 // ------------------------------------------------------------------------ Map / Filter
 
@@ -139,32 +171,46 @@ class ShuffleDataset : public Dataset {
   std::string DebugString() const override { return absl::StrCat("Shuffle(", buffer_size_, ")"); }
 
  private:
-  class Iter : public Iterator {
+  class Iter : public RowPassingIterator<Iter> {
    public:
     Iter(std::unique_ptr<Iterator> in, int64_t buffer_size, PhiloxRandom gen)
-        : in_(std::move(in)), buffer_size_(buffer_size), sampler_(gen) {}
-    NextResult GetNext() override {
-      while (!input_done_ && static_cast<int64_t>(buffer_.size()) < buffer_size_) {
-        TANDEM_ASSIGN_OR_RETURN(std::optional<Element> e, in_->GetNext());
+        : RowPassingIterator(in->YieldsRows()),
+          in_(std::move(in)),
+          buffer_size_(buffer_size),
+          sampler_(gen) {}
+    template <typename T>
+    absl::StatusOr<std::optional<T>> Next() {
+      std::vector<T>& buffer = Buffer<T>();
+      while (!input_done_ && static_cast<int64_t>(buffer.size()) < buffer_size_) {
+        TANDEM_ASSIGN_OR_RETURN(std::optional<T> e, Pull<T>(in_.get()));
         if (!e) {
           input_done_ = true;
           break;
         }
-        buffer_.push_back(std::move(*e));
+        buffer.push_back(std::move(*e));
       }
-      if (buffer_.empty()) return std::nullopt;
-      size_t i = sampler_.Uint32() % buffer_.size();
-      Element out = std::move(buffer_[i]);
-      buffer_[i] = std::move(buffer_.back());
-      buffer_.pop_back();
+      if (buffer.empty()) return std::nullopt;
+      size_t i = sampler_.Uint32() % buffer.size();
+      T out = std::move(buffer[i]);
+      buffer[i] = std::move(buffer.back());
+      buffer.pop_back();
       return out;
     }
 
    private:
+    template <typename T>
+    std::vector<T>& Buffer() {
+      if constexpr (std::is_same_v<T, RowRef>) {
+        return row_buffer_;
+      } else {
+        return buffer_;
+      }
+    }
     std::unique_ptr<Iterator> in_;
     int64_t buffer_size_;
     RandomSampler sampler_;
-    std::vector<Element> buffer_;
+    std::vector<Element> buffer_;     // Used when the input yields Elements,
+    std::vector<RowRef> row_buffer_;  // or this one when it yields rows.
     bool input_done_ = false;
   };
   DatasetPtr input_;
@@ -193,6 +239,15 @@ class BatchDataset : public Dataset {
         : in_(std::move(in)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
     NextResult GetNext() override {
       if (done_) return std::nullopt;
+      return in_->YieldsRows() ? GatherRows() : StackElements();
+    }
+
+   private:
+    bool Complete(size_t n) const {
+      return n > 0 && !(drop_remainder_ && static_cast<int64_t>(n) < batch_size_);
+    }
+
+    NextResult StackElements() {
       std::vector<Element> rows;
       rows.reserve(static_cast<size_t>(std::min<int64_t>(batch_size_, 4096)));
       while (static_cast<int64_t>(rows.size()) < batch_size_) {
@@ -208,9 +263,7 @@ class BatchDataset : public Dataset {
         }
         rows.push_back(std::move(*e));
       }
-      if (rows.empty() || (drop_remainder_ && static_cast<int64_t>(rows.size()) < batch_size_)) {
-        return std::nullopt;
-      }
+      if (!Complete(rows.size())) return std::nullopt;
       Element out;
       std::vector<Tensor> column(rows.size());
       for (size_t c = 0; c < rows[0].size(); ++c) {
@@ -222,7 +275,55 @@ class BatchDataset : public Dataset {
       return out;
     }
 
-   private:
+    // Copies each row from its source into the batch: one memcpy per row and component.
+    NextResult GatherRows() {
+      refs_.clear();
+      while (static_cast<int64_t>(refs_.size()) < batch_size_) {
+        TANDEM_ASSIGN_OR_RETURN(std::optional<RowRef> r, in_->GetNextRow());
+        if (!r) {
+          done_ = true;
+          break;
+        }
+        refs_.push_back(*r);
+      }
+      if (!Complete(refs_.size())) return std::nullopt;
+      const RowSource& first = *refs_[0].source;
+      for (size_t r = 1; r < refs_.size(); ++r) {
+        if (refs_[r].source != &first) TANDEM_RETURN_IF_ERROR(SameRowLayout(first, r));
+      }
+      Element out;
+      out.reserve(first.components.size());
+      for (size_t c = 0; c < first.components.size(); ++c) {
+        TensorShape shape = first.row_shape[c];
+        shape.InsertDim(0, static_cast<int64_t>(refs_.size()));
+        Tensor batch(first.components[c].dtype(), shape);
+        const size_t bytes = first.row_bytes[c];
+        char* dst = batch.raw_data();
+        for (const RowRef& ref : refs_) {
+          if (bytes > 0) {
+            std::memcpy(dst, ref.source->components[c].raw_data() + ref.row * bytes, bytes);
+          }
+          dst += bytes;
+        }
+        out.push_back(std::move(batch));
+      }
+      return out;
+    }
+
+    absl::Status SameRowLayout(const RowSource& first, size_t r) const {
+      const RowSource& other = *refs_[r].source;
+      bool same = other.components.size() == first.components.size();
+      for (size_t c = 0; same && c < first.components.size(); ++c) {
+        same = other.components[c].dtype() == first.components[c].dtype() &&
+               other.row_shape[c] == first.row_shape[c];
+      }
+      if (same) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat("Batch: element ", r,
+                                                     " of the batch differs from element 0 in its ",
+                                                     "components' number, dtypes or shapes"));
+    }
+
+    std::vector<RowRef> refs_;
     std::unique_ptr<Iterator> in_;
     int64_t batch_size_;
     bool drop_remainder_;
@@ -248,13 +349,17 @@ class RepeatDataset : public Dataset {
   std::string DebugString() const override { return absl::StrCat("Repeat(", count_, ")"); }
 
  private:
-  class Iter : public Iterator {
+  class Iter : public RowPassingIterator<Iter> {
    public:
     Iter(DatasetPtr input, std::unique_ptr<Iterator> in, int64_t count)
-        : input_(std::move(input)), in_(std::move(in)), count_(count) {}
-    NextResult GetNext() override {
+        : RowPassingIterator(in != nullptr && in->YieldsRows()),
+          input_(std::move(input)),
+          in_(std::move(in)),
+          count_(count) {}
+    template <typename T>
+    absl::StatusOr<std::optional<T>> Next() {
       while (in_ != nullptr) {
-        TANDEM_ASSIGN_OR_RETURN(std::optional<Element> e, in_->GetNext());
+        TANDEM_ASSIGN_OR_RETURN(std::optional<T> e, Pull<T>(in_.get()));
         if (e) {
           produced_in_epoch_ = true;
           return e;
@@ -267,6 +372,10 @@ class RepeatDataset : public Dataset {
         }
         produced_in_epoch_ = false;
         TANDEM_ASSIGN_OR_RETURN(in_, input_->MakeIterator());
+        if (in_->YieldsRows() != YieldsRows()) {
+          return absl::InternalError(
+              absl::StrCat("Repeat: ", input_->DebugString(), " changed whether it yields rows"));
+        }
       }
       return std::nullopt;
     }
@@ -301,14 +410,19 @@ class SubsequenceDataset : public Dataset {
   std::string DebugString() const override { return name_; }
 
  private:
-  class Iter : public Iterator {
+  class Iter : public RowPassingIterator<Iter> {
    public:
     Iter(std::unique_ptr<Iterator> in, int64_t skip, int64_t stride, int64_t take)
-        : in_(std::move(in)), skip_(skip), stride_(stride), take_(take) {}
-    NextResult GetNext() override {
+        : RowPassingIterator(in->YieldsRows()),
+          in_(std::move(in)),
+          skip_(skip),
+          stride_(stride),
+          take_(take) {}
+    template <typename T>
+    absl::StatusOr<std::optional<T>> Next() {
       if (done_ || (take_ >= 0 && emitted_ >= take_) || skip_ < 0) return std::nullopt;
       while (true) {
-        TANDEM_ASSIGN_OR_RETURN(std::optional<Element> e, in_->GetNext());
+        TANDEM_ASSIGN_OR_RETURN(std::optional<T> e, Pull<T>(in_.get()));
         if (!e) {
           done_ = true;
           return std::nullopt;
@@ -333,6 +447,30 @@ class SubsequenceDataset : public Dataset {
 };
 
 }  // namespace
+
+// ------------------------------------------------------------------------ RowSource
+
+RowSource::RowSource(std::vector<Tensor> c) : components(std::move(c)) {
+  for (const Tensor& t : components) {
+    TensorShape shape = t.shape();
+    shape.RemoveDim(0);
+    row_bytes.push_back(static_cast<size_t>(shape.num_elements()) * DTypeSize(t.dtype()));
+    row_shape.push_back(std::move(shape));
+  }
+}
+
+Element RowSource::Get(int64_t row) const {
+  Element e;
+  e.reserve(components.size());
+  for (size_t c = 0; c < components.size(); ++c) {
+    e.push_back(components[c].Slice(row, row + 1).Reshaped(row_shape[c]));
+  }
+  return e;
+}
+
+absl::StatusOr<std::optional<RowRef>> Iterator::GetNextRow() {
+  return absl::InternalError("GetNextRow called on an iterator that does not yield rows");
+}
 
 // ------------------------------------------------------------------------ Dataset methods
 
@@ -406,24 +544,23 @@ DatasetPtr ErrorDataset(absl::Status status) {
   return std::make_shared<ErrorDatasetImpl>(std::move(status));
 }
 
-absl::StatusOr<DatasetPtr> FromTensors(std::vector<Tensor> components) {
+absl::StatusOr<DatasetPtr> FromTensors(std::vector<Tensor> components, std::string name) {
   for (size_t i = 0; i < components.size(); ++i) {
     const Tensor& c = components[i];
     if (!c.IsInitialized() || c.rank() < 1 || DTypeSize(c.dtype()) == 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("FromTensors: component ", i,
+          absl::StrCat(name, ": component ", i,
                        " must be an initialized numeric tensor of rank >= 1, "
                        "got ",
                        c.DebugString(0)));
     }
     if (c.dim(0) != components[0].dim(0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("FromTensors: component ", i, " has shape ", c.shape().DebugString(),
-                       " but component 0 has ", components[0].shape().DebugString(),
-                       "; outer dimensions must agree"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": component ", i, " has shape ", c.shape().DebugString(), " but component 0 has ",
+          components[0].shape().DebugString(), "; outer dimensions must agree"));
     }
   }
-  return DatasetPtr(std::make_shared<TensorSliceDataset>(std::move(components)));
+  return DatasetPtr(std::make_shared<TensorSliceDataset>(std::move(components), std::move(name)));
 }
 
 absl::StatusOr<Tensor> StackTensors(const std::vector<Tensor>& tensors, absl::string_view what) {

@@ -45,6 +45,27 @@ namespace tandem::data {
 
 using Element = std::vector<Tensor>;
 
+// In-memory component tensors whose element i is {c.Slice(i) for c in components}
+// (FromTensors, FromIdx). Iterators over such a source can hand out row references
+// instead of Elements, and Batch then gathers the rows straight into the batch: no
+// per-element vectors, shapes or buffer references (see Iterator::YieldsRows).
+struct RowSource {
+  std::vector<Tensor> components;      // All of rank >= 1 with one dim(0).
+  std::vector<TensorShape> row_shape;  // components[c].shape() without dim 0.
+  std::vector<size_t> row_bytes;       // Bytes of one row of components[c].
+
+  explicit RowSource(std::vector<Tensor> components);
+  int64_t num_rows() const { return components.empty() ? 0 : components[0].dim(0); }
+  // Element `row`, sharing the components' buffers.
+  Element Get(int64_t row) const;
+};
+
+// Row `row` of `source`; the source lives as long as the iterator that returned it.
+struct RowRef {
+  const RowSource* source;
+  int64_t row;
+};
+
 // Prefetch buffer size that lets the pipeline pick (currently a fixed small depth).
 inline constexpr int64_t kAutotune = -1;
 
@@ -59,6 +80,13 @@ class Iterator {
   // call). An error does not end iteration by itself, but most iterators cannot resume
   // past one; callers should stop.
   virtual absl::StatusOr<std::optional<Element>> GetNext() = 0;
+
+  // Fast path for pipelines over a RowSource: true when every element of this iterator
+  // is a row of one, and GetNextRow may be called in place of GetNext (the two must not
+  // be mixed on one iterator). Shuffle, Repeat, Take, Skip and Shard pass it through.
+  virtual bool YieldsRows() const { return false; }
+  // The next element as a row reference. REQUIRES: YieldsRows().
+  virtual absl::StatusOr<std::optional<RowRef>> GetNextRow();
 
  protected:
   Iterator() = default;
@@ -122,8 +150,10 @@ DatasetPtr ErrorDataset(absl::Status status);
 
 // Slices the outer dimension of each component: element i is {c[i] for c in
 // components}, each a view sharing the component's buffer. Components must all have
-// rank >= 1 and the same dim(0), else INVALID_ARGUMENT.
-absl::StatusOr<DatasetPtr> FromTensors(std::vector<Tensor> components);
+// rank >= 1 and the same dim(0), else INVALID_ARGUMENT. `name` is the dataset's
+// DebugString (sources built on this one, such as FromIdx, pass their own).
+absl::StatusOr<DatasetPtr> FromTensors(std::vector<Tensor> components,
+                                       std::string name = "FromTensors");
 
 // Stacks tensors of equal dtype and shape into one of shape [n, ...]. `what` names the
 // caller for errors ("Batch component 1").

@@ -16,11 +16,15 @@ std::string FindFile(const std::string& dir, const std::string& name) {
   return env::FileExists(gz) ? gz : env::JoinPath(dir, name);
 }
 
+std::string DefaultDataDir() {
+  const char* env_dir = std::getenv("TANDEM_DATA_DIR");
+  return env_dir && *env_dir ? env_dir : kDefaultFashionMnistDir;
+}
+
 }  // namespace
 
-absl::StatusOr<LabeledImages> LoadIdxSplit(const std::string& dir, const std::string& prefix) {
-  std::string images_path = FindFile(dir, prefix + "-images-idx3-ubyte");
-  std::string labels_path = FindFile(dir, prefix + "-labels-idx1-ubyte");
+absl::StatusOr<LabeledImages> LoadIdxPair(const std::string& images_path,
+                                          const std::string& labels_path) {
   TANDEM_ASSIGN_OR_RETURN(Tensor raw_images, ReadIdxFile(images_path));
   TANDEM_ASSIGN_OR_RETURN(Tensor raw_labels, ReadIdxFile(labels_path));
   if (raw_images.rank() != 3 || raw_labels.rank() != 1 || raw_images.dim(0) != raw_labels.dim(0)) {
@@ -40,11 +44,14 @@ absl::StatusOr<LabeledImages> LoadIdxSplit(const std::string& dir, const std::st
   return out;
 }
 
+absl::StatusOr<LabeledImages> LoadIdxSplit(std::string dir, const std::string& prefix) {
+  if (dir.empty()) dir = DefaultDataDir();
+  return LoadIdxPair(FindFile(dir, prefix + "-images-idx3-ubyte"),
+                     FindFile(dir, prefix + "-labels-idx1-ubyte"));
+}
+
 absl::StatusOr<FashionMnist> LoadFashionMnist(std::string dir) {
-  if (dir.empty()) {
-    const char* env_dir = std::getenv("TANDEM_DATA_DIR");
-    dir = env_dir && *env_dir ? env_dir : kDefaultFashionMnistDir;
-  }
+  if (dir.empty()) dir = DefaultDataDir();
   FashionMnist ds;
   TANDEM_ASSIGN_OR_RETURN(ds.train, LoadIdxSplit(dir, "train"));
   TANDEM_ASSIGN_OR_RETURN(ds.test, LoadIdxSplit(dir, "t10k"));

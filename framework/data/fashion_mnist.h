@@ -28,8 +28,12 @@ struct FashionMnist {
 
 // `dir` empty: $TANDEM_DATA_DIR, else kDefaultFashionMnistDir.
 absl::StatusOr<FashionMnist> LoadFashionMnist(std::string dir = "");
-// One split: prefix "train" or "t10k".
-absl::StatusOr<LabeledImages> LoadIdxSplit(const std::string& dir, const std::string& prefix);
+// One split: prefix "train" or "t10k"; "<prefix>-images-idx3-ubyte.gz" is preferred to
+// the uncompressed file when both exist. `dir` empty as for LoadFashionMnist.
+absl::StatusOr<LabeledImages> LoadIdxSplit(std::string dir, const std::string& prefix);
+// An IDX image file ([n, h, w] uint8) and label file ([n] uint8), plain or gzip.
+absl::StatusOr<LabeledImages> LoadIdxPair(const std::string& images_path,
+                                          const std::string& labels_path);
 
 }  // namespace tandem::data
 

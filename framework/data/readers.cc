@@ -19,48 +19,6 @@ namespace {
 
 using NextResult = absl::StatusOr<std::optional<Element>>;
 
-// ------------------------------------------------------------------------ IDX
-
-// The images are converted to float once, when the dataset is made; each element is
-// a view of one row (no allocation, no copy), so that a shuffle buffer over the whole
-// dataset holds views rather than 60000 separately allocated images, and batching
-// gathers rows from one contiguous array.
-class IdxDataset : public Dataset {
- public:
-  IdxDataset(const Tensor& images, const Tensor& labels) {
-    const int64_t n = images.dim(0);
-    const int64_t pixels = n > 0 ? images.NumElements() / n : 0;
-    images_ = Tensor(DType::kFloat, TensorShape({n, pixels}));
-    const uint8_t* src = images.data<uint8_t>();
-    float* dst = images_.data<float>();
-    for (int64_t i = 0; i < n * pixels; ++i) dst[i] = src[i] * (1.0f / 255.0f);
-    labels_ = Tensor(DType::kInt32, TensorShape({n}));
-    for (int64_t i = 0; i < n; ++i) labels_.data<int32_t>()[i] = labels.data<uint8_t>()[i];
-  }
-  absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator() const override {
-    return std::unique_ptr<Iterator>(new Iter(images_, labels_));
-  }
-  std::string DebugString() const override { return "FromIdx"; }
-
- private:
-  class Iter : public Iterator {
-   public:
-    Iter(Tensor images, Tensor labels) : images_(std::move(images)), labels_(std::move(labels)) {}
-    NextResult GetNext() override {
-      if (next_ >= labels_.dim(0)) return std::nullopt;
-      Element e = {images_.Slice(next_, next_ + 1).Reshaped(TensorShape({images_.dim(1)})),
-                   labels_.Slice(next_, next_ + 1).Reshaped(TensorShape({}))};
-      ++next_;
-      return e;
-    }
-
-   private:
-    Tensor images_, labels_;  // float [n, pixels] and int32 [n], shared with the dataset.
-    int64_t next_ = 0;
-  };
-  Tensor images_, labels_;
-};
-
 // ------------------------------------------------------------------------ CSV
 
 // Splits one line into fields; quoted fields may contain the delimiter and "".
@@ -278,26 +236,13 @@ class TFRecordDataset : public Dataset {
 }  // namespace
 
 absl::StatusOr<DatasetPtr> FromIdx(const std::string& images_path, const std::string& labels_path) {
-  TANDEM_ASSIGN_OR_RETURN(Tensor images, ReadIdxFile(images_path));
-  TANDEM_ASSIGN_OR_RETURN(Tensor labels, ReadIdxFile(labels_path));
-  if (images.rank() != 3 || labels.rank() != 1 || images.dim(0) != labels.dim(0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(images_path, " has shape ", images.shape().DebugString(), " but ", labels_path,
-                     " has shape ", labels.shape().DebugString(), "; expected [n,h,w] and [n]"));
-  }
-  return DatasetPtr(std::make_shared<IdxDataset>(std::move(images), std::move(labels)));
+  TANDEM_ASSIGN_OR_RETURN(LabeledImages split, LoadIdxPair(images_path, labels_path));
+  return FromTensors({std::move(split.images), std::move(split.labels)}, "FromIdx");
 }
 
 absl::StatusOr<DatasetPtr> FromIdxSplit(std::string dir, const std::string& prefix) {
-  if (dir.empty()) {
-    const char* env_dir = std::getenv("TANDEM_DATA_DIR");
-    dir = env_dir && *env_dir ? env_dir : kDefaultFashionMnistDir;
-  }
-  auto find = [&dir](const std::string& name) {
-    std::string gz = env::JoinPath(dir, name + ".gz");
-    return env::FileExists(gz) ? gz : env::JoinPath(dir, name);
-  };
-  return FromIdx(find(prefix + "-images-idx3-ubyte"), find(prefix + "-labels-idx1-ubyte"));
+  TANDEM_ASSIGN_OR_RETURN(LabeledImages split, LoadIdxSplit(dir, prefix));
+  return FromTensors({std::move(split.images), std::move(split.labels)}, "FromIdx");
 }
 
 absl::StatusOr<DatasetPtr> FromCsv(const std::string& path, std::vector<DType> column_types,

@@ -23,8 +23,8 @@
 namespace tandem::data {
 
 // Reads an IDX image file ([n, h, w] uint8) and label file ([n] uint8), plain or gzip,
-// eagerly. Elements are {float32 [h*w] scaled by 1/255, int32 scalar label}; the
-// images are kept as uint8 and converted per element.
+// eagerly (LoadIdxPair). Elements are {float32 [h*w] scaled by 1/255, int32 scalar
+// label}: rows of two in-memory tensors (a RowSource, so Batch gathers them directly).
 absl::StatusOr<DatasetPtr> FromIdx(const std::string& images_path, const std::string& labels_path);
 // FromIdx on "<dir>/<prefix>-images-idx3-ubyte[.gz]" and "<prefix>-labels-idx1-ubyte[.gz]"
 // (the .gz file is preferred when both exist). `prefix` is "train" or "t10k"; `dir`

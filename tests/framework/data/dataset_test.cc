@@ -241,6 +241,68 @@ TEST(PipelineTest, ShuffleBatchRepeatCoversEveryElementPerEpoch) {
   }
 }
 
+// Identity Map: hides the RowSource, so everything downstream takes the Element path.
+DatasetPtr AsElements(const DatasetPtr& ds) {
+  return ds->Map([](Element e) -> absl::StatusOr<Element> { return e; });
+}
+
+bool YieldsRows(const DatasetPtr& ds) {
+  auto it = ds->MakeIterator();
+  CHECK(it.ok()) << it.status();
+  return (*it)->YieldsRows();
+}
+
+// Every component of every batch, flattened, in order.
+std::vector<double> AllValues(const DatasetPtr& ds) {
+  auto all = CollectAll(*ds);
+  EXPECT_TRUE(all.ok()) << all.status();
+  std::vector<double> out;
+  if (!all.ok()) return out;
+  for (const Element& e : *all) {
+    for (const Tensor& t : e) {
+      out.push_back(t.NumElements());
+      for (int64_t i = 0; i < t.NumElements(); ++i) out.push_back(t.ValueAsDouble(i));
+    }
+  }
+  return out;
+}
+
+TEST(RowPathTest, RowTransformationsPassRowsThroughAndMapDoesNot) {
+  EXPECT_TRUE(YieldsRows(Range(10)));
+  EXPECT_TRUE(YieldsRows(Range(10)->Shard(2, 1)->Shuffle(4, 1)->Repeat(2)->Skip(1)->Take(5)));
+  EXPECT_FALSE(YieldsRows(AsElements(Range(10))->Shuffle(4, 1)));
+  EXPECT_FALSE(YieldsRows(Range(10)->Batch(2)));
+  auto it = AsElements(Range(3))->MakeIterator();
+  ASSERT_TRUE(it.ok());
+  EXPECT_EQ((*it)->GetNextRow().status().code(), absl::StatusCode::kInternal);
+}
+
+TEST(RowPathTest, GatheredBatchesEqualStackedBatches) {
+  // The same pipelines over rows (gathered by Batch) and over Elements (stacked):
+  // identical shuffles, shapes and values, including the short last batch.
+  auto pipelines = [](const DatasetPtr& source) {
+    return std::vector<DatasetPtr>{
+        source->Batch(3),
+        source->Shuffle(7, 42)->Batch(4, /*drop_remainder=*/true),
+        source->Shard(3, 2)->Shuffle(50, 9)->Repeat(3)->Batch(5),
+        source->Skip(4)->Take(13)->Shuffle(5, 2)->Batch(6)->Repeat(2),
+        source->Shuffle(50, 1),  // Unbatched: GetNext on a row iterator.
+    };
+  };
+  std::vector<DatasetPtr> rows = pipelines(Range(50));
+  std::vector<DatasetPtr> elements = pipelines(AsElements(Range(50)));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(rows[i]->DebugString());
+    std::vector<double> got = AllValues(rows[i]);
+    EXPECT_FALSE(got.empty());
+    EXPECT_EQ(got, AllValues(elements[i]));
+  }
+  auto batch = CollectAll(*Range(5)->Shuffle(5, 3)->Batch(5));
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ((*batch)[0][1].shape(), TensorShape({5, 2}));
+  EXPECT_EQ((*batch)[0][0].dtype(), DType::kInt64);
+}
+
 TEST(ErrorDatasetTest, PropagatesThroughTransformations) {
   auto ds = ErrorDataset(absl::NotFoundError("gone"))->Map([](Element e) { return e; });
   EXPECT_EQ(ds->Repeat(2)->MakeIterator().status().code(), absl::StatusCode::kNotFound);
