@@ -1,5 +1,7 @@
 #include "framework/core/thread_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -12,7 +14,13 @@ namespace tandem {
 ThreadPool::ThreadPool(std::string name, int num_threads) : name_(std::move(name)) {
   num_threads = std::max(1, num_threads);
   threads_.reserve(num_threads);
-  for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 0; i < num_threads; ++i) {
+    threads_.emplace_back([this] {
+      // Linux limits thread names to 15 characters; the name shows in top -H and gdb.
+      pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
+      WorkerLoop();
+    });
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -1,7 +1,6 @@
 #include "framework/distributed/server.h"
 
 #include <malloc.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <mutex>
@@ -72,7 +71,6 @@ absl::Status Server::Init(const std::string& bind_address) {
       std::make_unique<ThreadPool>("inter_op", ThreadPool::DefaultSize(options_.inter_op_threads));
   int intra = ThreadPool::DefaultSize(options_.intra_op_threads);
   intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", std::max(1, intra - 1));
-  omp_set_num_threads(intra);
 
   // The cache reaches the other tasks; this task's own calls go to worker_ directly.
   worker_cache_ =
@@ -83,6 +81,7 @@ absl::Status Server::Init(const std::string& bind_address) {
   wenv.worker_cache = worker_cache_.get();
   wenv.inter_op_pool = inter_op_pool_.get();
   wenv.intra_op_pool = intra_op_pool_.get();
+  wenv.intra_op_threads = intra;
   wenv.recv_chunk_bytes = std::max<uint64_t>(1, options_.recv_chunk_bytes);
   wenv.on_shutdown = [this](const std::string& reason) {
     {

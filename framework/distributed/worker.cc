@@ -202,6 +202,7 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
     args.retvals = &response->tensors;
     args.inter_op_pool = env_.inter_op_pool;
     args.intra_op_pool = env_.intra_op_pool;
+    args.intra_op_threads = env_.intra_op_threads;
     args.rendezvous = rendezvous.get();
     if (req.trace()) args.stats = &stats;
     if (req.timeout_ms() > 0) args.deadline_micros = env::NowMicros() + req.timeout_ms() * 1000;

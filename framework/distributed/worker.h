@@ -47,6 +47,7 @@ struct WorkerEnv {
   WorkerCacheInterface* worker_cache = nullptr;  // Not owned; reaches the other tasks.
   ThreadPool* inter_op_pool = nullptr;           // Not owned; runs executor nodes.
   ThreadPool* intra_op_pool = nullptr;           // Not owned.
+  int intra_op_threads = 0;                      // ExecutorArgs::intra_op_threads.
   std::function<void(const std::string& reason)> on_shutdown;  // May be empty.
   // RecvTensor sends a larger tensor in chunks of this many bytes (gRPC cannot carry
   // a message of 2 GiB or more).

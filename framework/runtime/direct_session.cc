@@ -1,7 +1,5 @@
 #include "framework/runtime/direct_session.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <thread>
 
@@ -25,7 +23,7 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
   int intra = ThreadPool::DefaultSize(options.intra_op_threads);
   s->inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", inter);
   s->intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", std::max(1, intra - 1));
-  omp_set_num_threads(intra);  // oneDNN's intra-op parallelism.
+  s->intra_op_threads_ = intra;
   absl::MutexLock lock(&s->mu_);
   s->graph_ = std::make_unique<Graph>(OpRegistry::Global());
   TANDEM_RETURN_IF_ERROR(s->graph_->AddGraphDef(graph));
@@ -123,6 +121,7 @@ absl::StatusOr<std::vector<Tensor>> DirectSession::Run(const FeedMap& feeds,
   ea.retvals = &rets;
   ea.inter_op_pool = inter_op_pool_.get();
   ea.intra_op_pool = intra_op_pool_.get();
+  ea.intra_op_threads = intra_op_threads_;
   if (options.trace && metadata != nullptr) ea.stats = &metadata->step_stats;
   if (options.timeout_ms > 0) ea.deadline_micros = env::NowMicros() + options.timeout_ms * 1000;
   TANDEM_RETURN_IF_ERROR(exec->executor->Run(ea));

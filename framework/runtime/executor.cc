@@ -1,5 +1,6 @@
 #include "framework/runtime/executor.h"
 
+#include <omp.h>
 #include <pthread.h>
 
 #include "absl/synchronization/mutex.h"
@@ -8,6 +9,20 @@
 #include "glog/logging.h"
 
 namespace tandem {
+namespace {
+
+// omp_set_num_threads sets the calling thread's own default only, and kernels run on
+// pool threads, RPC threads and inline on callers: each sets it before its first
+// kernel (and again only if a session with another count uses the thread).
+void UseOmpThreads(int n) {
+  thread_local int current = 0;
+  if (current != n) {
+    omp_set_num_threads(n);
+    current = n;
+  }
+}
+
+}  // namespace
 
 // The state of one Run: output slots, pending counts, and completion.
 class Executor::StepState : public std::enable_shared_from_this<Executor::StepState> {
@@ -101,6 +116,7 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
   }
 
   void RunKernel(const Item& item, std::vector<Tensor> inputs) {
+    if (args_.intra_op_threads > 0) UseOmpThreads(args_.intra_op_threads);
     OpKernel* kernel = item.kernel.get();
     OpKernelContext ctx(kernel, &step_, std::move(inputs));
     int64_t start = args_.stats ? env::NowMicros() : 0;

@@ -38,6 +38,9 @@ struct ExecutorArgs {
   std::vector<Tensor>* retvals = nullptr;     // Not owned; resized to num_retvals.
   ThreadPool* inter_op_pool = nullptr;        // Null: everything runs inline.
   ThreadPool* intra_op_pool = nullptr;
+  // > 0: OpenMP parallel regions inside kernels (oneDNN) use this many threads, on
+  // whichever thread runs the kernel; 0 leaves OpenMP's default (one per core).
+  int intra_op_threads = 0;
   Rendezvous* rendezvous = nullptr;
   StepStats* stats = nullptr;                    // Non-null: record per-node timing.
   const std::atomic<bool>* cancelled = nullptr;  // Set by others to stop the step.

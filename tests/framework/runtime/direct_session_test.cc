@@ -2,10 +2,14 @@
 // a bad feed must give (never a crash).
 #include "framework/runtime/direct_session.h"
 
+#include <omp.h>
+
 #include <atomic>
 #include <thread>
 
+#include "framework/kernels/kernel_registry.h"
 #include "framework/ops/array_ops.h"
+#include "framework/ops/internal/build.h"
 #include "framework/ops/math_ops.h"
 #include "framework/ops/nn_ops.h"
 #include "framework/ops/random_ops.h"
@@ -201,6 +205,53 @@ TEST(DirectSessionTest, StepTimeoutStopsTheStepWithDeadlineExceeded) {
   EXPECT_THAT(Msg(out.status()), HasSubstr("timed out"));
   opts.timeout_ms = 600000;
   EXPECT_TRUE(session->Run({}, {h.name()}, {}, opts, nullptr).ok());
+}
+
+// Outputs omp_get_max_threads() of the thread it runs on.
+class OmpThreadsKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    ctx.set_output(0, Tensor::Scalar<int32_t>(omp_get_max_threads()));
+    return absl::OkStatus();
+  }
+};
+
+TEST(DirectSessionTest, KernelsUseIntraOpThreadsForOpenMpOnEveryThread) {
+  static const bool registered = [] {
+    OpRegistry::Global()->Register({.name = "TestOmpThreads", .infer = [](InferenceContext& ctx) {
+                                      ctx.AddOutput(DType::kInt32, PartialShape({}));
+                                      return absl::OkStatus();
+                                    }});
+    KernelRegistry::Global()->Register<OmpThreadsKernel>("TestOmpThreads", kDeviceCpu);
+    return true;
+  }();
+  ASSERT_TRUE(registered);
+  Scope root = Scope::NewRootScope();
+  // Two independent expensive nodes: the executor runs one on its pool and the other
+  // inline on the calling thread.
+  Output a = ops::internal::Build(root, "TestOmpThreads", {}, {}, "a");
+  Output b = ops::internal::Build(root, "TestOmpThreads", {}, {}, "b");
+  ASSERT_TRUE(root.ok()) << root.status();
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  // 3 and 1 both differ from OpenMP's default here (OMP_NUM_THREADS=2 under ctest, or
+  // one per core), and from each other on the same threads.
+  for (int intra : {3, 1}) {
+    SessionOptions options;
+    options.intra_op_threads = intra;
+    options.inter_op_threads = 2;
+    auto session = NewDirectSession(def, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    std::thread caller([&] {  // A thread of the caller's that never set OpenMP up.
+      for (int run = 0; run < 4; ++run) {
+        auto out = (*session)->Run({}, {a.name(), b.name()});
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_EQ((*out)[0].scalar<int32_t>(), intra);
+        EXPECT_EQ((*out)[1].scalar<int32_t>(), intra);
+      }
+    });
+    caller.join();
+  }
 }
 
 }  // namespace
