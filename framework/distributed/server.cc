@@ -73,8 +73,8 @@ absl::Status Server::Init(const std::string& bind_address) {
   intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", std::max(1, intra - 1));
 
   // The cache reaches the other tasks; this task's own calls go to worker_ directly.
-  worker_cache_ =
-      std::make_unique<GrpcWorkerCache>(options_.cluster, task_name_, options_.security);
+  worker_cache_ = std::make_unique<GrpcWorkerCache>(options_.cluster, task_name_, options_.security,
+                                                    options_.channels_per_task);
   WorkerEnv wenv;
   wenv.task_name = task_name_;
   wenv.devices = devices_.get();
@@ -131,6 +131,11 @@ void Server::Stop() {
   absl::MutexLock lock(&mu_);
   if (stopped_.HasBeenNotified()) return;
   if (shutdown_reason_.empty()) shutdown_reason_ = "stopped";
+  // gRPC's shutdown waits for every handler to finish; none may wait on a tensor.
+  if (worker_ != nullptr) {
+    worker_->AbortAllSteps(absl::UnavailableError(
+        absl::StrCat("server ", task_name_, " is stopping (", shutdown_reason_, ")")));
+  }
   if (server_ != nullptr)
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   stopped_.Notify();

@@ -26,6 +26,7 @@
 #include "framework/core/thread_pool.h"
 #include "framework/distributed/cluster_spec.h"
 #include "framework/distributed/master.h"
+#include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/rpc/grpc_util.h"
 #include "framework/distributed/worker.h"
 #include "framework/runtime/device.h"
@@ -33,7 +34,6 @@
 namespace tandem {
 
 class GrpcService;
-class GrpcWorkerCache;
 
 struct ServerOptions {
   ClusterSpec cluster;
@@ -43,6 +43,8 @@ struct ServerOptions {
   int inter_op_threads = 0;                       // 0: one per core.
   int intra_op_threads = 0;                       // 0: one per core.
   uint64_t recv_chunk_bytes = uint64_t{1} << 30;  // WorkerEnv::recv_chunk_bytes.
+  // gRPC connections to each other task (GrpcWorkerCache).
+  int channels_per_task = GrpcWorkerCache::kDefaultChannelsPerTask;
 };
 
 class Server {

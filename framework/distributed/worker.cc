@@ -32,9 +32,15 @@ Worker::Worker(WorkerEnv env) : env_(std::move(env)), run_pool_("worker_run", kR
 }
 
 Worker::~Worker() {
+  AbortAllSteps(absl::CancelledError("worker shutting down"));
   absl::MutexLock lock(&mu_);
-  for (auto& [id, r] : steps_) r->StartAbort(absl::CancelledError("worker shutting down"));
   steps_.clear();
+}
+
+void Worker::AbortAllSteps(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (abort_all_.ok()) abort_all_ = status;
+  for (auto& [id, r] : steps_) r->StartAbort(abort_all_);
 }
 
 void Worker::GetStatusAsync(CallOptions*, const WireMessage<proto::GetStatusRequest>*,
@@ -165,7 +171,10 @@ void Worker::DeregisterGraphAsync(CallOptions*,
 std::shared_ptr<WorkerRendezvous> Worker::StepRendezvous(int64_t step_id) {
   absl::MutexLock lock(&mu_);
   auto& slot = steps_[step_id];
-  if (!slot) slot = std::make_shared<WorkerRendezvous>(env_.task_name, step_id, env_.worker_cache);
+  if (!slot) {
+    slot = std::make_shared<WorkerRendezvous>(env_.task_name, step_id, env_.worker_cache);
+    if (!abort_all_.ok()) slot->StartAbort(abort_all_);
+  }
   return slot;
 }
 

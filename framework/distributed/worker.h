@@ -61,6 +61,10 @@ class Worker : public WorkerInterface {
 
   TANDEM_WORKER_RPCS(TANDEM_OVERRIDE_RPC)
 
+  // Aborts every step's rendezvous with `status`, and every step started later, so that
+  // no call waits for a tensor any more (RecvTensor of a step that never runs, a
+  // RunGraph blocked in a _Recv): the server stops with nothing left in flight.
+  void AbortAllSteps(const absl::Status& status);
   // Number of steps whose rendezvous is alive (for tests).
   int NumLiveSteps() const;
   // Chunks sent by RecvTensor for tensors over recv_chunk_bytes (for tests).
@@ -94,6 +98,7 @@ class Worker : public WorkerInterface {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, std::shared_ptr<WorkerRendezvous>> steps_ ABSL_GUARDED_BY(mu_);
+  absl::Status abort_all_ ABSL_GUARDED_BY(mu_);  // Set by AbortAllSteps.
 };
 
 }  // namespace tandem

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/strings/str_cat.h"
 #include "apps/examples/fashion_models.h"
 #include "framework/distributed/grpc_session.h"
@@ -81,6 +82,9 @@ double RawTcp(size_t bytes, int reps) {
   return bytes * reps / s;
 }
 
+// gRPC connections from one task to another (ServerOptions::channels_per_task).
+int channels_per_task = GrpcWorkerCache::kDefaultChannelsPerTask;
+
 std::vector<std::unique_ptr<Server>> PsAndWorker(int threads) {
   ClusterSpec cluster;
   CHECK(cluster.AddJob("ps", {absl::StrCat("127.0.0.1:", testing::PickFreePort())}).ok());
@@ -92,6 +96,7 @@ std::vector<std::unique_ptr<Server>> PsAndWorker(int threads) {
     o.job = job;
     o.inter_op_threads = threads;
     o.intra_op_threads = threads;
+    o.channels_per_task = channels_per_task;
     auto s = Server::Create(o);
     CHECK(s.ok()) << s.status();
     servers.push_back(std::move(*s));
@@ -99,11 +104,15 @@ std::vector<std::unique_ptr<Server>> PsAndWorker(int threads) {
   return servers;
 }
 
-// A gRPC client of `server`'s worker service, as a fresh remote task would have.
+// A gRPC client of `server`'s worker service, as another task would have.
 std::unique_ptr<WorkerInterface> WorkerClient(Server* server) {
-  auto channel = NewGrpcChannel(server->target().substr(strlen("grpc://")), {});
-  CHECK(channel.ok()) << channel.status();
-  return std::make_unique<GrpcWorkerClient>(*channel, "");
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < channels_per_task; ++i) {
+    auto channel = NewGrpcChannel(server->target().substr(strlen("grpc://")), {});
+    CHECK(channel.ok()) << channel.status();
+    channels.push_back(*channel);
+  }
+  return std::make_unique<GrpcWorkerClient>(channels, "");
 }
 
 proto::GetStatusResponse GetStatus(WorkerInterface* w) {
@@ -130,9 +139,12 @@ void SetNodeAttr(proto::NodeDef* nd, const std::string& name, AttrValue value) {
 
 // Bytes/second of RecvTensor RPCs alone, without the rest of a step: `ps` gets a
 // partition (Const -> _Send) that puts a tensor of `bytes` into its step rendezvous;
-// each rep runs it under a new step id (untimed), then times one RecvTensor of it from
-// a gRPC client (request, response, decoding into a tensor) and cleans the step up.
-double RecvTensorRpc(Server* ps, size_t bytes, int reps) {
+// each rep runs it under `in_flight` new step ids (untimed), then times that many
+// concurrent RecvTensor calls from one gRPC client (requests, responses, decoding into
+// tensors) and cleans the steps up. in_flight 1 is one call's latency-bound rate; more
+// calls overlap one response's latency with another's bytes, as the raw TCP stream
+// does and as a step's many receives do.
+double RecvTensorRpc(Server* ps, size_t bytes, int reps, int in_flight) {
   std::unique_ptr<WorkerInterface> client = WorkerClient(ps);
   WorkerInterface* w = client.get();
   const proto::GetStatusResponse status = GetStatus(w);
@@ -170,33 +182,50 @@ double RecvTensorRpc(Server* ps, size_t bytes, int reps) {
 
   const std::string key = CreateRendezvousKey(device, incarnation, recv_device, "value:0");
   double seconds = 0;
+  int64_t step = 1000;
   for (int r = 0; r <= reps; ++r) {  // Rep 0 warms up.
-    WireMessage<proto::RunGraphRequest> run;
-    run.proto.set_session_handle("recv_bench");
-    run.proto.set_graph_handle(registered.proto.graph_handle());
-    run.proto.set_step_id(1000 + r);
-    WireMessage<proto::RunGraphResponse> ran;
-    CHECK(CallAndWait(w, &WorkerInterface::RunGraphAsync, run, &ran).ok());
-    WireMessage<proto::RecvTensorRequest> recv;
-    recv.proto.set_step_id(1000 + r);
-    recv.proto.set_rendezvous_key(key);
-    WireMessage<proto::RecvTensorResponse> got;
+    // `in_flight` steps each put the tensor into their rendezvous (untimed) ...
+    std::vector<WireMessage<proto::RecvTensorRequest>> recv(in_flight);
+    std::vector<WireMessage<proto::RecvTensorResponse>> got(in_flight);
+    for (int k = 0; k < in_flight; ++k) {
+      WireMessage<proto::RunGraphRequest> run;
+      run.proto.set_session_handle("recv_bench");
+      run.proto.set_graph_handle(registered.proto.graph_handle());
+      run.proto.set_step_id(step + k);
+      WireMessage<proto::RunGraphResponse> ran;
+      CHECK(CallAndWait(w, &WorkerInterface::RunGraphAsync, run, &ran).ok());
+      recv[k].proto.set_step_id(step + k);
+      recv[k].proto.set_rendezvous_key(key);
+    }
+    // ... then their RecvTensor calls go out together and are timed until the last
+    // response is decoded.
+    absl::BlockingCounter pending(in_flight);
+    std::vector<absl::Status> status(in_flight);
     auto t0 = Clock::now();
-    absl::Status s = CallAndWait(w, &WorkerInterface::RecvTensorAsync, recv, &got);
+    for (int k = 0; k < in_flight; ++k) {
+      w->RecvTensorAsync(nullptr, &recv[k], &got[k], [&, k](const absl::Status& s) {
+        status[k] = s;
+        pending.DecrementCount();
+      });
+    }
+    pending.Wait();
     if (r > 0) seconds += Seconds(t0);
-    CHECK(s.ok()) << s;
-    CHECK_EQ(got.tensors.size(), 1u);
-    CHECK_EQ(got.tensors[0].TotalBytes(), bytes);
-    WireMessage<proto::CleanupGraphRequest> cleanup;
-    cleanup.proto.set_step_id(1000 + r);
-    WireMessage<proto::CleanupGraphResponse> cleaned;
-    CHECK(CallAndWait(w, &WorkerInterface::CleanupGraphAsync, cleanup, &cleaned).ok());
+    for (int k = 0; k < in_flight; ++k) {
+      CHECK(status[k].ok()) << status[k];
+      CHECK_EQ(got[k].tensors.size(), 1u);
+      CHECK_EQ(got[k].tensors[0].TotalBytes(), bytes);
+      WireMessage<proto::CleanupGraphRequest> cleanup;
+      cleanup.proto.set_step_id(step + k);
+      WireMessage<proto::CleanupGraphResponse> cleaned;
+      CHECK(CallAndWait(w, &WorkerInterface::CleanupGraphAsync, cleanup, &cleaned).ok());
+    }
+    step += in_flight;
   }
   WireMessage<proto::DeleteWorkerSessionRequest> del;
   del.proto.set_session_handle("recv_bench");
   WireMessage<proto::DeleteWorkerSessionResponse> deleted;
   CHECK(CallAndWait(w, &WorkerInterface::DeleteWorkerSessionAsync, del, &deleted).ok());
-  return bytes * reps / seconds;
+  return static_cast<double>(bytes) * reps * in_flight / seconds;
 }
 
 // Bytes/second of a ps variable of `bytes` read into a worker-side op each step.
@@ -293,6 +322,8 @@ int Main(int argc, char** argv) {
   app.add_option("--steps", steps, "MLP steps to time");
   app.add_option("--mib", sizes_mib, "RecvTensor sizes in MiB")->delimiter(',');
   app.add_flag("--trace", trace, "print one distributed MLP step's node timeline");
+  app.add_option("--channels", channels_per_task, "gRPC connections per pair of tasks")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   auto servers = PsAndWorker(threads);
   if (what == "recv" || what == "all") {
@@ -304,12 +335,13 @@ int Main(int argc, char** argv) {
       size_t bytes = mib << 20;
       int reps = static_cast<int>(std::max<size_t>(10, 400 / mib));
       double tcp = RawTcp(bytes, reps);
-      double rpc = RecvTensorRpc(servers[0].get(), bytes, reps);
+      double rpc = RecvTensorRpc(servers[0].get(), bytes, reps, 1);
+      double rpc4 = RecvTensorRpc(servers[0].get(), bytes, std::max(1, reps / 4), 4);
       double step = GrpcRecv(servers[1].get(), bytes, reps);
       std::printf(
           "recv %zu MiB: raw_tcp=%.0f MB/s recv_tensor_rpc=%.0f MB/s (ratio %.2f) "
-          "step_moving_it=%.0f MB/s (ratio %.2f)\n",
-          mib, tcp / 1e6, rpc / 1e6, rpc / tcp, step / 1e6, step / tcp);
+          "4_in_flight=%.0f MB/s (ratio %.2f) step_moving_it=%.0f MB/s (ratio %.2f)\n",
+          mib, tcp / 1e6, rpc / 1e6, rpc / tcp, rpc4 / 1e6, rpc4 / tcp, step / 1e6, step / tcp);
     }
   }
   if (what == "mlp" || what == "all") {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "glog/logging.h"
 
 namespace tandem {
 
@@ -18,11 +19,41 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewGrpcChannel(const std::string&
   void Class::Name##Async(CallOptions* options, const WireMessage<proto::Name##Request>* request, \
                           WireMessage<proto::Name##Response>* response, StatusCallback done) {    \
     static const std::string* const kMethod = new std::string(std::string(Prefix) + #Name);       \
-    GrpcCall(&stub_, *kMethod, token_, options, request, response, std::move(done));              \
+    grpc::GenericStub* stub = Pick(absl::string_view(#Name) == "RecvTensor", &done);              \
+    GrpcCall(stub, *kMethod, token_, options, request, response, std::move(done));                \
   }
 
+GrpcWorkerClient::GrpcWorkerClient(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                                   std::string token)
+    : in_flight_(std::make_shared<std::vector<std::atomic<int>>>(channels.size())),
+      token_(std::move(token)) {
+  CHECK(!channels.empty());
+  for (const auto& channel : channels)
+    stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+}
 GrpcWorkerClient::GrpcWorkerClient(std::shared_ptr<grpc::Channel> channel, std::string token)
-    : stub_(std::move(channel)), token_(std::move(token)) {}
+    : GrpcWorkerClient(std::vector<std::shared_ptr<grpc::Channel>>{std::move(channel)},
+                       std::move(token)) {}
+
+grpc::GenericStub* GrpcWorkerClient::Pick(bool carries_tensors, StatusCallback* done) {
+  if (!carries_tensors || stubs_.size() == 1) return stubs_[0].get();
+  std::vector<std::atomic<int>>& loads = *in_flight_;
+  size_t best = 0;
+  int best_load = loads[0].load(std::memory_order_relaxed);
+  for (size_t i = 1; i < loads.size() && best_load > 0; ++i) {
+    int load = loads[i].load(std::memory_order_relaxed);
+    if (load < best_load) {
+      best = i;
+      best_load = load;
+    }
+  }
+  loads[best].fetch_add(1, std::memory_order_relaxed);
+  *done = [counts = in_flight_, best, inner = std::move(*done)](const absl::Status& s) {
+    (*counts)[best].fetch_sub(1, std::memory_order_relaxed);
+    inner(s);
+  };
+  return stubs_[best].get();
+}
 #define TANDEM_WORKER_CALL(Name) TANDEM_GRPC_CALL(GrpcWorkerClient, kWorkerServicePrefix, Name)
 TANDEM_WORKER_RPCS(TANDEM_WORKER_CALL)
 #undef TANDEM_WORKER_CALL
@@ -36,10 +67,11 @@ TANDEM_MASTER_RPCS(TANDEM_MASTER_CALL)
 #undef TANDEM_GRPC_CALL
 
 GrpcWorkerCache::GrpcWorkerCache(ClusterSpec cluster, std::string local_task,
-                                 TransportSecurity security)
+                                 TransportSecurity security, int channels_per_task)
     : cluster_(std::move(cluster)),
       local_task_(std::move(local_task)),
-      security_(std::move(security)) {}
+      security_(std::move(security)),
+      channels_per_task_(std::max(1, channels_per_task)) {}
 
 absl::StatusOr<WorkerInterface*> GrpcWorkerCache::GetWorker(const std::string& task) {
   if (task == local_task_ && local_ != nullptr) return local_;
@@ -55,8 +87,12 @@ absl::StatusOr<WorkerInterface*> GrpcWorkerCache::GetWorker(const std::string& t
     return absl::NotFoundError(
         absl::StrCat("the cluster ", cluster_.DebugString(), " has no task ", task));
   }
-  TANDEM_ASSIGN_OR_RETURN(auto channel, NewGrpcChannel(*address, security_));
-  auto client = std::make_unique<GrpcWorkerClient>(std::move(channel), security_.token);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < channels_per_task_; ++i) {
+    TANDEM_ASSIGN_OR_RETURN(auto channel, NewGrpcChannel(*address, security_));
+    channels.push_back(std::move(channel));
+  }
+  auto client = std::make_unique<GrpcWorkerClient>(channels, security_.token);
   WorkerInterface* w = client.get();
   clients_[task] = std::move(client);
   return w;

@@ -16,8 +16,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/rpc/grpc_util.h"
 #include "framework/distributed/server.h"
+#include "framework/distributed/worker_rendezvous.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/layers.h"
 #include "framework/ops/losses.h"
@@ -93,6 +95,64 @@ TEST(GrpcUtilTest, CallStateIsReleasedOnAnotherThread) {
   ReleaseOffCallbackThread(std::move(state));
   ASSERT_TRUE(released.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_NE(released_on, std::this_thread::get_id());
+}
+
+// A client's RecvTensor calls take its least busy channel: one at a time they all use
+// channel 0; while one waits, the next goes to channel 1. Each channel here reaches a
+// different server, whose error names it. A server stops even while a RecvTensor
+// waits for a step that never runs.
+TEST(GrpcClientTest, RecvTensorTakesTheLeastBusyChannel) {
+  auto servers = StartCluster({{"a", 1}, {"b", 1}});
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (const auto& server : servers) {
+    auto channel = NewGrpcChannel(server->address(), {});
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    channels.push_back(*channel);
+  }
+  GrpcWorkerClient client(channels, "");
+  // A key naming a device no server has: refused at once, naming the serving task.
+  WireMessage<proto::RecvTensorRequest> bogus;
+  bogus.proto.set_step_id(1);
+  bogus.proto.set_rendezvous_key(CreateRendezvousKey(
+      "/job:c/replica:0/task:0/device:CPU:0", 1, "/job:a/replica:0/task:0/device:CPU:0", "x:0"));
+  auto served_by = [&](const WireMessage<proto::RecvTensorRequest>& req) {
+    WireMessage<proto::RecvTensorResponse> resp;
+    absl::Status s = CallAndWait(static_cast<WorkerInterface*>(&client),
+                                 &WorkerInterface::RecvTensorAsync, req, &resp);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    return std::string(s.message());
+  };
+  for (int i = 0; i < 3; ++i) EXPECT_THAT(served_by(bogus), HasSubstr("(/job:a/"));
+
+  // A valid key of a step that never runs: the call waits on channel 0 until cancelled.
+  Device* a_cpu = servers[0]->devices()->devices()[0].get();
+  WireMessage<proto::RecvTensorRequest> waiting;
+  waiting.proto.set_step_id(7);
+  waiting.proto.set_rendezvous_key(CreateRendezvousKey(
+      a_cpu->name(), a_cpu->incarnation(), "/job:b/replica:0/task:0/device:CPU:0", "y:0"));
+  WireMessage<proto::RecvTensorResponse> waiting_resp;
+  CallOptions cancel;
+  absl::Notification waited;
+  absl::Status waited_status;
+  client.RecvTensorAsync(&cancel, &waiting, &waiting_resp, [&](const absl::Status& s) {
+    waited_status = s;
+    waited.Notify();
+  });
+  EXPECT_THAT(served_by(bogus), HasSubstr("(/job:b/"));
+  cancel.StartCancel();
+  ASSERT_TRUE(waited.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_FALSE(waited_status.ok());
+  EXPECT_THAT(served_by(bogus), HasSubstr("(/job:a/"));  // Channel 0 is free again.
+
+  // Server a still runs the cancelled call's handler, waiting on step 7's rendezvous.
+  // Stopping aborts it; gRPC would otherwise wait for it forever.
+  absl::Notification stopped;
+  std::thread stopper([&] {
+    servers[0]->Stop();
+    stopped.Notify();
+  });
+  EXPECT_TRUE(stopped.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  stopper.join();
 }
 
 TEST(GrpcSessionTest, LocalServerRunsAConstant) {
