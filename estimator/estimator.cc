@@ -58,8 +58,7 @@ struct OpenInput {
   }
 };
 
-absl::StatusOr<OpenInput> Open(const InputFn& input_fn, ModeKey mode,
-                               const InputContext& context) {
+absl::StatusOr<OpenInput> Open(const InputFn& input_fn, ModeKey mode, const InputContext& context) {
   const std::string where = absl::StrCat("input_fn(", ModeKeyName(mode), ")");
   TANDEM_ASSIGN_OR_RETURN(InputData data, Annotated(input_fn(mode, context), where));
   if (data.dataset == nullptr) return absl::InvalidArgumentError(where + " returned no dataset");
@@ -170,20 +169,21 @@ std::function<absl::Status(Session*)> WarmStartFn(Graph* graph, WarmStartSetting
     try {
       pattern = std::regex(ws.vars_to_warm_start);
     } catch (const std::regex_error& e) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "warm start: vars_to_warm_start '", ws.vars_to_warm_start, "' is not a regex: ", e.what()));
+      return absl::InvalidArgumentError(absl::StrCat("warm start: vars_to_warm_start '",
+                                                     ws.vars_to_warm_start,
+                                                     "' is not a regex: ", e.what()));
     }
     int warmed = 0;
     for (const ops::Variable& v : vars) {
       if (!std::regex_search(v.name(), pattern, std::regex_constants::match_continuous)) continue;
-      TANDEM_ASSIGN_OR_RETURN(
-          Tensor value,
-          Annotated(reader->Read(v.name()), absl::StrCat("warm start of variable '", v.name(), "'")));
+      TANDEM_ASSIGN_OR_RETURN(Tensor value,
+                              Annotated(reader->Read(v.name()),
+                                        absl::StrCat("warm start of variable '", v.name(), "'")));
       if (value.dtype() != v.dtype() || !v.shape().IsCompatibleWith(value.shape())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "warm start of variable '", v.name(), "': ", prefix, " holds ",
-            DTypeName(value.dtype()), value.shape().DebugString(), ", the model has ",
-            DTypeName(v.dtype()), v.shape().DebugString()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("warm start of variable '", v.name(), "': ", prefix, " holds ",
+                         DTypeName(value.dtype()), value.shape().DebugString(), ", the model has ",
+                         DTypeName(v.dtype()), v.shape().DebugString()));
       }
       TANDEM_RETURN_IF_ERROR(
           session->Run({{v.initializer()->input(1).name(), value}}, {}, {v.initializer()->name()})
@@ -215,8 +215,11 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
   if (!options.session_factory) {
     if (options.config.is_distributed()) {
       return absl::UnimplementedError(absl::StrCat(
-          "Estimator: this task is '", options.config.task_type(), "' of a cluster, but the "
-          "distributed runtime (GrpcSession) is not built yet; run without TF_CONFIG/[cluster]"));
+          "Estimator: this task is '", options.config.task_type(),
+          "' of a cluster, and the "
+          "Estimator does not drive the distributed runtime yet (chief/worker session "
+          "creators over GrpcSession); run without TF_CONFIG/[cluster], or serve the task "
+          "with `trainer serve`"));
     }
     options.session_factory = DefaultSessionFactory();
   }
@@ -370,9 +373,8 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,
   LOG(INFO) << "Starting evaluation of " << checkpoint_path;
   TANDEM_ASSIGN_OR_RETURN(
       auto session,
-      MonitoredSession::Create(g.root.graph(),
-                               std::make_unique<ChiefSessionCreator>(sco, "", checkpoint_path),
-                               hooks));
+      MonitoredSession::Create(
+          g.root.graph(), std::make_unique<ChiefSessionCreator>(sco, "", checkpoint_path), hooks));
   const SessionRunRequest base{{}, {}, updates};
   int64_t step = 0;
   while (!session->ShouldStop() && (!options.steps || step < *options.steps)) {
@@ -415,8 +417,7 @@ absl::Status Estimator::Predict(const InputFn& input_fn, const PredictionCallbac
                                 const PredictOptions& options) {
   std::string checkpoint_path = options.checkpoint_path;
   if (checkpoint_path.empty()) checkpoint_path = LatestCheckpoint();
-  TANDEM_ASSIGN_OR_RETURN(OpenInput in,
-                          Open(input_fn, ModeKey::kPredict, options_.input_context));
+  TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kPredict, options_.input_context));
   ModeGraph g;
   TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kPredict, in, &g));
   std::vector<std::string> keys, fetches;
@@ -450,9 +451,8 @@ absl::Status Estimator::Predict(const InputFn& input_fn, const PredictionCallbac
   hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());
   TANDEM_ASSIGN_OR_RETURN(
       auto session,
-      MonitoredSession::Create(g.root.graph(),
-                               std::make_unique<ChiefSessionCreator>(sco, "", checkpoint_path),
-                               hooks));
+      MonitoredSession::Create(
+          g.root.graph(), std::make_unique<ChiefSessionCreator>(sco, "", checkpoint_path), hooks));
   while (!session->ShouldStop()) {
     TANDEM_ASSIGN_OR_RETURN(std::optional<data::Element> batch, in.Next());
     if (!batch) break;

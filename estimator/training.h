@@ -4,9 +4,9 @@
 // TrainSpec::max_steps, evaluating after each checkpoint save (except the one made when
 // the session is created) when at least throttle_secs passed since the last
 // evaluation, and once more at the end unless the last checkpoint was just evaluated.
-// As in TensorFlow, start_delay_secs applies to a separate evaluator task only. The distributed roles (chief, worker, ps,
-// evaluator from TF_CONFIG) come with the distributed runtime; for them this returns
-// UNIMPLEMENTED naming the task type.
+// As in TensorFlow, start_delay_secs applies to a separate evaluator task only. The
+// distributed roles (chief, worker, ps, evaluator from TF_CONFIG) are not wired to the
+// distributed runtime yet; for them this returns UNIMPLEMENTED naming the task type.
 //
 // Thread safety: one call at a time per Estimator.
 #ifndef TANDEM_ESTIMATOR_TRAINING_H_
