@@ -102,6 +102,7 @@ int Serve(const ServeFlags& flags) {
   options.security.ca_file = flags.tls_ca;
   options.inter_op_threads = flags.inter_op_threads;
   options.intra_op_threads = flags.intra_op_threads;
+  options.channels_per_task = flags.channels_per_task;
   // Blocked before any thread starts, so that every thread inherits the mask and the
   // watcher below is the one that receives them.
   sigset_t set;

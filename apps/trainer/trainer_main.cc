@@ -249,6 +249,12 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
   serve->add_option("--tls_ca", serve_flags.tls_ca, "PEM roots: require client certificates");
   serve->add_option("--inter_op_threads", serve_flags.inter_op_threads, "0: one per core");
   serve->add_option("--intra_op_threads", serve_flags.intra_op_threads, "0: one per core");
+  serve
+      ->add_option("--channels_per_task", serve_flags.channels_per_task,
+                   "gRPC connections to each other task; concurrent tensor transfers "
+                   "spread over them")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_subcommand("models", "list the registered models");
   try {
     app.parse(argc, argv);

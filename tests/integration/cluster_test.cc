@@ -367,6 +367,11 @@ TEST_F(ClusterTest, ServeUsageErrors) {
   ASSERT_TRUE(env::WriteFileAtomic(toml, "[cluster]\nps = [\"127.0.0.1:1\", 7]\n").ok());
   EXPECT_EQ(run({"serve", "--cluster", toml, "--job", "ps", "--task", "0"}, &err), 2);
   EXPECT_THAT(err, HasSubstr("bad_cluster.toml:2"));
+  EXPECT_EQ(run({"serve", "--cluster", "{\"cluster\": {\"ps\": [\"127.0.0.1:1\"]}}", "--job", "ps",
+                 "--task", "0", "--channels_per_task", "0"},
+                &err),
+            2);
+  EXPECT_THAT(err, HasSubstr("--channels_per_task"));
 }
 
 // The seeds' programs against server processes: a two-task "local" job with ops
