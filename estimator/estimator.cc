@@ -216,10 +216,9 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
     if (options.config.is_distributed()) {
       return absl::UnimplementedError(absl::StrCat(
           "Estimator: this task is '", options.config.task_type(),
-          "' of a cluster, and the "
-          "Estimator does not drive the distributed runtime yet (chief/worker session "
-          "creators over GrpcSession); run without TF_CONFIG/[cluster], or serve the task "
-          "with `trainer serve`"));
+          "' of a cluster, and the Estimator does not drive the distributed runtime yet "
+          "(chief/worker session creators over GrpcSession); run without "
+          "TF_CONFIG/[cluster], or serve the task with `trainer serve`"));
     }
     options.session_factory = DefaultSessionFactory();
   }

@@ -74,9 +74,8 @@ absl::StatusOr<EvalResult> TrainAndEvaluate(Estimator& estimator, const TrainSpe
   if (config.is_distributed() || config.task_type() == "evaluator") {
     return absl::UnimplementedError(
         absl::StrCat("train_and_evaluate as task '", config.task_type(),
-                     "' of a cluster is not "
-                     "implemented yet (the Estimator does not drive the distributed runtime); run "
-                     "without a cluster (local mode)"));
+                     "' of a cluster is not implemented yet (the Estimator does not drive the "
+                     "distributed runtime); run without a cluster (local mode)"));
   }
   if (!train_spec.input_fn || !eval_spec.input_fn) {
     return absl::InvalidArgumentError("train_and_evaluate: TrainSpec and EvalSpec need input_fn");

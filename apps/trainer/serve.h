@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "framework/distributed/rpc/grpc_clients.h"
 
 namespace tandem {
 
@@ -37,7 +38,7 @@ struct ServeFlags {
   std::string tls_cert, tls_key, tls_ca;
   int inter_op_threads = 0;
   int intra_op_threads = 0;
-  int channels_per_task = 4;  // ServerOptions::channels_per_task (>= 1).
+  int channels_per_task = GrpcWorkerCache::kDefaultChannelsPerTask;  // >= 1
 };
 
 // Returns the process exit code (0 after a clean shutdown, 2 for a usage error, 1 for

@@ -235,14 +235,21 @@ class TFRecordDataset : public Dataset {
 
 }  // namespace
 
+namespace {
+
+absl::StatusOr<DatasetPtr> IdxDataset(absl::StatusOr<LabeledImages> split) {
+  if (!split.ok()) return split.status();
+  return FromTensors({std::move(split->images), std::move(split->labels)}, "FromIdx");
+}
+
+}  // namespace
+
 absl::StatusOr<DatasetPtr> FromIdx(const std::string& images_path, const std::string& labels_path) {
-  TANDEM_ASSIGN_OR_RETURN(LabeledImages split, LoadIdxPair(images_path, labels_path));
-  return FromTensors({std::move(split.images), std::move(split.labels)}, "FromIdx");
+  return IdxDataset(LoadIdxPair(images_path, labels_path));
 }
 
 absl::StatusOr<DatasetPtr> FromIdxSplit(std::string dir, const std::string& prefix) {
-  TANDEM_ASSIGN_OR_RETURN(LabeledImages split, LoadIdxSplit(dir, prefix));
-  return FromTensors({std::move(split.images), std::move(split.labels)}, "FromIdx");
+  return IdxDataset(LoadIdxSplit(std::move(dir), prefix));
 }
 
 absl::StatusOr<DatasetPtr> FromCsv(const std::string& path, std::vector<DType> column_types,

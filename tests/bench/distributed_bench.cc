@@ -21,8 +21,8 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
-#include "absl/synchronization/blocking_counter.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "apps/examples/fashion_models.h"
 #include "framework/distributed/grpc_session.h"
 #include "framework/distributed/rpc/grpc_clients.h"
@@ -106,13 +106,9 @@ std::vector<std::unique_ptr<Server>> PsAndWorker(int threads) {
 
 // A gRPC client of `server`'s worker service, as another task would have.
 std::unique_ptr<WorkerInterface> WorkerClient(Server* server) {
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  for (int i = 0; i < channels_per_task; ++i) {
-    auto channel = NewGrpcChannel(server->target().substr(strlen("grpc://")), {});
-    CHECK(channel.ok()) << channel.status();
-    channels.push_back(*channel);
-  }
-  return std::make_unique<GrpcWorkerClient>(channels, "");
+  auto client = NewGrpcWorkerClient(server->address(), {}, channels_per_task);
+  CHECK(client.ok()) << client.status();
+  return std::move(*client);
 }
 
 proto::GetStatusResponse GetStatus(WorkerInterface* w) {

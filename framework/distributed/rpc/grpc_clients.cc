@@ -35,6 +35,16 @@ GrpcWorkerClient::GrpcWorkerClient(std::shared_ptr<grpc::Channel> channel, std::
     : GrpcWorkerClient(std::vector<std::shared_ptr<grpc::Channel>>{std::move(channel)},
                        std::move(token)) {}
 
+absl::StatusOr<std::unique_ptr<GrpcWorkerClient>> NewGrpcWorkerClient(
+    const std::string& address, const TransportSecurity& security, int channels) {
+  std::vector<std::shared_ptr<grpc::Channel>> made;
+  for (int i = 0; i < std::max(1, channels); ++i) {
+    TANDEM_ASSIGN_OR_RETURN(auto channel, NewGrpcChannel(address, security));
+    made.push_back(std::move(channel));
+  }
+  return std::make_unique<GrpcWorkerClient>(made, security.token);
+}
+
 grpc::GenericStub* GrpcWorkerClient::Pick(bool carries_tensors, StatusCallback* done) {
   if (!carries_tensors || stubs_.size() == 1) return stubs_[0].get();
   std::vector<std::atomic<int>>& loads = *in_flight_;
@@ -87,12 +97,8 @@ absl::StatusOr<WorkerInterface*> GrpcWorkerCache::GetWorker(const std::string& t
     return absl::NotFoundError(
         absl::StrCat("the cluster ", cluster_.DebugString(), " has no task ", task));
   }
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  for (int i = 0; i < channels_per_task_; ++i) {
-    TANDEM_ASSIGN_OR_RETURN(auto channel, NewGrpcChannel(*address, security_));
-    channels.push_back(std::move(channel));
-  }
-  auto client = std::make_unique<GrpcWorkerClient>(channels, security_.token);
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<GrpcWorkerClient> client,
+                          NewGrpcWorkerClient(*address, security_, channels_per_task_));
   WorkerInterface* w = client.get();
   clients_[task] = std::move(client);
   return w;

@@ -51,6 +51,10 @@ class GrpcWorkerClient : public WorkerInterface {
   const std::string token_;
 };
 
+// A worker client of "host:port" over `channels` (>= 1) new channels.
+absl::StatusOr<std::unique_ptr<GrpcWorkerClient>> NewGrpcWorkerClient(
+    const std::string& address, const TransportSecurity& security, int channels);
+
 class GrpcMasterClient : public MasterInterface {
  public:
   GrpcMasterClient(std::shared_ptr<grpc::Channel> channel, std::string token);
