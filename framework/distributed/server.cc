@@ -99,6 +99,7 @@ absl::Status Server::Init(const std::string& bind_address) {
   master_ = std::make_shared<Master>(menv);
   service_ = std::make_unique<GrpcService>(worker_.get(), master_.get(), options_.security.token);
 
+  UseGrpcTransportExperiments();
   TANDEM_ASSIGN_OR_RETURN(auto creds, MakeServerCredentials(options_.security));
   grpc::ServerBuilder builder;
   int port = 0;

@@ -6,8 +6,10 @@
 //     and the step time when the moved tensor is 4 KiB (the fixed cost of a step).
 //   mlp: the training step of the MLP 784-256-128-10 (Adam, batch 128) with its
 //     variables on a ps task and the step on a worker task (two servers, gRPC on
-//     loopback) versus the same graph in a DirectSession.
-// Prints one line per figure with the ratio; run.sh runs it.
+//     loopback) versus the same graph in a DirectSession; and the floor under the
+//     distributed step that moving its weights and gradients at the raw TCP rate sets.
+// Peers alternate in --rounds rounds, each ratio is taken within a round, and the
+// medians are printed, one line per figure; run.sh runs it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -224,73 +226,109 @@ double RecvTensorRpc(Server* ps, size_t bytes, int reps, int in_flight) {
   return static_cast<double>(bytes) * reps * in_flight / seconds;
 }
 
-// Bytes/second of a ps variable of `bytes` read into a worker-side op each step.
-double GrpcRecv(Server* worker, size_t bytes, int reps) {
-  Scope root = Scope::NewRootScope();
-  Scope ps = root.WithDevice("/job:ps/task:0");
-  int64_t n = bytes / sizeof(float);
-  ops::Variable v(ps, "big", ops::Const(ps, Tensor::Filled(DType::kFloat, TensorShape({n}), 1.0f)));
-  // A cheap consumer on the worker: the tensor must cross, only a scalar comes back.
-  Output first = ops::Slice(root.WithDevice("/job:worker/task:0"), v.value(),
-                            ops::Const(root, Tensor::FromVector<int32_t>({0}, TensorShape({1}))),
-                            ops::Const(root, Tensor::FromVector<int32_t>({1}, TensorShape({1}))));
-  Node* init = ops::GlobalVariablesInitializer(root);
-  proto::GraphDef def;
-  root.graph()->ToGraphDef(&def);
-  SessionOptions so;
-  so.target = worker->target();
-  auto session = NewSession(def, so);
-  CHECK(session.ok()) << session.status();
-  CHECK((*session)->Run({}, {}, {init->name()}).ok());
-  CHECK((*session)->Run({}, {first.name()}).ok());  // Warm up: registration, connection.
-  auto t0 = Clock::now();
-  for (int r = 0; r < reps; ++r) CHECK((*session)->Run({}, {first.name()}).ok());
-  return bytes * reps / Seconds(t0);
-}
-
-// Steps/second of the MLP training step in a session to `target` ("" = DirectSession).
-double MlpSteps(const std::string& target, int threads, int steps, bool trace = false) {
-  Scope root = Scope::NewRootScope();
-  root.graph()->set_seed(1);
-  Output images =
-      ops::Placeholder(root.WithOpName("images"), DType::kFloat, PartialShape({-1, 784}));
-  Output labels = ops::Placeholder(root.WithOpName("labels"), DType::kInt32, PartialShape({-1}));
-  Output logits = examples::BuildMlp(root, images, {256, 128}, 1);
-  Output loss = ops::SparseSoftmaxCrossEntropy(root, labels, logits);
-  ops::AdamOptimizer adam(0.001f);
-  auto train = adam.Minimize(root, loss);
-  CHECK(train.ok());
-  Node* init = ops::GlobalVariablesInitializer(root);
-  proto::GraphDef def;
-  root.graph()->ToGraphDef(&def);
-  if (!target.empty()) {
-    // Every variable handle on the ps; its reads and updates follow by colocation,
-    // everything else defaults to the client's task (the worker).
-    for (auto& node : *def.mutable_node()) {
-      if (node.op() == "VarHandleOp") node.set_device("/job:ps/task:0");
-    }
+// A ps variable of `bytes` read into a worker-side op each step.
+class StepMovingTensor {
+ public:
+  StepMovingTensor(Server* worker, size_t bytes) : bytes_(bytes) {
+    Scope root = Scope::NewRootScope();
+    Scope ps = root.WithDevice("/job:ps/task:0");
+    int64_t n = bytes / sizeof(float);
+    ops::Variable v(ps, "big",
+                    ops::Const(ps, Tensor::Filled(DType::kFloat, TensorShape({n}), 1.0f)));
+    // A cheap consumer on the worker: the tensor must cross, only a scalar comes back.
+    Output first = ops::Slice(root.WithDevice("/job:worker/task:0"), v.value(),
+                              ops::Const(root, Tensor::FromVector<int32_t>({0}, TensorShape({1}))),
+                              ops::Const(root, Tensor::FromVector<int32_t>({1}, TensorShape({1}))));
+    fetch_ = first.name();
+    Node* init = ops::GlobalVariablesInitializer(root);
+    proto::GraphDef def;
+    root.graph()->ToGraphDef(&def);
+    SessionOptions so;
+    so.target = worker->target();
+    auto session = NewSession(def, so);
+    CHECK(session.ok()) << session.status();
+    session_ = std::move(*session);
+    CHECK(session_->Run({}, {}, {init->name()}).ok());
+    CHECK(session_->Run({}, {fetch_}).ok());  // Warm up: registration, connection.
   }
-  SessionOptions so;
-  so.target = target;
-  so.inter_op_threads = threads;
-  so.intra_op_threads = threads;
-  auto session = NewSession(def, so);
-  CHECK(session.ok()) << session.status();
-  CHECK((*session)->Run({}, {}, {init->name()}).ok());
-  std::mt19937 rng(1);
-  Tensor x(DType::kFloat, TensorShape({128, 784}));
-  Tensor y(DType::kInt32, TensorShape({128}));
-  for (float& v : x.flat<float>()) v = (rng() % 256) / 255.0f;
-  for (int32_t& v : y.flat<int32_t>()) v = rng() % 10;
-  for (int i = 0; i < 10; ++i)
-    CHECK((*session)->Run({{"images", x}, {"labels", y}}, {}, {(*train)->name()}).ok());
-  if (trace) {  // One step's timeline, per device, relative to the first node.
+  // Bytes/second over `reps` steps.
+  double Rate(int reps) {
+    auto t0 = Clock::now();
+    for (int r = 0; r < reps; ++r) CHECK(session_->Run({}, {fetch_}).ok());
+    return static_cast<double>(bytes_) * reps / Seconds(t0);
+  }
+
+ private:
+  const size_t bytes_;
+  std::unique_ptr<Session> session_;
+  std::string fetch_;
+};
+
+// The MLP training step in a session to `target` ("" = DirectSession); with a target,
+// every variable handle is on the ps task and its reads and updates follow by
+// colocation, everything else defaults to the client's task (the worker).
+class MlpStep {
+ public:
+  MlpStep(const std::string& target, int threads) {
+    Scope root = Scope::NewRootScope();
+    root.graph()->set_seed(1);
+    Output images =
+        ops::Placeholder(root.WithOpName("images"), DType::kFloat, PartialShape({-1, 784}));
+    Output labels = ops::Placeholder(root.WithOpName("labels"), DType::kInt32, PartialShape({-1}));
+    Output logits = examples::BuildMlp(root, images, {256, 128}, 1);
+    Output loss = ops::SparseSoftmaxCrossEntropy(root, labels, logits);
+    ops::AdamOptimizer adam(0.001f);
+    auto train = adam.Minimize(root, loss);
+    CHECK(train.ok());
+    loss_ = loss.name();
+    train_ = (*train)->name();
+    for (const std::string& name : root.graph()->GetCollection(ops::kTrainableVariables)) {
+      auto v = ops::Variable::FromGraph(root.graph(), name);
+      CHECK(v.ok()) << v.status();
+      CHECK(v->shape().IsFullyDefined());
+      parameter_bytes_ += v->shape().num_elements() * static_cast<int64_t>(DTypeSize(v->dtype()));
+    }
+    Node* init = ops::GlobalVariablesInitializer(root);
+    proto::GraphDef def;
+    root.graph()->ToGraphDef(&def);
+    if (!target.empty()) {
+      for (auto& node : *def.mutable_node()) {
+        if (node.op() == "VarHandleOp") node.set_device("/job:ps/task:0");
+      }
+    }
+    SessionOptions so;
+    so.target = target;
+    so.inter_op_threads = threads;
+    so.intra_op_threads = threads;
+    auto session = NewSession(def, so);
+    CHECK(session.ok()) << session.status();
+    session_ = std::move(*session);
+    CHECK(session_->Run({}, {}, {init->name()}).ok());
+    std::mt19937 rng(1);
+    x_ = Tensor(DType::kFloat, TensorShape({128, 784}));
+    y_ = Tensor(DType::kInt32, TensorShape({128}));
+    for (float& v : x_.flat<float>()) v = (rng() % 256) / 255.0f;
+    for (int32_t& v : y_.flat<int32_t>()) v = rng() % 10;
+    for (int i = 0; i < 10; ++i) Step();
+  }
+
+  // Bytes of the trainable variables: what a distributed step reads from the ps, and
+  // again what it sends back as gradients.
+  int64_t parameter_bytes() const { return parameter_bytes_; }
+
+  // Seconds per step over `steps` steps.
+  double SecondsPerStep(int steps) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < steps; ++i) Step();
+    return Seconds(t0) / steps;
+  }
+
+  // Prints one step's timeline, per device, relative to the first node.
+  void Trace() {
     RunOptions ro;
     ro.trace = true;
     RunMetadata md;
-    CHECK((*session)
-              ->Run({{"images", x}, {"labels", y}}, {loss.name()}, {(*train)->name()}, ro, &md)
-              .ok());
+    CHECK(session_->Run({{"images", x_}, {"labels", y_}}, {loss_}, {train_}, ro, &md).ok());
     int64_t t0 = INT64_MAX;
     for (const auto& n : md.step_stats.nodes) t0 = std::min(t0, n.start_micros);
     for (const auto& n : md.step_stats.nodes) {
@@ -299,23 +337,93 @@ double MlpSteps(const std::string& target, int threads, int steps, bool trace = 
                   n.device.c_str());
     }
   }
-  auto t0 = Clock::now();
-  for (int i = 0; i < steps; ++i) {
-    auto r = (*session)->Run({{"images", x}, {"labels", y}}, {loss.name()}, {(*train)->name()});
+
+ private:
+  void Step() {
+    auto r = session_->Run({{"images", x_}, {"labels", y_}}, {loss_}, {train_});
     CHECK(r.ok()) << r.status();
   }
-  return steps / Seconds(t0);
+
+  std::unique_ptr<Session> session_;
+  Tensor x_, y_;
+  std::string loss_, train_;
+  int64_t parameter_bytes_ = 0;
+};
+
+double Median(std::vector<double> v) {
+  CHECK(!v.empty());
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Per-round figures of one measurement; a ratio is taken within each round, so that
+// drift in the machine's speed between rounds hits both sides of it alike.
+struct Rounds {
+  std::vector<double> values;
+  void Add(double v) { values.push_back(v); }
+  double Median() const { return tandem::Median(values); }
+  double MedianRatioTo(const Rounds& base) const {
+    std::vector<double> r;
+    for (size_t i = 0; i < values.size(); ++i) r.push_back(values[i] / base.values[i]);
+    return tandem::Median(r);
+  }
+};
+
+// The RecvTensor figures for one size.
+void BenchRecv(Server* ps, Server* worker, size_t mib, int rounds) {
+  const size_t bytes = mib << 20;
+  const int reps = std::max(4, static_cast<int>(400 / mib) / rounds);
+  StepMovingTensor mover(worker, bytes);
+  Rounds tcp, rpc, rpc4, step;
+  for (int r = 0; r < rounds; ++r) {
+    tcp.Add(RawTcp(bytes, reps));
+    rpc.Add(RecvTensorRpc(ps, bytes, reps, 1));
+    rpc4.Add(RecvTensorRpc(ps, bytes, std::max(1, reps / 4), 4));
+    step.Add(mover.Rate(reps));
+  }
+  std::printf(
+      "recv %zu MiB: raw_tcp=%.0f MB/s recv_tensor_rpc=%.0f MB/s (ratio %.2f) "
+      "4_in_flight=%.0f MB/s (ratio %.2f) step_moving_it=%.0f MB/s (ratio %.2f)\n",
+      mib, tcp.Median() / 1e6, rpc.Median() / 1e6, rpc.MedianRatioTo(tcp), rpc4.Median() / 1e6,
+      rpc4.MedianRatioTo(tcp), step.Median() / 1e6, step.MedianRatioTo(tcp));
+}
+
+// The MLP step, distributed against direct, and the floor that moving its bytes at the
+// raw TCP rate sets under the distributed step.
+void BenchMlp(Server* worker, int threads, int steps, int rounds, bool trace) {
+  MlpStep direct("", threads);
+  MlpStep dist(worker->target(), threads);
+  if (trace) dist.Trace();
+  const int64_t moved = 2 * dist.parameter_bytes();  // Weights in, gradients out.
+  Rounds local, remote, floor;
+  for (int r = 0; r < rounds; ++r) {
+    local.Add(direct.SecondsPerStep(steps / rounds));
+    remote.Add(dist.SecondsPerStep(steps / rounds));
+    floor.Add(local.values.back() + moved / RawTcp(dist.parameter_bytes(), 50));
+  }
+  std::printf(
+      "mlp step threads=%d: direct=%.3f ms distributed(1 ps + 1 worker)=%.3f ms "
+      "distributed/direct=%.2f\n",
+      threads, local.Median() * 1e3, remote.Median() * 1e3, remote.MedianRatioTo(local));
+  std::printf(
+      "mlp transport floor: %.2f MB per step (weights in, gradients out) at the raw TCP "
+      "rate adds %.3f ms: (direct + that)/direct=%.2f\n",
+      moved / 1e6, (floor.Median() - local.Median()) * 1e3, floor.MedianRatioTo(local));
 }
 
 int Main(int argc, char** argv) {
   CLI::App app{"tandem distributed runtime benchmarks (recv, mlp)"};
   std::string what = "all";
-  int threads = 2, steps = 300;
+  int threads = 2, steps = 300, rounds = 5;
   bool trace = false;
   std::vector<size_t> sizes_mib = {4, 64};
-  app.add_option("--what", what, "recv, mlp or all");
-  app.add_option("--threads", threads, "intra/inter-op threads per task");
-  app.add_option("--steps", steps, "MLP steps to time");
+  app.add_option("--what", what, "recv, mlp or all")->check(CLI::IsMember({"recv", "mlp", "all"}));
+  app.add_option("--threads", threads, "intra/inter-op threads per task")->capture_default_str();
+  app.add_option("--steps", steps, "MLP steps to time, per side")->capture_default_str();
+  app.add_option("--rounds", rounds, "rounds that alternate the peers; medians are reported")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   app.add_option("--mib", sizes_mib, "RecvTensor sizes in MiB")->delimiter(',');
   app.add_flag("--trace", trace, "print one distributed MLP step's node timeline");
   app.add_option("--channels", channels_per_task, "gRPC connections per pair of tasks")
@@ -325,28 +433,12 @@ int Main(int argc, char** argv) {
   if (what == "recv" || what == "all") {
     std::printf("rpc round trip: %.3f ms\n", PingSeconds(servers[0].get(), 1000) * 1e3);
     // The fixed cost of a step that moves one small tensor between tasks.
-    double small = GrpcRecv(servers[1].get(), 4096, 300);
-    std::printf("recv 4 KiB: %.3f ms per step\n", 4096 / small * 1e3);
-    for (size_t mib : sizes_mib) {
-      size_t bytes = mib << 20;
-      int reps = static_cast<int>(std::max<size_t>(10, 400 / mib));
-      double tcp = RawTcp(bytes, reps);
-      double rpc = RecvTensorRpc(servers[0].get(), bytes, reps, 1);
-      double rpc4 = RecvTensorRpc(servers[0].get(), bytes, std::max(1, reps / 4), 4);
-      double step = GrpcRecv(servers[1].get(), bytes, reps);
-      std::printf(
-          "recv %zu MiB: raw_tcp=%.0f MB/s recv_tensor_rpc=%.0f MB/s (ratio %.2f) "
-          "4_in_flight=%.0f MB/s (ratio %.2f) step_moving_it=%.0f MB/s (ratio %.2f)\n",
-          mib, tcp / 1e6, rpc / 1e6, rpc / tcp, rpc4 / 1e6, rpc4 / tcp, step / 1e6, step / tcp);
-    }
+    StepMovingTensor small(servers[1].get(), 4096);
+    std::printf("recv 4 KiB: %.3f ms per step\n", 4096 / small.Rate(300) * 1e3);
+    for (size_t mib : sizes_mib) BenchRecv(servers[0].get(), servers[1].get(), mib, rounds);
   }
   if (what == "mlp" || what == "all") {
-    double local = MlpSteps("", threads, steps);
-    double dist = MlpSteps(servers[1]->target(), threads, steps, trace);
-    std::printf(
-        "mlp step threads=%d: direct=%.3f ms distributed(1 ps + 1 worker)=%.3f ms "
-        "distributed/direct=%.2f\n",
-        threads, 1e3 / local, 1e3 / dist, local / dist);
+    BenchMlp(servers[1].get(), threads, std::max(steps, rounds), rounds, trace);
   }
   return 0;
 }

@@ -11,6 +11,7 @@ namespace tandem {
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> NewGrpcChannel(const std::string& address,
                                                               const TransportSecurity& security) {
+  UseGrpcTransportExperiments();
   TANDEM_ASSIGN_OR_RETURN(auto creds, MakeChannelCredentials(security));
   return grpc::CreateCustomChannel(address, creds, DefaultChannelArguments());
 }

@@ -5,14 +5,18 @@
 #include "framework/distributed/grpc_session.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -95,6 +99,26 @@ TEST(GrpcUtilTest, CallStateIsReleasedOnAnotherThread) {
   ReleaseOffCallbackThread(std::move(state));
   ASSERT_TRUE(released.WaitForNotificationWithTimeout(absl::Seconds(10)));
   EXPECT_NE(released_on, std::this_thread::get_id());
+}
+
+// GRPC_EXPERIMENTS as this process was started with (/proc/self/environ keeps the
+// environment given to exec, whatever setenv did since); nullopt when it was unset.
+std::optional<std::string> StartupGrpcExperiments() {
+  std::ifstream in("/proc/self/environ", std::ios::binary);
+  std::string entry;
+  while (std::getline(in, entry, '\0')) {
+    if (absl::StartsWith(entry, "GRPC_EXPERIMENTS=")) return entry.substr(17);
+  }
+  return std::nullopt;
+}
+
+TEST(GrpcUtilTest, ServersTurnOnTheTransportExperimentsUnlessTheEnvironmentChose) {
+  auto server = Server::CreateLocal();
+  ASSERT_TRUE(server.ok()) << server.status();
+  const char* now = std::getenv("GRPC_EXPERIMENTS");
+  ASSERT_NE(now, nullptr);
+  std::optional<std::string> chosen = StartupGrpcExperiments();
+  EXPECT_EQ(std::string(now), chosen.value_or(kGrpcTransportExperiments));
 }
 
 // A client's RecvTensor calls take its least busy channel: one at a time they all use
