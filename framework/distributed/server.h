@@ -40,9 +40,9 @@ struct ServerOptions {
   std::string job;
   int task = 0;
   TransportSecurity security;
-  int inter_op_threads = 0;                       // 0: one per core.
-  int intra_op_threads = 0;                       // 0: one per core.
-  uint64_t recv_chunk_bytes = uint64_t{1} << 30;  // WorkerEnv::recv_chunk_bytes.
+  int inter_op_threads = 0;                            // 0: one per core.
+  int intra_op_threads = 0;                            // 0: one per core.
+  uint64_t recv_chunk_bytes = kDefaultRecvChunkBytes;  // WorkerEnv::recv_chunk_bytes.
   // gRPC connections to each other task (GrpcWorkerCache).
   int channels_per_task = GrpcWorkerCache::kDefaultChannelsPerTask;
 };

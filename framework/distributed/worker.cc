@@ -257,15 +257,13 @@ bool ReplyWithChunk(const Tensor& value, uint64_t offset, uint64_t chunk,
                     WireMessage<proto::RecvTensorResponse>* response) {
   const uint64_t total = value.TotalBytes();
   const uint64_t n = std::min(chunk, total - offset);
-  Tensor bytes(DType::kUInt8, TensorShape({static_cast<int64_t>(n)}));
-  std::memcpy(bytes.raw_data(), value.raw_data() + offset, n);
   proto::RecvTensorResponse& r = response->proto;
   r.set_chunked(true);
   r.set_offset(offset);
   r.set_total_bytes(total);
   r.set_dtype(static_cast<proto::DataType>(value.dtype()));
   for (int64_t d : value.shape().dims()) r.add_dim(d);
-  response->tensors = {std::move(bytes)};
+  response->tensors = {value.ByteRange(offset, n)};  // Shares the value's buffer.
   return offset + n == total;
 }
 
@@ -287,7 +285,7 @@ void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRe
   const uint64_t chunk = env_.recv_chunk_bytes;
   const uint64_t offset = request->proto.offset();
   if (offset > 0) {  // A later chunk of a large tensor.
-    absl::StatusOr<Tensor> value = r->Stashed(key->full_key, /*drop=*/false);
+    absl::StatusOr<Tensor> value = r->TakeChunk(key->full_key);
     if (!value.ok() || offset >= value->TotalBytes()) {
       done(value.ok() ? absl::InvalidArgumentError(
                             absl::StrCat("RecvTensor: offset ", offset, " is past the ",
@@ -296,9 +294,7 @@ void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRe
       return;
     }
     ++chunks_sent_;
-    if (ReplyWithChunk(*value, offset, chunk, response)) {
-      r->Stashed(key->full_key, /*drop=*/true).IgnoreError();
-    }
+    ReplyWithChunk(*value, offset, chunk, response);
     done(absl::OkStatus());
     return;
   }
@@ -312,7 +308,10 @@ void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRe
     response->proto.set_is_dead(is_dead);
     if (value.dtype() != DType::kResource && value.TotalBytes() > chunk) {
       ++chunks_sent_;
-      if (!ReplyWithChunk(value, 0, chunk, response)) r->Stash(full_key, value);
+      if (!ReplyWithChunk(value, 0, chunk, response)) {
+        const uint64_t total = value.TotalBytes();
+        r->Stash(full_key, value, static_cast<int64_t>((total - 1) / chunk));
+      }
     } else {
       response->tensors = {value};
     }

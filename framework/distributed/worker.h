@@ -41,6 +41,13 @@
 
 namespace tandem {
 
+// Chunks keep every message far below gRPC's 2 GiB limit, and let one large tensor
+// travel over several connections at once: a 64 MiB RecvTensor went from 1.16-1.17
+// to 1.55-1.89 of a raw TCP stream on loopback with 8 MiB chunks (distributed_bench).
+// Smaller chunks lost: 1 MiB ones cost a 4 MiB tensor a round trip more than they
+// saved (0.58-0.62 -> 0.52-0.55).
+inline constexpr uint64_t kDefaultRecvChunkBytes = uint64_t{8} << 20;
+
 struct WorkerEnv {
   std::string task_name;                         // "/job:ps/replica:0/task:0"
   DeviceMgr* devices = nullptr;                  // Not owned.
@@ -49,9 +56,9 @@ struct WorkerEnv {
   ThreadPool* intra_op_pool = nullptr;           // Not owned.
   int intra_op_threads = 0;                      // ExecutorArgs::intra_op_threads.
   std::function<void(const std::string& reason)> on_shutdown;  // May be empty.
-  // RecvTensor sends a larger tensor in chunks of this many bytes (gRPC cannot carry
-  // a message of 2 GiB or more).
-  uint64_t recv_chunk_bytes = uint64_t{1} << 30;
+  // RecvTensor sends a larger tensor in chunks of this many bytes, which the receiver
+  // asks for several at a time (WorkerRendezvous) over its connections to this task.
+  uint64_t recv_chunk_bytes = kDefaultRecvChunkBytes;
 };
 
 class Worker : public WorkerInterface {

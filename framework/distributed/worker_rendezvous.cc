@@ -19,7 +19,9 @@ std::string TaskNameOf(const DeviceSpec& device) {
 }
 
 WorkerRendezvous::WorkerRendezvous(std::string task, int64_t step_id, WorkerCacheInterface* cache)
-    : task_(std::move(task)), step_id_(step_id), cache_(cache) {}
+    : task_(std::move(task)), cache_(cache), calls_(std::make_shared<Calls>()) {
+  calls_->step_id = step_id;
+}
 
 WorkerRendezvous::~WorkerRendezvous() {
   StartAbort(absl::CancelledError("step rendezvous destroyed"));
@@ -43,15 +45,37 @@ void WorkerRendezvous::RecvAsync(const ParsedKey& key, DoneCallback done) {
   RecvRemote(key, TaskNameOf(key.src), std::move(done));
 }
 
-// One remote receive: a single RecvTensor call, or several for a chunked tensor.
+// One remote receive: a single RecvTensor call, or, for a chunked tensor, a first call
+// that says what the tensor is and then calls for the other chunks, several at once.
 struct WorkerRendezvous::RemoteRecv {
   WorkerInterface* worker = nullptr;
   std::string src_task;
   std::string edge;
   std::string key;
   DoneCallback done;
-  Tensor value;  // Chunked: the tensor being filled.
-  uint64_t received = 0;
+  // Chunked: set by the first chunk, before any other call is issued.
+  Tensor value;
+  uint64_t chunk = 0;
+  absl::Mutex mu;
+  uint64_t next_offset ABSL_GUARDED_BY(mu) = 0;  // Of the next chunk to ask for.
+  uint64_t received ABSL_GUARDED_BY(mu) = 0;
+  bool finished ABSL_GUARDED_BY(mu) = false;  // `done` has been called.
+  bool is_dead = false;
+
+  // Calls `done` unless it was already called; true if this call did.
+  bool Finish(const absl::Status& s) {
+    {
+      absl::MutexLock lock(&mu);
+      if (finished) return false;
+      finished = true;
+    }
+    if (s.ok()) {
+      done(s, value, is_dead);
+    } else {
+      done(s, Tensor(), false);
+    }
+    return true;
+  }
 };
 
 void WorkerRendezvous::RecvRemote(const ParsedKey& key, const std::string& src_task,
@@ -67,37 +91,40 @@ void WorkerRendezvous::RecvRemote(const ParsedKey& key, const std::string& src_t
   recv->edge = key.edge_name;
   recv->key = key.full_key;
   recv->done = std::move(done);
-  IssueRecvCall(std::move(recv));
+  IssueRecvCall(calls_, std::move(recv), 0);
 }
 
-void WorkerRendezvous::IssueRecvCall(std::shared_ptr<RemoteRecv> recv) {
+void WorkerRendezvous::IssueRecvCall(std::shared_ptr<Calls> calls, std::shared_ptr<RemoteRecv> recv,
+                                     uint64_t offset) {
   struct Call {
     std::shared_ptr<CallOptions> options = std::make_shared<CallOptions>();
     WireMessage<proto::RecvTensorRequest> request;
     WireMessage<proto::RecvTensorResponse> response;
   };
   auto call = std::make_shared<Call>();
-  call->request.proto.set_step_id(step_id_);
+  call->request.proto.set_step_id(calls->step_id);
   call->request.proto.set_rendezvous_key(recv->key);
-  call->request.proto.set_offset(recv->received);
+  call->request.proto.set_offset(offset);
+  absl::Status aborted;
   {
-    absl::MutexLock lock(&mu_);
-    absl::Status aborted = local_.status();
-    if (!aborted.ok()) {
-      recv->done(aborted, Tensor(), false);
-      return;
-    }
-    inflight_.insert(call->options);
+    absl::MutexLock lock(&calls->mu);
+    aborted = calls->aborted;
+    if (aborted.ok()) calls->inflight.insert(call->options);
+  }
+  if (!aborted.ok()) {
+    recv->Finish(aborted);
+    return;
   }
   WorkerInterface* worker = recv->worker;
   worker->RecvTensorAsync(
       call->options.get(), &call->request, &call->response,
-      [this, call, recv](const absl::Status& s) {
+      [calls, call, recv, offset](const absl::Status& s) {
+        absl::Status result;  // An abort wins over what the call says.
         {
-          absl::MutexLock lock(&mu_);
-          inflight_.erase(call->options);
+          absl::MutexLock lock(&calls->mu);
+          calls->inflight.erase(call->options);
+          result = calls->aborted;
         }
-        absl::Status result = local_.status();  // An abort wins over what the call says.
         if (result.ok() && !s.ok()) {
           result = absl::Status(s.code(), absl::StrCat("receiving tensor '", recv->edge, "' from ",
                                                        recv->src_task, ": ", s.message()));
@@ -108,32 +135,54 @@ void WorkerRendezvous::IssueRecvCall(std::shared_ptr<RemoteRecv> recv) {
                                                call->response.tensors.size(), " tensors"));
         }
         if (!result.ok()) {
-          recv->done(result, Tensor(), false);
+          recv->Finish(result);
           return;
         }
         const proto::RecvTensorResponse& r = call->response.proto;
-        if (!r.chunked()) {
-          recv->done(absl::OkStatus(), call->response.tensors[0], r.is_dead());
+        if (!r.chunked() && offset == 0) {
+          recv->value = call->response.tensors[0];
+          recv->is_dead = r.is_dead();
+          recv->Finish(absl::OkStatus());
           return;
         }
-        result = AddChunk(recv.get(), r, call->response.tensors[0]);
+        result = AddChunk(recv.get(), offset, r, call->response.tensors[0]);
         if (!result.ok()) {
-          recv->done(result, Tensor(), false);
-        } else if (recv->received == recv->value.TotalBytes()) {
-          recv->done(absl::OkStatus(), recv->value, r.is_dead());
-        } else {
-          IssueRecvCall(recv);
+          recv->Finish(result);
+          return;
         }
+        // Ask for more chunks: after the first, up to kChunksInFlight at a time.
+        std::vector<uint64_t> next;
+        bool complete;
+        {
+          absl::MutexLock lock(&recv->mu);
+          const uint64_t total = recv->value.TotalBytes();
+          complete = recv->received == total;
+          const int want = offset == 0 ? kChunksInFlight : 1;
+          while (static_cast<int>(next.size()) < want && recv->next_offset < total) {
+            next.push_back(recv->next_offset);
+            recv->next_offset += recv->chunk;
+          }
+        }
+        if (complete) {
+          recv->Finish(absl::OkStatus());
+          return;
+        }
+        for (uint64_t o : next) IssueRecvCall(calls, recv, o);
       });
 }
 
-absl::Status WorkerRendezvous::AddChunk(RemoteRecv* recv, const proto::RecvTensorResponse& r,
-                                        const Tensor& bytes) {
+absl::Status WorkerRendezvous::AddChunk(RemoteRecv* recv, uint64_t offset,
+                                        const proto::RecvTensorResponse& r, const Tensor& bytes) {
   auto bad = [&](absl::string_view what) {
     return absl::InternalError(
         absl::StrCat("chunked RecvTensor of '", recv->edge, "' from ", recv->src_task, ": ", what));
   };
-  if (recv->received == 0) {  // The first chunk says what the tensor is.
+  if (!r.chunked()) return bad("a later chunk came back unchunked");
+  if (bytes.dtype() != DType::kUInt8 || bytes.TotalBytes() == 0 || r.offset() != offset) {
+    return bad(absl::StrCat("asked for offset ", offset, ", got ", bytes.TotalBytes(),
+                            " bytes at offset ", r.offset()));
+  }
+  if (offset == 0) {  // The first chunk says what the tensor is and the chunk size.
     if (!IsValidDType(r.dtype()) || r.dtype() == proto::DT_RESOURCE) return bad("bad dtype");
     auto shape = TensorShape::Create(absl::MakeConstSpan(r.dim().data(), r.dim_size()));
     if (!shape.ok()) return bad(shape.status().message());
@@ -141,32 +190,41 @@ absl::Status WorkerRendezvous::AddChunk(RemoteRecv* recv, const proto::RecvTenso
     if (static_cast<uint64_t>(shape->num_elements()) * DTypeSize(dtype) != r.total_bytes()) {
       return bad("total_bytes does not match dtype and shape");
     }
+    if (bytes.TotalBytes() >= r.total_bytes()) return bad("a chunked tensor in one chunk");
     recv->value = Tensor(dtype, *shape);
+    recv->chunk = bytes.TotalBytes();
+    recv->is_dead = r.is_dead();
+    absl::MutexLock lock(&recv->mu);
+    recv->next_offset = recv->chunk;
+  } else {
+    // Every chunk but the last is as long as the first.
+    const uint64_t total = recv->value.TotalBytes();
+    if (offset % recv->chunk != 0 || bytes.TotalBytes() != std::min(recv->chunk, total - offset)) {
+      return bad(absl::StrCat("chunk of ", bytes.TotalBytes(), " bytes at offset ", offset,
+                              " does not fit chunks of ", recv->chunk, " in ", total, " bytes"));
+    }
   }
-  if (bytes.dtype() != DType::kUInt8 || r.offset() != recv->received ||
-      r.offset() + bytes.TotalBytes() > recv->value.TotalBytes() || bytes.TotalBytes() == 0) {
-    return bad(absl::StrCat("chunk of ", bytes.TotalBytes(), " bytes at offset ", r.offset(),
-                            " does not continue the ", recv->received, " bytes received"));
-  }
-  std::memcpy(recv->value.raw_data() + recv->received, bytes.raw_data(), bytes.TotalBytes());
+  // Chunks land in disjoint ranges of the value, so copies need no lock.
+  std::memcpy(recv->value.raw_data() + offset, bytes.raw_data(), bytes.TotalBytes());
+  absl::MutexLock lock(&recv->mu);
   recv->received += bytes.TotalBytes();
   return absl::OkStatus();
 }
 
-void WorkerRendezvous::Stash(const std::string& key, const Tensor& value) {
+void WorkerRendezvous::Stash(const std::string& key, const Tensor& value, int64_t chunks) {
   absl::MutexLock lock(&mu_);
-  stash_[key] = value;
+  stash_[key] = {value, chunks};
 }
 
-absl::StatusOr<Tensor> WorkerRendezvous::Stashed(const std::string& key, bool drop) {
+absl::StatusOr<Tensor> WorkerRendezvous::TakeChunk(const std::string& key) {
   absl::MutexLock lock(&mu_);
   auto it = stash_.find(key);
   if (it == stash_.end()) {
     return absl::FailedPreconditionError(
         absl::StrCat("RecvTensor: no chunked transfer of '", key, "' is in progress"));
   }
-  Tensor t = it->second;
-  if (drop) stash_.erase(it);
+  Tensor t = it->second.value;
+  if (--it->second.chunks_left <= 0) stash_.erase(it);
   return t;
 }
 
@@ -189,8 +247,9 @@ void WorkerRendezvous::StartAbort(const absl::Status& status) {
   local_.StartAbort(status);
   std::vector<std::shared_ptr<CallOptions>> calls;
   {
-    absl::MutexLock lock(&mu_);
-    calls.assign(inflight_.begin(), inflight_.end());
+    absl::MutexLock lock(&calls_->mu);
+    if (calls_->aborted.ok()) calls_->aborted = status;
+    calls.assign(calls_->inflight.begin(), calls_->inflight.end());
   }
   // Outside the lock: an in-process worker may call back inline when cancelled.
   for (const auto& c : calls) c->StartCancel();

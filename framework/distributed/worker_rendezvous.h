@@ -4,8 +4,11 @@
 // task's partitions are kept in a LocalRendezvous; a receive whose producer is on
 // another task becomes a RecvTensor call to that task's worker (found through the
 // WorkerCacheInterface), which answers from its own step rendezvous. A tensor larger
-// than the producer's chunk size arrives in several calls, each checked to continue
-// the last, into one buffer (no transport message size limit applies). StartAbort
+// than the producer's chunk size arrives in several calls into one buffer (no
+// transport message size limit applies): the first says what the tensor is, then up
+// to kChunksInFlight calls for the others are out at once, so they spread over the
+// client's connections and each fits one HTTP/2 flow-control window (gRPC 1.51 lets a
+// lone stream have about 1 MiB in flight before it must wait for a WINDOW_UPDATE). StartAbort
 // fails local waiters and cancels the outstanding remote calls, whose receivers then
 // see the abort status rather than a transport error.
 //
@@ -42,29 +45,45 @@ class WorkerRendezvous : public Rendezvous {
   void StartAbort(const absl::Status& status) override;
   // Receives only from this task's table (serves RecvTensor).
   void RecvLocalAsync(const ParsedKey& key, DoneCallback done) { local_.RecvAsync(key, done); }
-  // A value being served to another task in chunks, kept until its last chunk.
-  void Stash(const std::string& key, const Tensor& value);
-  // The stashed value of `key` (FAILED_PRECONDITION if none); `drop` forgets it.
-  absl::StatusOr<Tensor> Stashed(const std::string& key, bool drop);
+  // Chunked receives keep this many calls out at once.
+  static constexpr int kChunksInFlight = 8;
+  // A value being served to another task in chunks, kept until `chunks` more chunks
+  // (the ones after the first) have been taken.
+  void Stash(const std::string& key, const Tensor& value, int64_t chunks);
+  // The stashed value of `key`, for one chunk (FAILED_PRECONDITION if none); the
+  // stash forgets it when its last chunk is taken.
+  absl::StatusOr<Tensor> TakeChunk(const std::string& key);
 
  private:
   struct RemoteRecv;
   // True when `key`'s producer is on this task.
   bool IsLocal(const ParsedKey& key) const;
   void RecvRemote(const ParsedKey& key, const std::string& src_task, DoneCallback done);
-  // One RecvTensor call for `recv`, from the bytes received so far.
-  void IssueRecvCall(std::shared_ptr<RemoteRecv> recv);
-  // Checks a chunk against what was received so far and copies it in.
-  static absl::Status AddChunk(RemoteRecv* recv, const proto::RecvTensorResponse& r,
-                               const Tensor& bytes);
+  // What remote receives share with their RecvTensor calls, which may finish after the
+  // rendezvous is gone (a failed chunk ends a receive while its other chunks are out).
+  struct Calls {
+    int64_t step_id = 0;
+    absl::Mutex mu;
+    absl::Status aborted ABSL_GUARDED_BY(mu);
+    absl::flat_hash_set<std::shared_ptr<CallOptions>> inflight ABSL_GUARDED_BY(mu);
+  };
+  // One RecvTensor call for `recv`, for the bytes from `offset`.
+  static void IssueRecvCall(std::shared_ptr<Calls> calls, std::shared_ptr<RemoteRecv> recv,
+                            uint64_t offset);
+  // Checks the chunk asked for at `offset` and copies it in.
+  static absl::Status AddChunk(RemoteRecv* recv, uint64_t offset,
+                               const proto::RecvTensorResponse& r, const Tensor& bytes);
 
   const std::string task_;
-  const int64_t step_id_;
   WorkerCacheInterface* const cache_;
   LocalRendezvous local_;
   absl::Mutex mu_;
-  absl::flat_hash_set<std::shared_ptr<CallOptions>> inflight_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, Tensor> stash_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<Calls> calls_;
+  struct Stashed {
+    Tensor value;
+    int64_t chunks_left = 0;
+  };
+  absl::flat_hash_map<std::string, Stashed> stash_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tandem

@@ -63,6 +63,17 @@ Tensor Tensor::Slice(int64_t start, int64_t limit) const {
   return t;
 }
 
+Tensor Tensor::ByteRange(size_t offset, size_t n) const {
+  CHECK(dtype_ != DType::kResource) << "ByteRange of a resource tensor";
+  CHECK_LE(offset + n, TotalBytes())
+      << "ByteRange [" << offset << ", " << offset + n << ") of " << TotalBytes() << " bytes";
+  Tensor t = *this;
+  t.dtype_ = DType::kUInt8;
+  t.shape_ = TensorShape({static_cast<int64_t>(n)});
+  t.offset_ = offset_ + offset;
+  return t;
+}
+
 Tensor Tensor::Reshaped(const TensorShape& shape) const {
   CHECK_EQ(shape.num_elements(), NumElements())
       << "Reshaped " << shape_.DebugString() << " to " << shape.DebugString();

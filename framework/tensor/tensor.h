@@ -104,6 +104,9 @@ class Tensor {
   Tensor Slice(int64_t start, int64_t limit) const;
   // Same bytes viewed with another shape of equal element count.
   Tensor Reshaped(const TensorShape& shape) const;
+  // Bytes [offset, offset + n) of the buffer viewed as a uint8 vector, shared.
+  // REQUIRES: not a resource tensor, and offset + n <= TotalBytes().
+  Tensor ByteRange(size_t offset, size_t n) const;
   Tensor DeepCopy() const;
   bool SharesBufferWith(const Tensor& other) const {
     return buffer_ != nullptr && buffer_ == other.buffer_;

@@ -29,6 +29,7 @@
 #include "framework/distributed/grpc_session.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/server.h"
+#include "framework/distributed/worker_rendezvous.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/losses.h"
 #include "framework/ops/math_ops.h"
@@ -86,6 +87,8 @@ double RawTcp(size_t bytes, int reps) {
 
 // gRPC connections from one task to another (ServerOptions::channels_per_task).
 int channels_per_task = GrpcWorkerCache::kDefaultChannelsPerTask;
+// RecvTensor's chunk size on both servers (ServerOptions::recv_chunk_bytes).
+uint64_t recv_chunk_bytes = kDefaultRecvChunkBytes;
 
 std::vector<std::unique_ptr<Server>> PsAndWorker(int threads) {
   ClusterSpec cluster;
@@ -99,6 +102,7 @@ std::vector<std::unique_ptr<Server>> PsAndWorker(int threads) {
     o.inter_op_threads = threads;
     o.intra_op_threads = threads;
     o.channels_per_task = channels_per_task;
+    o.recv_chunk_bytes = recv_chunk_bytes;
     auto s = Server::Create(o);
     CHECK(s.ok()) << s.status();
     servers.push_back(std::move(*s));
@@ -135,13 +139,25 @@ void SetNodeAttr(proto::NodeDef* nd, const std::string& name, AttrValue value) {
   AttrValueToProto(value, &(*nd->mutable_attr())[name]);
 }
 
-// Bytes/second of RecvTensor RPCs alone, without the rest of a step: `ps` gets a
+// The worker cache of the receiving side in RecvTensorRpc: every task is `client`.
+class OneClientCache : public WorkerCacheInterface {
+ public:
+  explicit OneClientCache(WorkerInterface* client) : client_(client) {}
+  absl::StatusOr<WorkerInterface*> GetWorker(const std::string&) override { return client_; }
+  std::vector<std::string> ListTasks() const override { return {}; }
+
+ private:
+  WorkerInterface* client_;
+};
+
+// Bytes/second of remote receives alone, without the rest of a step: `ps` gets a
 // partition (Const -> _Send) that puts a tensor of `bytes` into its step rendezvous;
 // each rep runs it under `in_flight` new step ids (untimed), then times that many
-// concurrent RecvTensor calls from one gRPC client (requests, responses, decoding into
-// tensors) and cleans the steps up. in_flight 1 is one call's latency-bound rate; more
-// calls overlap one response's latency with another's bytes, as the raw TCP stream
-// does and as a step's many receives do.
+// concurrent receives of it through a worker's step rendezvous, as a _Recv op makes
+// them (RecvTensor calls from one gRPC client, one per chunk when the tensor is over
+// the ps's chunk size, decoding into a tensor), and cleans the steps up. in_flight 1
+// is one receive's latency-bound rate; more overlap one response's latency with
+// another's bytes, as the raw TCP stream does and as a step's many receives do.
 double RecvTensorRpc(Server* ps, size_t bytes, int reps, int in_flight) {
   std::unique_ptr<WorkerInterface> client = WorkerClient(ps);
   WorkerInterface* w = client.get();
@@ -149,7 +165,8 @@ double RecvTensorRpc(Server* ps, size_t bytes, int reps, int in_flight) {
   CHECK_GT(status.device_size(), 0);
   const std::string device = status.device(0).name();
   const uint64_t incarnation = status.device(0).incarnation();
-  const std::string recv_device = "/job:worker/replica:0/task:0/device:CPU:0";
+  const std::string recv_task = "/job:worker/replica:0/task:0";
+  const std::string recv_device = recv_task + "/device:CPU:0";
 
   WireMessage<proto::CreateWorkerSessionRequest> create;
   create.proto.set_session_handle("recv_bench");
@@ -179,12 +196,15 @@ double RecvTensorRpc(Server* ps, size_t bytes, int reps, int in_flight) {
   CHECK(CallAndWait(w, &WorkerInterface::RegisterGraphAsync, reg, &registered).ok());
 
   const std::string key = CreateRendezvousKey(device, incarnation, recv_device, "value:0");
+  auto parsed = ParseRendezvousKey(key);
+  CHECK(parsed.ok()) << parsed.status();
+  OneClientCache cache(w);
   double seconds = 0;
   int64_t step = 1000;
   for (int r = 0; r <= reps; ++r) {  // Rep 0 warms up.
     // `in_flight` steps each put the tensor into their rendezvous (untimed) ...
-    std::vector<WireMessage<proto::RecvTensorRequest>> recv(in_flight);
-    std::vector<WireMessage<proto::RecvTensorResponse>> got(in_flight);
+    std::vector<std::unique_ptr<WorkerRendezvous>> recv(in_flight);
+    std::vector<Tensor> got(in_flight);
     for (int k = 0; k < in_flight; ++k) {
       WireMessage<proto::RunGraphRequest> run;
       run.proto.set_session_handle("recv_bench");
@@ -192,17 +212,17 @@ double RecvTensorRpc(Server* ps, size_t bytes, int reps, int in_flight) {
       run.proto.set_step_id(step + k);
       WireMessage<proto::RunGraphResponse> ran;
       CHECK(CallAndWait(w, &WorkerInterface::RunGraphAsync, run, &ran).ok());
-      recv[k].proto.set_step_id(step + k);
-      recv[k].proto.set_rendezvous_key(key);
+      recv[k] = std::make_unique<WorkerRendezvous>(recv_task, step + k, &cache);
     }
-    // ... then their RecvTensor calls go out together and are timed until the last
-    // response is decoded.
+    // ... then their receives start together and are timed until the last tensor is
+    // whole.
     absl::BlockingCounter pending(in_flight);
     std::vector<absl::Status> status(in_flight);
     auto t0 = Clock::now();
     for (int k = 0; k < in_flight; ++k) {
-      w->RecvTensorAsync(nullptr, &recv[k], &got[k], [&, k](const absl::Status& s) {
+      recv[k]->RecvAsync(*parsed, [&, k](const absl::Status& s, const Tensor& v, bool) {
         status[k] = s;
+        got[k] = v;
         pending.DecrementCount();
       });
     }
@@ -210,8 +230,7 @@ double RecvTensorRpc(Server* ps, size_t bytes, int reps, int in_flight) {
     if (r > 0) seconds += Seconds(t0);
     for (int k = 0; k < in_flight; ++k) {
       CHECK(status[k].ok()) << status[k];
-      CHECK_EQ(got[k].tensors.size(), 1u);
-      CHECK_EQ(got[k].tensors[0].TotalBytes(), bytes);
+      CHECK_EQ(got[k].TotalBytes(), bytes);
       WireMessage<proto::CleanupGraphRequest> cleanup;
       cleanup.proto.set_step_id(step + k);
       WireMessage<proto::CleanupGraphResponse> cleaned;
@@ -428,7 +447,12 @@ int Main(int argc, char** argv) {
   app.add_flag("--trace", trace, "print one distributed MLP step's node timeline");
   app.add_option("--channels", channels_per_task, "gRPC connections per pair of tasks")
       ->capture_default_str();
+  double chunk_mib = static_cast<double>(recv_chunk_bytes) / (1 << 20);
+  app.add_option("--chunk_mib", chunk_mib, "RecvTensor chunk size in MiB")
+      ->check(CLI::Range(0.0625, 1024.0))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  recv_chunk_bytes = static_cast<uint64_t>(chunk_mib * (1 << 20));
   auto servers = PsAndWorker(threads);
   if (what == "recv" || what == "all") {
     std::printf("rpc round trip: %.3f ms\n", PingSeconds(servers[0].get(), 1000) * 1e3);

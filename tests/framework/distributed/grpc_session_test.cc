@@ -59,8 +59,8 @@ std::unique_ptr<Session> Connect(const std::string& target, const Scope& root,
 }
 
 // Servers for every task of `jobs` (job -> number of tasks) on free loopback ports.
-std::vector<std::unique_ptr<Server>> StartCluster(const std::map<std::string, int>& jobs,
-                                                  uint64_t recv_chunk_bytes = uint64_t{1} << 30) {
+std::vector<std::unique_ptr<Server>> StartCluster(
+    const std::map<std::string, int>& jobs, uint64_t recv_chunk_bytes = kDefaultRecvChunkBytes) {
   ClusterSpec cluster;
   for (const auto& [job, n] : jobs) {
     std::vector<std::string> addrs;
