@@ -37,6 +37,7 @@
 #include "framework/ops/state_ops.h"
 #include "framework/runtime/rendezvous.h"
 #include "tests/util/free_port.h"
+#include "tests/util/one_worker_cache.h"
 
 namespace tandem {
 namespace {
@@ -139,17 +140,6 @@ void SetNodeAttr(proto::NodeDef* nd, const std::string& name, AttrValue value) {
   AttrValueToProto(value, &(*nd->mutable_attr())[name]);
 }
 
-// The worker cache of the receiving side in RecvTensorRpc: every task is `client`.
-class OneClientCache : public WorkerCacheInterface {
- public:
-  explicit OneClientCache(WorkerInterface* client) : client_(client) {}
-  absl::StatusOr<WorkerInterface*> GetWorker(const std::string&) override { return client_; }
-  std::vector<std::string> ListTasks() const override { return {}; }
-
- private:
-  WorkerInterface* client_;
-};
-
 // Bytes/second of remote receives alone, without the rest of a step: `ps` gets a
 // partition (Const -> _Send) that puts a tensor of `bytes` into its step rendezvous;
 // each rep runs it under `in_flight` new step ids (untimed), then times that many
@@ -198,7 +188,7 @@ double RecvTensorRpc(Server* ps, size_t bytes, int reps, int in_flight) {
   const std::string key = CreateRendezvousKey(device, incarnation, recv_device, "value:0");
   auto parsed = ParseRendezvousKey(key);
   CHECK(parsed.ok()) << parsed.status();
-  OneClientCache cache(w);
+  testing::OneWorkerCache cache(w);
   double seconds = 0;
   int64_t step = 1000;
   for (int r = 0; r <= reps; ++r) {  // Rep 0 warms up.

@@ -19,6 +19,7 @@
 #include "absl/synchronization/notification.h"
 #include "framework/core/thread_pool.h"
 #include "gtest/gtest.h"
+#include "tests/util/one_worker_cache.h"
 
 namespace tandem {
 namespace {
@@ -109,16 +110,6 @@ class ChunkServingWorker : public WorkerInterface {
   ThreadPool pool_{"chunk_replies", 4};  // Last: joined before the rest goes.
 };
 
-class OneWorkerCache : public WorkerCacheInterface {
- public:
-  explicit OneWorkerCache(WorkerInterface* w) : w_(w) {}
-  absl::StatusOr<WorkerInterface*> GetWorker(const std::string&) override { return w_; }
-  std::vector<std::string> ListTasks() const override { return {}; }
-
- private:
-  WorkerInterface* w_;
-};
-
 struct Received {
   absl::Mutex mu;
   absl::Status status;
@@ -129,7 +120,7 @@ struct Received {
 // Receives the ps's "x:0" into a worker's step rendezvous, which is destroyed as soon
 // as the receive is done (chunk calls may still be out, as when a step fails).
 std::shared_ptr<Received> ReceiveFromPs(WorkerInterface* ps) {
-  OneWorkerCache cache(ps);
+  testing::OneWorkerCache cache(ps);
   auto rendezvous = std::make_unique<WorkerRendezvous>(kWorkerTask, 1, &cache);
   auto key = ParseRendezvousKey(
       CreateRendezvousKey(kPsDevice, 1, std::string(kWorkerTask) + "/device:CPU:0", "x:0"));
@@ -192,7 +183,7 @@ TEST(WorkerRendezvousTest, AChunkThatDoesNotFitFailsTheReceiveOnce) {
 }
 
 TEST(WorkerRendezvousTest, AStashIsDroppedWhenItsLastChunkIsTaken) {
-  OneWorkerCache cache(nullptr);
+  testing::OneWorkerCache cache(nullptr);
   WorkerRendezvous r("/job:ps/replica:0/task:0", 1, &cache);
   Tensor value = Counting(10);
   r.Stash("k", value, 2);
