@@ -304,6 +304,18 @@ absl::Status MasterSession::RunPlan(const Plan& plan, const std::vector<Tensor>&
     WireMessage<proto::RunGraphResponse> response;
   };
   std::vector<Call> calls(n);
+  // Each task's first partition carries the steps it may now forget.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> taken;
+  {
+    absl::MutexLock lock(&cleanup_mu_);
+    for (int i = 0; i < n; ++i) {
+      auto it = finished_steps_.find(plan.parts[i].task);
+      if (it == finished_steps_.end() || it->second.empty()) continue;
+      for (int64_t s : it->second) calls[i].request.proto.add_cleanup_step_ids(s);
+      taken.emplace_back(it->first, std::move(it->second));
+      finished_steps_.erase(it);
+    }
+  }
   absl::Mutex mu;
   absl::Status first_error;  // Guarded by mu.
   std::vector<absl::Status> results;
@@ -346,20 +358,19 @@ absl::Status MasterSession::RunPlan(const Plan& plan, const std::vector<Tensor>&
     absl::MutexLock lock(&mu);
     status = first_error;
   }
-  // Drop the step's rendezvous on every task, aborting it there on failure.
-  for (const std::string& task : plan.tasks) {
-    auto w = env_.worker_cache->GetWorker(task);
-    if (!w.ok()) continue;
-    auto req = std::make_shared<WireMessage<proto::CleanupGraphRequest>>();
-    auto resp = std::make_shared<WireMessage<proto::CleanupGraphResponse>>();
-    req->proto.set_step_id(step_id);
-    if (!status.ok()) {
-      req->proto.set_abort_code(static_cast<int>(status.code()));
-      req->proto.set_abort_message(std::string(status.message()));
+  if (status.ok()) {
+    // Every task forgets the step at its next RunGraph.
+    absl::MutexLock lock(&cleanup_mu_);
+    for (const std::string& task : plan.tasks) finished_steps_[task].push_back(step_id);
+  } else {
+    // Abort the step on every task now. The steps this one carried may not have
+    // reached their tasks: send them on their own (forgetting a step twice is harmless).
+    for (const std::string& task : plan.tasks) CleanupAsync(task, step_id, status);
+    for (const auto& [task, steps] : taken) {
+      for (int64_t s : steps) CleanupAsync(task, s, absl::OkStatus());
     }
-    (*w)->CleanupGraphAsync(nullptr, req.get(), resp.get(), [req, resp](const absl::Status&) {});
+    return status;
   }
-  if (!status.ok()) return status;
   response->tensors.assign(options.fetch_size(), Tensor());
   for (int i = 0; i < n; ++i) {
     const Part& part = plan.parts[i];
@@ -378,6 +389,20 @@ absl::Status MasterSession::RunPlan(const Plan& plan, const std::vector<Tensor>&
   return absl::OkStatus();
 }
 
+void MasterSession::CleanupAsync(const std::string& task, int64_t step_id,
+                                 const absl::Status& abort) {
+  auto w = env_.worker_cache->GetWorker(task);
+  if (!w.ok()) return;
+  auto req = std::make_shared<WireMessage<proto::CleanupGraphRequest>>();
+  auto resp = std::make_shared<WireMessage<proto::CleanupGraphResponse>>();
+  req->proto.set_step_id(step_id);
+  if (!abort.ok()) {
+    req->proto.set_abort_code(static_cast<int>(abort.code()));
+    req->proto.set_abort_message(std::string(abort.message()));
+  }
+  (*w)->CleanupGraphAsync(nullptr, req.get(), resp.get(), [req, resp](const absl::Status&) {});
+}
+
 void MasterSession::Deregister(const Plan& plan) {
   for (const Part& p : plan.parts) {
     WireMessage<proto::DeregisterGraphRequest> req;
@@ -393,6 +418,13 @@ absl::Status MasterSession::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
   plans_.clear();  // Worker sessions go with their graphs.
+  {
+    absl::MutexLock cleanup_lock(&cleanup_mu_);
+    for (const auto& [task, steps] : finished_steps_) {
+      for (int64_t s : steps) CleanupAsync(task, s, absl::OkStatus());
+    }
+    finished_steps_.clear();
+  }
   for (const std::string& task : tasks_) {
     auto w = env_.worker_cache->GetWorker(task);
     if (!w.ok()) continue;

@@ -96,6 +96,9 @@ class MasterSession {
                        const proto::RunStepRequest& options,
                        WireMessage<proto::RunStepResponse>* response);
   void Deregister(const Plan& plan);
+  // Sends CleanupGraph for `step_id` to `task` without waiting; a non-OK `abort`
+  // aborts the step's rendezvous there.
+  void CleanupAsync(const std::string& task, int64_t step_id, const absl::Status& abort);
 
   const MasterEnv env_;
   const std::string handle_;
@@ -108,6 +111,13 @@ class MasterSession {
   int64_t graph_version_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, std::shared_ptr<const Plan>> plans_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Steps that ended without error, by task: the next RunGraph to the task carries
+  // them in cleanup_step_ids (Close sends CleanupGraph for any left), which saves a
+  // CleanupGraph call per task and step. A list holds at most the steps that ran
+  // concurrently with the task's latest one.
+  absl::Mutex cleanup_mu_;
+  absl::flat_hash_map<std::string, std::vector<int64_t>> finished_steps_
+      ABSL_GUARDED_BY(cleanup_mu_);
 };
 
 }  // namespace tandem

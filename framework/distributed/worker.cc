@@ -181,6 +181,7 @@ std::shared_ptr<WorkerRendezvous> Worker::StepRendezvous(int64_t step_id) {
 void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGraphRequest>* request,
                            WireMessage<proto::RunGraphResponse>* response, StatusCallback done) {
   const proto::RunGraphRequest& req = request->proto;
+  for (int64_t step : req.cleanup_step_ids()) DropStep(step);
   auto part = FindGraph(req.session_handle(), req.graph_handle());
   if (!part.ok()) {
     done(part.status());
@@ -321,15 +322,7 @@ void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRe
 
 void Worker::CleanupGraphAsync(CallOptions*, const WireMessage<proto::CleanupGraphRequest>* request,
                                WireMessage<proto::CleanupGraphResponse>*, StatusCallback done) {
-  std::shared_ptr<WorkerRendezvous> r;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = steps_.find(request->proto.step_id());
-    if (it != steps_.end()) {
-      r = std::move(it->second);
-      steps_.erase(it);
-    }
-  }
+  std::shared_ptr<WorkerRendezvous> r = DropStep(request->proto.step_id());
   if (r != nullptr && request->proto.abort_code() != 0) {
     r->StartAbort(absl::Status(static_cast<absl::StatusCode>(request->proto.abort_code()),
                                request->proto.abort_message()));
@@ -358,6 +351,15 @@ void Worker::ShutdownAsync(CallOptions*, const WireMessage<proto::ShutdownReques
   }
   done(absl::OkStatus());
   env_.on_shutdown(request->proto.reason());
+}
+
+std::shared_ptr<WorkerRendezvous> Worker::DropStep(int64_t step_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = steps_.find(step_id);
+  if (it == steps_.end()) return nullptr;
+  std::shared_ptr<WorkerRendezvous> r = std::move(it->second);
+  steps_.erase(it);
+  return r;
 }
 
 int Worker::NumLiveSteps() const {

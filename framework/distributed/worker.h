@@ -11,8 +11,9 @@
 //     on one device of this task, and the graph is built once.
 //   - RunGraph runs a partition for a step on the run pool; all partitions of a step
 //     on this task share a WorkerRendezvous, created by whichever of RunGraph or
-//     RecvTensor arrives first and dropped by CleanupGraph. A failing partition
-//     aborts its step's rendezvous, so the step's other partitions stop waiting.
+//     RecvTensor arrives first and dropped by CleanupGraph, or by a later RunGraph
+//     that lists it among its cleanup_step_ids. A failing partition aborts its
+//     step's rendezvous, so the step's other partitions stop waiting.
 //   - RecvTensor answers from the step's rendezvous once the value is sent; a value
 //     over recv_chunk_bytes goes in chunks, kept in the step until the last. A key
 //     naming another incarnation of this task's device is ABORTED (the sender's
@@ -96,6 +97,8 @@ class Worker : public WorkerInterface {
   absl::StatusOr<std::unique_ptr<Partition>> BuildPartition(const proto::GraphDef& def,
                                                             Session* session) const;
   std::shared_ptr<WorkerRendezvous> StepRendezvous(int64_t step_id);
+  // Forgets `step_id`'s rendezvous and returns it (null if none).
+  std::shared_ptr<WorkerRendezvous> DropStep(int64_t step_id);
   absl::Status CheckKey(const ParsedKey& key) const;
 
   const WorkerEnv env_;

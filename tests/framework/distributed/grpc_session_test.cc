@@ -315,8 +315,11 @@ TEST(GrpcSessionTest, TrainingMatchesDirectSession) {
     last = (*b)[0].scalar<float>();
   }
   EXPECT_LT(last, first);
-  // Every step's rendezvous is dropped on both tasks once the step ends (cleanup is
-  // asynchronous, so wait for it).
+  // Each step's rendezvous is dropped on both tasks by the next step's RunGraph, so
+  // only the last one is left; closing the session drops it (asynchronously, so wait).
+  EXPECT_LE(servers[0]->worker()->NumLiveSteps(), 1);
+  EXPECT_LE(servers[1]->worker()->NumLiveSteps(), 1);
+  ASSERT_TRUE(remote->Close().ok());
   for (int i = 0; i < 500; ++i) {
     if (servers[0]->worker()->NumLiveSteps() == 0 && servers[1]->worker()->NumLiveSteps() == 0) {
       break;
