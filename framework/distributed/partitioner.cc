@@ -53,10 +53,12 @@ class Partitioner {
       // Control inputs from other locations: one dummy tensor per source location,
       // waiting for all of them (a train op after N remote updates is one transfer).
       std::map<std::string, std::vector<Node*>> remote;
+      const bool sink = options_.drop_remote_control_into_sinks && n->op() == "NoOp" &&
+                        n->out_edges().empty() && n->out_control_edges().empty();
       for (Node* c : n->control_inputs()) {
         if (locs_[c->id()] == loc) {
           nd->add_input("^" + c->name());
-        } else {
+        } else if (!sink) {
           remote[locs_[c->id()]].push_back(c);
         }
       }

@@ -12,7 +12,8 @@
 //     become a single scalar float Const there, control-dependent on all of them, sent
 //     like a tensor; the received value is a control input of the node (a train op
 //     waiting for N updates on a ps costs one transfer, not N). Nodes with the same
-//     set of remote control inputs share it.
+//     set of remote control inputs share it. A sink NoOp drops them instead
+//     (PartitionOptions::drop_remote_control_into_sinks).
 //   - Tensor names are "edge_<k>_<source node>", unique in the graph and therefore
 //     within a step; keys carry the sending device's incarnation (`incarnations`)
 //     and the receiving device (the first consumer's device in that location).
@@ -43,6 +44,12 @@ struct PartitionOptions {
   std::function<std::string(const Node&)> node_to_loc;
   // The incarnation of every device that sends across locations, by full device name.
   absl::flat_hash_map<std::string, uint64_t> incarnations;
+  // A NoOp with no outgoing edges (a train op that is only a target) loses its control
+  // inputs from other locations: nothing can observe when it runs, and a step ends
+  // only when every partition has, so crossing would only cost a transfer per step.
+  // Right only for callers that wait for every partition of a step, as the master
+  // does.
+  bool drop_remote_control_into_sinks = true;
 };
 
 // The task part of a node's assigned device ("/job:ps/replica:0/task:0"); use as

@@ -329,6 +329,38 @@ TEST(PartitionerTest, ControlEdgesCrossPartitions) {
   EXPECT_EQ((*value)[0].scalar<float>(), 3.0f);
 }
 
+// A train op that is only a target (a NoOp nothing depends on) needs no transfer
+// from the ps: the step ends only when the ps partition has run its updates. A NoOp
+// that something else waits for keeps it.
+TEST(PartitionerTest, ASinkNoOpWaitsForRemoteUpdatesWithoutATransfer) {
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  ops::Variable counter(ps, "counter", ops::Const(ps, 0.0f));
+  Output bump = ops::AssignAdd(ps.WithOpName("bump"), counter, ops::Const(ps, 1.0f));
+  Scope w1 = root.WithDevice("/job:worker/task:1");
+  Node* train = ops::NoOp(w1.WithOpName("train").WithControlDependencies({bump}));
+  Node* gate = ops::NoOp(w1.WithOpName("gate").WithControlDependencies({bump}));
+  Output after =
+      ops::Identity(w1.WithOpName("after").WithControlDependencies(std::vector<Node*>{gate}),
+                    ops::Const(w1, 7.0f));
+  ASSERT_TRUE(root.ok()) << root.status();
+  InProcessCluster cluster;
+  ASSERT_TRUE(cluster.Run(*root.graph(), {}, {counter.initializer()->name()}).ok());
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE(cluster.Run(*root.graph(), {}, {train->name()}).ok());
+  }
+  EXPECT_EQ(CountOps(cluster.partitions().at(kPs), "_Send"), 0);
+  EXPECT_EQ(CountOps(cluster.partitions().at(kW1), "_Recv"), 0);
+  auto value = cluster.Run(*root.graph(), {counter.value().name()});
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ((*value)[0].scalar<float>(), 3.0f);  // Every step ran its update.
+  // "gate" is waited for by "after": its remote control input still crosses.
+  auto got = cluster.Run(*root.graph(), {after.name()});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(CountOps(cluster.partitions().at(kPs), "_Send"), 1);
+  EXPECT_EQ(CountOps(cluster.partitions().at(kW1), "_Recv"), 1);
+}
+
 TEST(PartitionerTest, AFailingPartitionAbortsTheOthers) {
   Scope root = Scope::NewRootScope();
   Scope ps = root.WithDevice("/job:ps/task:0");
