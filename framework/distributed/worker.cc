@@ -15,10 +15,6 @@
 namespace tandem {
 namespace {
 
-// Enough threads for every partition of several concurrent steps (between-graph
-// replication runs one step per worker on each ps at once).
-constexpr int kRunThreads = 32;
-
 absl::Status Aborted(absl::string_view what, absl::string_view handle) {
   return absl::AbortedError(absl::StrCat(what, " '", handle,
                                          "' is not known to this worker; it may have "
@@ -27,9 +23,7 @@ absl::Status Aborted(absl::string_view what, absl::string_view handle) {
 
 }  // namespace
 
-Worker::Worker(WorkerEnv env) : env_(std::move(env)), run_pool_("worker_run", kRunThreads) {
-  EnsureKernels();
-}
+Worker::Worker(WorkerEnv env) : env_(std::move(env)) { EnsureKernels(); }
 
 Worker::~Worker() {
   AbortAllSteps(absl::CancelledError("worker shutting down"));
@@ -203,36 +197,41 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
     }
   }
   std::shared_ptr<WorkerRendezvous> rendezvous = StepRendezvous(req.step_id());
-  run_pool_.Schedule([this, part = *part, rendezvous, request, response, done = std::move(done)] {
-    const proto::RunGraphRequest& req = request->proto;
+  struct Run {
     StepStats stats;
     ExecutorArgs args;
-    args.step_id = req.step_id();
-    args.args = &request->tensors;
-    args.retvals = &response->tensors;
-    args.inter_op_pool = env_.inter_op_pool;
-    args.intra_op_pool = env_.intra_op_pool;
-    args.intra_op_threads = env_.intra_op_threads;
-    args.rendezvous = rendezvous.get();
-    if (req.trace()) args.stats = &stats;
-    if (req.timeout_ms() > 0) args.deadline_micros = env::NowMicros() + req.timeout_ms() * 1000;
-    absl::Status s = part->executor->Run(args);
-    if (!s.ok()) {
-      // Stop this step's other partitions here; the master aborts the other tasks.
-      rendezvous->StartAbort(s);
-      response->tensors.clear();
-    }
-    for (const NodeExecStats& n : stats.nodes) {
-      proto::NodeStats* p = response->proto.add_node_stats();
-      p->set_node_name(n.node_name);
-      p->set_op(n.op);
-      p->set_device(n.device);
-      p->set_start_micros(n.start_micros);
-      p->set_end_micros(n.end_micros);
-      p->set_thread_id(n.thread_id);
-    }
-    done(s);
-  });
+  };
+  auto run = std::make_shared<Run>();
+  ExecutorArgs& args = run->args;
+  args.step_id = req.step_id();
+  args.args = &request->tensors;
+  args.retvals = &response->tensors;
+  args.inter_op_pool = env_.inter_op_pool;
+  args.intra_op_pool = env_.intra_op_pool;
+  args.intra_op_threads = env_.intra_op_threads;
+  args.rendezvous = rendezvous.get();
+  if (req.trace()) args.stats = &run->stats;
+  if (req.timeout_ms() > 0) args.deadline_micros = env::NowMicros() + req.timeout_ms() * 1000;
+  // The partition and the rendezvous live until the step ends.
+  std::shared_ptr<const Partition> partition = *part;
+  partition->executor->RunAsync(
+      args, [run, partition, rendezvous, response, done = std::move(done)](const absl::Status& s) {
+        if (!s.ok()) {
+          // Stop this step's other partitions here; the master aborts the other tasks.
+          rendezvous->StartAbort(s);
+          response->tensors.clear();
+        }
+        for (const NodeExecStats& n : run->stats.nodes) {
+          proto::NodeStats* p = response->proto.add_node_stats();
+          p->set_node_name(n.node_name);
+          p->set_op(n.op);
+          p->set_device(n.device);
+          p->set_start_micros(n.start_micros);
+          p->set_end_micros(n.end_micros);
+          p->set_thread_id(n.thread_id);
+        }
+        done(s);
+      });
 }
 
 absl::Status Worker::CheckKey(const ParsedKey& key) const {

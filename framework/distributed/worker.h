@@ -9,11 +9,13 @@
 //     registered and the kernels of their stateful nodes.
 //   - RegisterGraph builds one Executor per partition; every node of a partition is
 //     on one device of this task, and the graph is built once.
-//   - RunGraph runs a partition for a step on the run pool; all partitions of a step
-//     on this task share a WorkerRendezvous, created by whichever of RunGraph or
-//     RecvTensor arrives first and dropped by CleanupGraph, or by a later RunGraph
-//     that lists it among its cleanup_step_ids. A failing partition aborts its
-//     step's rendezvous, so the step's other partitions stop waiting.
+//   - RunGraph starts a partition for a step on the calling thread (its cheap root
+//     nodes; the rest run on the inter-op pool) and replies when the step ends; no
+//     thread waits for it. All partitions of a step on this task share a
+//     WorkerRendezvous, created by whichever of RunGraph or RecvTensor arrives first
+//     and dropped by CleanupGraph, or by a later RunGraph that lists it among its
+//     cleanup_step_ids. A failing partition aborts its step's rendezvous, so the
+//     step's other partitions stop waiting.
 //   - RecvTensor answers from the step's rendezvous once the value is sent; a value
 //     over recv_chunk_bytes goes in chunks, kept in the step until the last. A key
 //     naming another incarnation of this task's device is ABORTED (the sender's
@@ -102,9 +104,7 @@ class Worker : public WorkerInterface {
   absl::Status CheckKey(const ParsedKey& key) const;
 
   const WorkerEnv env_;
-  ThreadPool run_pool_;
-  std::atomic<int64_t> chunks_sent_{
-      0};  // Blocks in Executor::Run, one thread per running partition.
+  std::atomic<int64_t> chunks_sent_{0};
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, std::shared_ptr<WorkerRendezvous>> steps_ ABSL_GUARDED_BY(mu_);

@@ -27,9 +27,12 @@ void UseOmpThreads(int n) {
 // The state of one Run: output slots, pending counts, and completion.
 class Executor::StepState : public std::enable_shared_from_this<Executor::StepState> {
  public:
-  StepState(const Executor* exec, const ExecutorArgs& args)
+  // With `done`, the step calls it when it ends; without, RunAndWait waits for the end.
+  StepState(const Executor* exec, const ExecutorArgs& args,
+            std::function<void(const absl::Status&)> done = nullptr)
       : exec_(exec),
         args_(args),
+        done_callback_(std::move(done)),
         slots_(exec->num_slots_),
         pending_(new std::atomic<int>[exec->items_.size()]),
         uses_(new std::atomic<int>[exec->num_slots_]),
@@ -58,14 +61,25 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
     return status_;
   }
 
+  // Starts the step; done_callback_ reports its end.
+  void Start() {
+    if (exec_->items_.empty()) {
+      done_callback_(absl::OkStatus());
+      return;
+    }
+    std::vector<int> roots = exec_->roots_;
+    Dispatch(roots, /*expensive_inline=*/false);
+  }
+
  private:
-  // Runs `ready` nodes: expensive ones but the last go to the pool, the rest inline.
-  void Dispatch(std::vector<int>& ready) {
+  // Runs `ready` nodes: expensive ones go to the pool (but the last, when
+  // `expensive_inline`), the rest inline.
+  void Dispatch(std::vector<int>& ready, bool expensive_inline = true) {
     while (!ready.empty()) {
       int id = ready.back();
       ready.pop_back();
       const Item& item = exec_->items_[id];
-      if (!item.cheap && !ready.empty() && args_.inter_op_pool != nullptr) {
+      if (!item.cheap && (!ready.empty() || !expensive_inline) && args_.inter_op_pool != nullptr) {
         args_.inter_op_pool->Schedule([self = shared_from_this(), id] {
           std::vector<int> more;
           self->Process(id, &more);
@@ -109,10 +123,18 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
     for (int succ : item.successors) {
       if (pending_[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(succ);
     }
-    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
+  }
+
+  // The last node has run: reports the step's status.
+  void Finish() {
+    absl::Status status;
+    {
       absl::MutexLock lock(&mu_);
       done_ = true;
+      status = status_;
     }
+    if (done_callback_) done_callback_(status);
   }
 
   void RunKernel(const Item& item, std::vector<Tensor> inputs) {
@@ -180,7 +202,8 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
   }
 
   const Executor* exec_;
-  const ExecutorArgs& args_;
+  const ExecutorArgs args_;
+  const std::function<void(const absl::Status&)> done_callback_;
   StepContext step_;
   std::vector<Tensor> slots_;
   std::unique_ptr<std::atomic<int>[]> pending_;
@@ -254,6 +277,13 @@ absl::Status Executor::Run(const ExecutorArgs& args) const {
   // Shared with pool closures, so the state outlives the last of them.
   auto state = std::make_shared<StepState>(this, args);
   return state->RunAndWait();
+}
+
+void Executor::RunAsync(const ExecutorArgs& args,
+                        std::function<void(const absl::Status&)> done) const {
+  if (args.retvals != nullptr) args.retvals->assign(num_retvals_, Tensor());
+  auto state = std::make_shared<StepState>(this, args, std::move(done));
+  state->Start();
 }
 
 }  // namespace tandem

@@ -73,7 +73,13 @@ class Executor {
                                                           KernelCache* shared = nullptr);
   ~Executor();
 
+  // Runs the graph once and waits for it.
   absl::Status Run(const ExecutorArgs& args) const;
+  // Runs the graph once and calls `done` with the step's status when every node has
+  // run, on whichever thread finished last (possibly before RunAsync returns). Cheap
+  // roots run on the calling thread, every other node on the inter-op pool, so an RPC
+  // thread may start a step. `args` is copied; what it points to must outlive `done`.
+  void RunAsync(const ExecutorArgs& args, std::function<void(const absl::Status&)> done) const;
   int num_args() const { return num_args_; }
   int num_retvals() const { return num_retvals_; }
   const Graph& graph() const { return *graph_; }
