@@ -292,26 +292,31 @@ TEST(PartitionerTest, AChainCrossingDevicesSeveralTimes) {
   }
 }
 
-TEST(PartitionerTest, ControlEdgesCrossPartitions) {
+// A counter on the ps, a "bump" that adds one to it, and a scope on worker 1.
+struct PsCounter {
   Scope root = Scope::NewRootScope();
   Scope ps = root.WithDevice("/job:ps/task:0");
-  ops::Variable counter(ps, "counter", ops::Const(ps, 0.0f));
+  ops::Variable counter{ps, "counter", ops::Const(ps, 0.0f)};
   Output bump = ops::AssignAdd(ps.WithOpName("bump"), counter, ops::Const(ps, 1.0f));
   Scope w1 = root.WithDevice("/job:worker/task:1");
+};
+
+TEST(PartitionerTest, ControlEdgesCrossPartitions) {
+  PsCounter g;
   // Fetching "after" needs "bump" only through a control edge from another task.
-  Output after =
-      ops::Identity(w1.WithOpName("after").WithControlDependencies({bump}), ops::Const(w1, 7.0f));
-  ASSERT_TRUE(root.ok()) << root.status();
+  Output after = ops::Identity(g.w1.WithOpName("after").WithControlDependencies({g.bump}),
+                               ops::Const(g.w1, 7.0f));
+  ASSERT_TRUE(g.root.ok()) << g.root.status();
   InProcessCluster cluster;
-  ASSERT_TRUE(cluster.Run(*root.graph(), {}, {counter.initializer()->name()}).ok());
+  ASSERT_TRUE(cluster.Run(*g.root.graph(), {}, {g.counter.initializer()->name()}).ok());
   for (int step = 0; step < 3; ++step) {
-    auto got = cluster.Run(*root.graph(), {after.name()});
+    auto got = cluster.Run(*g.root.graph(), {after.name()});
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ((*got)[0].scalar<float>(), 7.0f);
   }
   const auto& parts = cluster.partitions();
   ASSERT_EQ(parts.size(), 2u);
-  // A dummy Const on the ps side, control-dependent on bump, is sent over...
+  // A dummy Const on the ps side, control-dependent on g.bump, is sent over...
   const proto::NodeDef* dummy = nullptr;
   for (const auto& nd : parts.at(kPs).node()) {
     if (nd.op() == "Const" && nd.input_size() == 1 && nd.input(0) == "^bump") dummy = &nd;
@@ -324,7 +329,7 @@ TEST(PartitionerTest, ControlEdgesCrossPartitions) {
     ASSERT_EQ(nd.input_size(), 2);
     EXPECT_THAT(nd.input(1), HasSubstr("^_recv/"));
   }
-  auto value = cluster.Run(*root.graph(), {counter.value().name()});
+  auto value = cluster.Run(*g.root.graph(), {g.counter.value().name()});
   ASSERT_TRUE(value.ok()) << value.status();
   EXPECT_EQ((*value)[0].scalar<float>(), 3.0f);
 }
@@ -333,29 +338,25 @@ TEST(PartitionerTest, ControlEdgesCrossPartitions) {
 // from the ps: the step ends only when the ps partition has run its updates. A NoOp
 // that something else waits for keeps it.
 TEST(PartitionerTest, ASinkNoOpWaitsForRemoteUpdatesWithoutATransfer) {
-  Scope root = Scope::NewRootScope();
-  Scope ps = root.WithDevice("/job:ps/task:0");
-  ops::Variable counter(ps, "counter", ops::Const(ps, 0.0f));
-  Output bump = ops::AssignAdd(ps.WithOpName("bump"), counter, ops::Const(ps, 1.0f));
-  Scope w1 = root.WithDevice("/job:worker/task:1");
-  Node* train = ops::NoOp(w1.WithOpName("train").WithControlDependencies({bump}));
-  Node* gate = ops::NoOp(w1.WithOpName("gate").WithControlDependencies({bump}));
+  PsCounter g;
+  Node* train = ops::NoOp(g.w1.WithOpName("train").WithControlDependencies({g.bump}));
+  Node* gate = ops::NoOp(g.w1.WithOpName("gate").WithControlDependencies({g.bump}));
   Output after =
-      ops::Identity(w1.WithOpName("after").WithControlDependencies(std::vector<Node*>{gate}),
-                    ops::Const(w1, 7.0f));
-  ASSERT_TRUE(root.ok()) << root.status();
+      ops::Identity(g.w1.WithOpName("after").WithControlDependencies(std::vector<Node*>{gate}),
+                    ops::Const(g.w1, 7.0f));
+  ASSERT_TRUE(g.root.ok()) << g.root.status();
   InProcessCluster cluster;
-  ASSERT_TRUE(cluster.Run(*root.graph(), {}, {counter.initializer()->name()}).ok());
+  ASSERT_TRUE(cluster.Run(*g.root.graph(), {}, {g.counter.initializer()->name()}).ok());
   for (int step = 0; step < 3; ++step) {
-    ASSERT_TRUE(cluster.Run(*root.graph(), {}, {train->name()}).ok());
+    ASSERT_TRUE(cluster.Run(*g.root.graph(), {}, {train->name()}).ok());
   }
   EXPECT_EQ(CountOps(cluster.partitions().at(kPs), "_Send"), 0);
   EXPECT_EQ(CountOps(cluster.partitions().at(kW1), "_Recv"), 0);
-  auto value = cluster.Run(*root.graph(), {counter.value().name()});
+  auto value = cluster.Run(*g.root.graph(), {g.counter.value().name()});
   ASSERT_TRUE(value.ok()) << value.status();
   EXPECT_EQ((*value)[0].scalar<float>(), 3.0f);  // Every step ran its update.
   // "gate" is waited for by "after": its remote control input still crosses.
-  auto got = cluster.Run(*root.graph(), {after.name()});
+  auto got = cluster.Run(*g.root.graph(), {after.name()});
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(CountOps(cluster.partitions().at(kPs), "_Send"), 1);
   EXPECT_EQ(CountOps(cluster.partitions().at(kW1), "_Recv"), 1);
