@@ -51,7 +51,7 @@ absl::StatusOr<LabeledImages> LoadIdxSplit(std::string dir, const std::string& p
 }
 
 absl::StatusOr<FashionMnist> LoadFashionMnist(std::string dir) {
-  if (dir.empty()) dir = DefaultDataDir();
+  if (dir.empty()) dir = DefaultDataDir();  // Once, for both splits.
   FashionMnist ds;
   TANDEM_ASSIGN_OR_RETURN(ds.train, LoadIdxSplit(dir, "train"));
   TANDEM_ASSIGN_OR_RETURN(ds.test, LoadIdxSplit(dir, "t10k"));

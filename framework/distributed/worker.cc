@@ -197,12 +197,8 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
     }
   }
   std::shared_ptr<WorkerRendezvous> rendezvous = StepRendezvous(req.step_id());
-  struct Run {
-    StepStats stats;
-    ExecutorArgs args;
-  };
-  auto run = std::make_shared<Run>();
-  ExecutorArgs& args = run->args;
+  auto stats = std::make_shared<StepStats>();  // Filled until the step ends.
+  ExecutorArgs args;                           // RunAsync copies it.
   args.step_id = req.step_id();
   args.args = &request->tensors;
   args.retvals = &response->tensors;
@@ -210,28 +206,28 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
   args.intra_op_pool = env_.intra_op_pool;
   args.intra_op_threads = env_.intra_op_threads;
   args.rendezvous = rendezvous.get();
-  if (req.trace()) args.stats = &run->stats;
+  if (req.trace()) args.stats = stats.get();
   if (req.timeout_ms() > 0) args.deadline_micros = env::NowMicros() + req.timeout_ms() * 1000;
   // The partition and the rendezvous live until the step ends.
   std::shared_ptr<const Partition> partition = *part;
-  partition->executor->RunAsync(
-      args, [run, partition, rendezvous, response, done = std::move(done)](const absl::Status& s) {
-        if (!s.ok()) {
-          // Stop this step's other partitions here; the master aborts the other tasks.
-          rendezvous->StartAbort(s);
-          response->tensors.clear();
-        }
-        for (const NodeExecStats& n : run->stats.nodes) {
-          proto::NodeStats* p = response->proto.add_node_stats();
-          p->set_node_name(n.node_name);
-          p->set_op(n.op);
-          p->set_device(n.device);
-          p->set_start_micros(n.start_micros);
-          p->set_end_micros(n.end_micros);
-          p->set_thread_id(n.thread_id);
-        }
-        done(s);
-      });
+  partition->executor->RunAsync(args, [stats, partition, rendezvous, response,
+                                       done = std::move(done)](const absl::Status& s) {
+    if (!s.ok()) {
+      // Stop this step's other partitions here; the master aborts the other tasks.
+      rendezvous->StartAbort(s);
+      response->tensors.clear();
+    }
+    for (const NodeExecStats& n : stats->nodes) {
+      proto::NodeStats* p = response->proto.add_node_stats();
+      p->set_node_name(n.node_name);
+      p->set_op(n.op);
+      p->set_device(n.device);
+      p->set_start_micros(n.start_micros);
+      p->set_end_micros(n.end_micros);
+      p->set_thread_id(n.thread_id);
+    }
+    done(s);
+  });
 }
 
 absl::Status Worker::CheckKey(const ParsedKey& key) const {

@@ -62,11 +62,11 @@ struct WorkerRendezvous::RemoteRecv {
   bool finished ABSL_GUARDED_BY(mu) = false;  // `done` has been called.
   bool is_dead = false;
 
-  // Calls `done` unless it was already called; true if this call did.
-  bool Finish(const absl::Status& s) {
+  // Calls `done` unless it was already called.
+  void Finish(const absl::Status& s) {
     {
       absl::MutexLock lock(&mu);
-      if (finished) return false;
+      if (finished) return;
       finished = true;
     }
     if (s.ok()) {
@@ -74,7 +74,6 @@ struct WorkerRendezvous::RemoteRecv {
     } else {
       done(s, Tensor(), false);
     }
-    return true;
   }
 };
 
@@ -155,6 +154,7 @@ void WorkerRendezvous::IssueRecvCall(std::shared_ptr<Calls> calls, std::shared_p
         bool complete;
         {
           absl::MutexLock lock(&recv->mu);
+          if (recv->finished) return;  // Another chunk failed: ask for no more.
           const uint64_t total = recv->value.TotalBytes();
           complete = recv->received == total;
           const int want = offset == 0 ? kChunksInFlight : 1;
