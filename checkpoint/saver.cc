@@ -64,6 +64,20 @@ absl::Status FirstError(const std::vector<absl::Status>& statuses) {
   return absl::OkStatus();
 }
 
+// The device a variable's handle will be placed on, as far as the graph says: its
+// requested device, else that of the first node of its colocation group that
+// requests one (optimizer slots and beta powers follow their variable this way).
+std::string HandleDevice(Graph* graph, const Node* handle) {
+  if (!handle->requested_device().empty()) return handle->requested_device();
+  for (const std::string& name : handle->ColocationGroups()) {
+    const Node* target = graph->FindNode(name);
+    if (target != nullptr && !target->requested_device().empty()) {
+      return target->requested_device();
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions options) {
@@ -84,7 +98,7 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions 
       return absl::InvalidArgumentError(
           absl::StrCat("Saver: variable ", v.name(), ": ", dtype.status().message()));
     }
-    devices.insert(v.handle().node->requested_device());
+    devices.insert(HandleDevice(graph, v.handle().node));
   }
   std::map<std::string, SlicedTensor> slices;
   for (const auto& [part, info] : options.partitions) {
@@ -124,7 +138,7 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions 
     sv.dtype = v.dtype();
     sv.shape = v.shape();
     sv.shard = static_cast<int>(std::lower_bound(shard_devices.begin(), shard_devices.end(),
-                                                 v.handle().node->requested_device()) -
+                                                 HandleDevice(graph, v.handle().node)) -
                                 shard_devices.begin());
     Output read = ops::ReadVariableOp(s.WithOpName("read"), v.handle(), v.dtype());
     Output feed = ops::Placeholder(s.WithOpName("restore_value"), v.dtype(), v.shape());

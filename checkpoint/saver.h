@@ -20,7 +20,8 @@
 //
 // Save runs all reads in ONE session step (a consistent snapshot of every variable),
 // groups the values by the device of their variable's handle (the handle node's
-// requested device; one group per distinct device, in sorted order, so a DirectSession
+// requested device, else that of the node its colocation group names, as optimizer
+// slots follow their variable; one group per distinct device, in sorted order, so a DirectSession
 // model gives one shard), writes the groups' shards in parallel threads, then the
 // index, then the state file (each atomically: temp file, fsync, rename), and applies
 // retention. Restore reads the index and the shards this Saver's variables need,

@@ -36,6 +36,9 @@ install(EXPORT tandemTargets
 if(TARGET ckpt)
   install(TARGETS ckpt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+if(TARGET trainer)
+  install(TARGETS trainer RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 # Public headers, paths kept so "estimator/model.h" resolves against <prefix>/include.
 foreach(_dir framework checkpoint hooks estimator)

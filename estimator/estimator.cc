@@ -13,8 +13,11 @@
 #include "checkpoint/checkpoint_index.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
+#include "estimator/replica_device_setter.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
+#include "framework/distributed/grpc_session.h"
+#include "framework/distributed/server.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/optimizer.h"
 #include "framework/ops/state_ops.h"
@@ -26,6 +29,8 @@ namespace {
 
 // Consecutive recoverable step failures (ABORTED/UNAVAILABLE) tolerated before giving up.
 constexpr int kMaxConsecutiveRecoveries = 10;
+// How long creating a session on a cluster waits for the ps tasks to answer.
+constexpr int64_t kWaitForClusterMs = 300000;
 
 template <typename T>
 absl::StatusOr<T> Annotated(absl::StatusOr<T> value, absl::string_view context) {
@@ -78,10 +83,19 @@ absl::StatusOr<OpenInput> Open(const InputFn& input_fn, ModeKey mode, const Inpu
   return in;
 }
 
-// Builds the graph of `mode` with placeholders like `first`.
+// Builds the graph of `mode` with placeholders like `first`. On a cluster every node
+// goes through the replica device setter: variables on the ps tasks, the rest on this
+// task.
 absl::Status BuildModeGraph(const EstimatorOptions& o, ModeKey mode, const OpenInput& in,
-                            ModeGraph* g) {
+                            bool on_cluster, ModeGraph* g) {
   if (o.config.tf_random_seed()) g->root.graph()->set_seed(*o.config.tf_random_seed());
+  if (on_cluster) {
+    ReplicaDeviceSetterOptions rds;
+    rds.cluster = o.config.cluster_spec();
+    rds.worker_device = o.config.task_device_name();
+    g->root = WithReplicaDeviceSetter(g->root, rds);
+    TANDEM_RETURN_IF_ERROR(AnnotateStatus(g->root.status(), "replica device setter"));
+  }
   g->global_step = ops::GetOrCreateGlobalStep(g->root);
   Features features;
   Output labels;
@@ -127,15 +141,27 @@ FeedMap Feeds(const ModeGraph& g, const data::Element& element) {
   return feeds;
 }
 
-SessionOptions MakeSessionOptions(const RunConfig& config) {
+// A session in this process, or (on_cluster) one to this task's master that sees the
+// devices the RunConfig's filters name.
+SessionOptions MakeSessionOptions(const RunConfig& config, bool on_cluster) {
   SessionOptions so;
   if (config.session_config()) {
     so.inter_op_threads = config.session_config()->inter_op_parallelism_threads;
     so.intra_op_threads = config.session_config()->intra_op_parallelism_threads;
     so.allow_soft_placement = config.session_config()->allow_soft_placement;
+    if (on_cluster) so.device_filters = config.session_config()->device_filters;
   }
-  so.target = config.master();
+  if (on_cluster) {
+    so.target = config.master();
+    so.wait_for_workers_ms = kWaitForClusterMs;
+  }
   return so;
+}
+
+int NumTasks(const ClusterSpec& cluster) {
+  int n = 0;
+  for (const std::string& job : cluster.jobs()) n += cluster.NumTasks(job);
+  return n;
 }
 
 checkpoint::SaverOptions MakeSaverOptions(const RunConfig& config) {
@@ -212,17 +238,50 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
   if (options.config.model_dir().empty()) {
     return absl::InvalidArgumentError("Estimator: [run] model_dir is required");
   }
-  if (!options.session_factory) {
-    if (options.config.is_distributed()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "Estimator: this task is '", options.config.task_type(),
-          "' of a cluster, and the Estimator does not drive the distributed runtime yet "
-          "(chief/worker session creators over GrpcSession); run without "
-          "TF_CONFIG/[cluster], or serve the task with `trainer serve`"));
+  std::unique_ptr<Estimator> e(new Estimator(std::move(options)));
+  const RunConfig& config = e->options_.config;
+  if (e->TrainsOnCluster()) {
+    if (config.num_ps_replicas() == 0) {
+      return ConfigError(absl::StrCat(
+          "Estimator: the cluster ", config.cluster_spec().DebugString(),
+          " has training tasks but no ps task; training on a cluster needs parameter servers"));
     }
-    options.session_factory = DefaultSessionFactory();
+    InputContext& context = e->train_input_context_;
+    if (context.num_input_pipelines == 1 && config.global_id_in_cluster()) {
+      context.num_input_pipelines = config.num_worker_replicas();
+      context.input_pipeline_id = *config.global_id_in_cluster();
+    }
   }
-  return std::unique_ptr<Estimator>(new Estimator(std::move(options)));
+  return e;
+}
+
+Estimator::Estimator(EstimatorOptions options)
+    : options_(std::move(options)), train_input_context_(options_.input_context) {}
+
+Estimator::~Estimator() = default;
+
+bool Estimator::TrainsOnCluster() const {
+  const RunConfig& config = options_.config;
+  const std::string& type = config.task_type();
+  return NumTasks(config.cluster_spec()) > 1 &&
+         (type == kJobChief || type == kJobMaster || type == kJobWorker);
+}
+
+absl::Status Estimator::EnsureServer() {
+  if (server_ != nullptr) return absl::OkStatus();
+  const RunConfig& config = options_.config;
+  ServerOptions so;
+  so.cluster = config.cluster_spec();
+  so.job = config.task_type();
+  so.task = config.task_id();
+  so.security = options_.security;
+  if (config.session_config()) {
+    so.inter_op_threads = config.session_config()->inter_op_parallelism_threads;
+    so.intra_op_threads = config.session_config()->intra_op_parallelism_threads;
+  }
+  TANDEM_ASSIGN_OR_RETURN(server_, Server::Create(so));
+  LOG(INFO) << "Started server " << server_->task_name() << " on " << server_->address();
+  return absl::OkStatus();
 }
 
 std::string Estimator::LatestCheckpoint() const {
@@ -255,11 +314,27 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
     return absl::InvalidArgumentError(
         "Train: saving_listeners need checkpoints (set save_checkpoints_steps or _secs)");
   }
-  TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kTrain, options_.input_context));
+  const bool on_cluster = TrainsOnCluster();
+  TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kTrain, train_input_context_));
   ModeGraph g;
-  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kTrain, in, &g));
+  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kTrain, in, on_cluster, &g));
+  TANDEM_RETURN_IF_ERROR(options_.params.CheckEveryKeyRead());
   ops::summary::Scalar(g.root, "loss", g.spec.loss);
   TANDEM_RETURN_IF_ERROR(g.root.status());
+  SessionFactory factory = options_.session_factory;
+  if (on_cluster) {
+    TANDEM_RETURN_IF_ERROR(EnsureServer());
+    if (!factory) {
+      factory = [security = options_.security](const proto::GraphDef& def,
+                                               const SessionOptions& so) {
+        return NewSession(def, so, security);
+      };
+    }
+    LOG(INFO) << "Training as " << server_->task_name() << " on a cluster of "
+              << NumTasks(config.cluster_spec()) << " tasks; input pipeline "
+              << train_input_context_.input_pipeline_id << " of "
+              << train_input_context_.num_input_pipelines;
+  }
 
   std::shared_ptr<Scaffold> scaffold = g.spec.scaffold;
   if (scaffold == nullptr) {
@@ -301,12 +376,13 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
   mts.save_checkpoint_steps.reset();
   mts.save_summaries_steps = config.save_summary_steps();
   mts.log_step_count_steps = config.log_step_count_steps();
-  mts.session_options = MakeSessionOptions(config);
-  mts.factory = options_.session_factory;
+  mts.session_options = MakeSessionOptions(config, on_cluster);
+  mts.factory = factory;
 
   TANDEM_ASSIGN_OR_RETURN(auto session, NewMonitoredTrainingSession(g.root.graph(), mts));
   const SessionRunRequest base{{}, {}, {g.spec.train_op->name()}};
   int failures = 0;
+  int64_t local_steps = 0;  // Steps this task ran (on a cluster, its share of global_step).
   while (!session->ShouldStop()) {
     TANDEM_ASSIGN_OR_RETURN(std::optional<data::Element> batch, in.Next());
     if (!batch) {
@@ -322,11 +398,17 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
     }
     TANDEM_RETURN_IF_ERROR(s);
     failures = 0;
+    ++local_steps;
+  }
+  if (session->raw_session() == nullptr) {
+    return absl::UnavailableError(
+        "Train: the session could not be re-created after a failed step; training stopped");
   }
   TANDEM_ASSIGN_OR_RETURN(auto step,
                           session->raw_session()->Run({}, {g.global_step.value().name()}));
   TANDEM_RETURN_IF_ERROR(session->Close());
-  LOG(INFO) << "Training finished at global step " << step[0].scalar<int64_t>() << ".";
+  LOG(INFO) << "Training finished at global step " << step[0].scalar<int64_t>() << " ("
+            << local_steps << " steps run by this task).";
   return step[0].scalar<int64_t>();
 }
 
@@ -343,7 +425,7 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,
   }
   TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kEval, options_.input_context));
   ModeGraph g;
-  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kEval, in, &g));
+  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kEval, in, /*on_cluster=*/false, &g));
   if (g.spec.eval_metric_ops.count("loss")) {
     return absl::InvalidArgumentError(
         "EstimatorSpec: metric name 'loss' is reserved for the Estimator's mean loss");
@@ -367,7 +449,7 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,
 
   SessionCreatorOptions sco;
   sco.scaffold = g.spec.scaffold ? g.spec.scaffold : std::make_shared<Scaffold>();
-  sco.session_options = MakeSessionOptions(options_.config);
+  sco.session_options = MakeSessionOptions(options_.config, /*on_cluster=*/false);
   sco.factory = options_.session_factory;
   LOG(INFO) << "Starting evaluation of " << checkpoint_path;
   TANDEM_ASSIGN_OR_RETURN(
@@ -418,7 +500,7 @@ absl::Status Estimator::Predict(const InputFn& input_fn, const PredictionCallbac
   if (checkpoint_path.empty()) checkpoint_path = LatestCheckpoint();
   TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kPredict, options_.input_context));
   ModeGraph g;
-  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kPredict, in, &g));
+  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kPredict, in, /*on_cluster=*/false, &g));
   std::vector<std::string> keys, fetches;
   for (const auto& [key, tensor] : g.spec.predictions) {
     if (!options.predict_keys.empty() &&
@@ -444,7 +526,7 @@ absl::Status Estimator::Predict(const InputFn& input_fn, const PredictionCallbac
   }
   SessionCreatorOptions sco;
   sco.scaffold = g.spec.scaffold ? g.spec.scaffold : std::make_shared<Scaffold>();
-  sco.session_options = MakeSessionOptions(options_.config);
+  sco.session_options = MakeSessionOptions(options_.config, /*on_cluster=*/false);
   sco.factory = options_.session_factory;
   std::vector<std::shared_ptr<SessionRunHook>> hooks = g.spec.prediction_hooks;
   hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());

@@ -26,6 +26,22 @@
 // model_dir, whose latest checkpoint is used). A matching variable missing from that
 // checkpoint, or one of another shape, is an error naming it.
 //
+// On a cluster (RunConfig from TF_CONFIG: a chief, master or worker task of a cluster
+// of more than one task), Train starts this task's Server once (kept for the
+// Estimator's life), builds the graph under the replica device setter (variables,
+// global_step and optimizer slots on the ps tasks, round-robin; every other op on this
+// task), and runs it through a GrpcSession to that server with the RunConfig's device
+// filters (the ps tasks and this task), waiting up to five minutes for the ps tasks
+// to answer (naming the ones it waits for in the log). The chief initialises or
+// restores and writes checkpoints and summaries; other tasks wait until the model is
+// ready. Each training task reads its own input shard: InputContext{number of training
+// tasks, global_id_in_cluster} unless the options set one. Evaluate and Predict always
+// run in this process on the checkpoint (a DirectSession), whatever the cluster.
+//
+// [model.params]: after the TRAIN graph is built, a key that neither input_fn nor
+// model_fn asked for is a config error naming it (estimator/job_config.h). Evaluate
+// and Predict do not check, since a model may read some keys only for training.
+//
 // Thread safety: one call at a time per Estimator.
 #ifndef TANDEM_ESTIMATOR_ESTIMATOR_H_
 #define TANDEM_ESTIMATOR_ESTIMATOR_H_
@@ -41,10 +57,13 @@
 #include "absl/status/statusor.h"
 #include "estimator/model.h"
 #include "estimator/run_config.h"
+#include "framework/distributed/transport_security.h"
 #include "hooks/basic_hooks.h"
 #include "hooks/monitored_session.h"
 
 namespace tandem {
+
+class Server;
 
 struct WarmStartSettings {
   std::string ckpt_to_initialize_from;  // "" = no warm start.
@@ -73,7 +92,7 @@ struct EvalResult {
 };
 
 struct PredictOptions {
-  std::string checkpoint_path;           // "" = latest in model_dir.
+  std::string checkpoint_path;            // "" = latest in model_dir.
   std::vector<std::string> predict_keys;  // Empty: all predictions.
   std::vector<std::shared_ptr<SessionRunHook>> hooks;
 };
@@ -87,8 +106,13 @@ struct EstimatorOptions {
   RunConfig config;
   ModelSection params;
   WarmStartSettings warm_start;
-  SessionFactory session_factory;  // Null: DirectSession (GrpcSession comes with issue 4).
+  // Null: DirectSession locally, GrpcSession to this task's own server on a cluster.
+  SessionFactory session_factory;
+  // Every mode's input. For training on a cluster, num_input_pipelines == 1 (the
+  // default) is replaced by the one derived from the RunConfig; evaluation and
+  // prediction always read their whole input.
   InputContext input_context;
+  TransportSecurity security;  // This task's server and sessions on a cluster.
 };
 
 class Estimator {
@@ -106,13 +130,22 @@ class Estimator {
   std::string LatestCheckpoint() const;
   const std::string& model_dir() const { return options_.config.model_dir(); }
   const RunConfig& config() const { return options_.config; }
+  const TransportSecurity& security() const { return options_.security; }
   // "model_dir/eval" or "model_dir/eval_<name>".
   std::string EvalDir(const std::string& name) const;
+  // True when Train runs on the cluster of the RunConfig (see the file comment).
+  bool TrainsOnCluster() const;
+
+  ~Estimator();
 
  private:
-  explicit Estimator(EstimatorOptions options) : options_(std::move(options)) {}
+  explicit Estimator(EstimatorOptions options);
+  // Starts this task's server once.
+  absl::Status EnsureServer();
 
   EstimatorOptions options_;
+  InputContext train_input_context_;
+  std::unique_ptr<Server> server_;  // On a cluster, after the first Train.
 };
 
 }  // namespace tandem

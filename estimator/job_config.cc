@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <utility>
@@ -48,8 +49,7 @@ std::vector<Section> Sections(JobConfig& c) {
         {"eval_path", &c.data.eval_path},
         {"eval_batch_size", &c.data.eval_batch_size, 0},
         {"shuffle_buffer", &c.data.shuffle_buffer, 0},
-        {"prefetch_buffer", &c.data.prefetch_buffer, 0},
-        {"num_parallel_calls", &c.data.num_parallel_calls, 1}}},
+        {"prefetch_buffer", &c.data.prefetch_buffer, 0}}},
       {"run",
        {{"model_dir", &c.run.model_dir},
         {"save_checkpoints_steps", &c.run.save_checkpoints_steps, 0},
@@ -66,9 +66,10 @@ std::vector<Section> Sections(JobConfig& c) {
        {{"steps", &c.eval.steps, 0},
         {"start_delay_secs", &c.eval.start_delay_secs, 0},
         {"throttle_secs", &c.eval.throttle_secs, 0},
-        {"name", &c.eval.name}}},
+        {"name", &c.eval.name},
+        {"final_on_chief", &c.eval.final_on_chief}}},
       {"distribute",
-       {{"strategy", &c.distribute.strategy, kNoMin, {"none", "parameter_server"}},
+       {{"strategy", &c.distribute.strategy, kNoMin, {"auto", "none", "parameter_server"}},
         {"sync", &c.distribute.sync},
         {"replicas_to_aggregate", &c.distribute.replicas_to_aggregate, 0},
         {"partitioner", &c.distribute.partitioner, kNoMin, {"none", "fixed", "min_max"}},
@@ -501,6 +502,76 @@ absl::Status ParseClusterToml(absl::string_view toml_text, absl::string_view sou
   return Decoder(name, {}).DecodeClusterAndTask(root, *cluster, *task);
 }
 
+namespace {
+
+// Chief, master and worker tasks: the tasks that train.
+int TrainingTasks(const ClusterSpec& cluster) {
+  return cluster.NumTasks(kJobChief) + cluster.NumTasks(kJobMaster) + cluster.NumTasks(kJobWorker);
+}
+
+int TotalTasks(const ClusterSpec& cluster) {
+  int n = 0;
+  for (const std::string& job : cluster.jobs()) n += cluster.NumTasks(job);
+  return n;
+}
+
+// The [distribute] rules of job_config.h against the cluster.
+absl::Status CheckDistribute(const JobConfig& c,
+                             const std::function<std::string(const std::string&)>& where) {
+  const DistributeSection& d = c.distribute;
+  auto refuse = [&](const std::string& key, absl::string_view message,
+                    absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+    return ConfigError(absl::StrCat(where("distribute." + key), ": [distribute] ", message), code);
+  };
+  if (d.sync) {
+    return refuse("sync",
+                  "sync = true: synchronous replicas are not implemented; training on a "
+                  "cluster is asynchronous (set sync = false)",
+                  absl::StatusCode::kUnimplemented);
+  }
+  if (d.replicas_to_aggregate != 0) {
+    return refuse("replicas_to_aggregate",
+                  "replicas_to_aggregate applies only with sync = true (synchronous replicas)");
+  }
+  if (d.partitioner != "none" || d.num_shards != 0) {
+    return refuse(d.partitioner != "none" ? "partitioner" : "num_shards",
+                  "variable partitioning from the config is not implemented: the layers create "
+                  "whole variables (a model may build ops::PartitionedVariable itself); use "
+                  "partitioner = \"none\" and num_shards = 0",
+                  absl::StatusCode::kUnimplemented);
+  }
+  const int training = TrainingTasks(c.cluster);
+  if (training <= 1 && c.cluster.NumTasks(kJobPs) == 0) {
+    if (d.strategy == "parameter_server" && !c.cluster.empty()) {
+      return refuse("strategy",
+                    "strategy = \"parameter_server\" needs a cluster with ps tasks; this one "
+                    "has only " +
+                        c.cluster.DebugString());
+    }
+    if (d.strategy == "parameter_server") {
+      return refuse("strategy",
+                    "strategy = \"parameter_server\" needs a cluster (TF_CONFIG or [cluster]) "
+                    "with ps tasks; use \"auto\" to train locally without one");
+    }
+    return absl::OkStatus();
+  }
+  if (d.strategy == "none") {
+    return refuse("strategy",
+                  absl::StrCat("strategy = \"none\" trains locally, but the cluster "
+                               "has several tasks: ",
+                               c.cluster.DebugString(), "; use \"auto\" or \"parameter_server\""));
+  }
+  if (c.cluster.NumTasks(kJobPs) == 0) {
+    return ConfigError(absl::StrCat(
+        where("cluster"), ": the cluster ", c.cluster.DebugString(),
+        " has training tasks but no ps task; tandem trains on a cluster with parameter servers "
+        "only (no collective all-reduce strategy exists)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
                                            absl::string_view source_name,
                                            absl::Span<const std::string> overrides,
@@ -591,7 +662,53 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
   // The resolved checkpoint cadence (both unset: every 600 seconds).
   c.run.save_checkpoints_steps = c.run_config_.save_checkpoints_steps();
   c.run.save_checkpoints_secs = c.run_config_.save_checkpoints_secs();
+  TANDEM_RETURN_IF_ERROR(CheckDistribute(c, where));
   return c;
+}
+
+bool JobConfig::TrainsOnCluster() const {
+  const std::string& type = run_config_.task_type();
+  return TotalTasks(cluster) > 1 && (type == kJobChief || type == kJobMaster || type == kJobWorker);
+}
+
+std::string JobConfig::DescribeRole() const {
+  const RunConfig& rc = run_config_;
+  if (cluster.empty()) {
+    return "local (no cluster): trains in this process, evaluates after checkpoints (throttled) "
+           "and at the end";
+  }
+  std::vector<std::string> jobs;
+  for (const std::string& job : cluster.jobs()) {
+    const int n = cluster.NumTasks(job);
+    jobs.push_back(absl::StrCat(n, " ", job, n > 1 && job != kJobPs ? "s" : ""));
+  }
+  const std::string where = absl::StrCat("task ", rc.task_type(), ":", rc.task_id(),
+                                         rc.is_chief() ? ", the chief" : ", not the chief",
+                                         ", of a cluster of ", absl::StrJoin(jobs, ", "));
+  const std::string& type = rc.task_type();
+  if (type == kJobEvaluator) {
+    return absl::StrCat("evaluator (task evaluator:", rc.task_id(),
+                        ", outside the training cluster): evaluates each new checkpoint in ",
+                        rc.model_dir(), " until the one at max_steps");
+  }
+  if (TotalTasks(cluster) <= 1) {
+    return absl::StrCat(type, " (", where, "): a one-task cluster trains as a local job");
+  }
+  if (type == kJobPs) {
+    return absl::StrCat("ps (", where,
+                        "): holds variables and applies updates until the chief "
+                        "shuts it down");
+  }
+  if (rc.is_chief()) {
+    return absl::StrCat(type, " (", where,
+                        "): initialises or restores, trains, writes "
+                        "checkpoints and summaries, ",
+                        eval.final_on_chief ? "evaluates the final checkpoint, " : "",
+                        "then shuts the ps tasks down");
+  }
+  return absl::StrCat(type, " (", where,
+                      "): trains asynchronously on its input shard until "
+                      "global_step reaches max_steps");
 }
 
 absl::StatusOr<JobConfig> JobConfig::Load(const std::string& path,
@@ -639,7 +756,8 @@ std::string JobConfig::ToToml() const {
     root.insert_or_assign("task", std::move(t));
   }
   std::ostringstream out;
-  out << "# Resolved tandem job configuration.\n" << toml::toml_formatter(root) << "\n";
+  out << "# Resolved tandem job configuration.\n# Role: " << DescribeRole() << "\n"
+      << toml::toml_formatter(root) << "\n";
   return out.str();
 }
 

@@ -6,14 +6,16 @@
 //   [model]       name = "fashion_mlp"       registered model name (required)
 //   [model.params]                           free-form: numbers, strings, bools, arrays
 //   [data]        dataset, data_dir, train_path, eval_path, eval_batch_size,
-//                 shuffle_buffer, prefetch_buffer, num_parallel_calls
+//                 shuffle_buffer, prefetch_buffer
 //   [run]         model_dir, save_checkpoints_steps | save_checkpoints_secs,
 //                 keep_checkpoint_max, keep_checkpoint_every_n_hours, log_step_count_steps,
 //                 save_summary_steps, random_seed, inter_op_threads, intra_op_threads
 //   [train]       max_steps, batch_size
-//   [eval]        steps (0: until the eval input ends), start_delay_secs, throttle_secs, name
-//   [distribute]  strategy ("none" | "parameter_server"), sync, replicas_to_aggregate
-//                 (0: all workers), partitioner ("none" | "fixed" | "min_max"), num_shards
+//   [eval]        steps (0: until the eval input ends), start_delay_secs, throttle_secs, name,
+//                 final_on_chief (on a cluster the chief evaluates the final checkpoint)
+//   [distribute]  strategy ("auto" | "none" | "parameter_server"), sync,
+//                 replicas_to_aggregate, partitioner ("none" | "fixed" | "min_max"),
+//                 num_shards
 //   [cluster]     job = ["host:port", ...]  or  job = { 1 = "host:port" } (sparse ids)
 //   [task]        type = "worker", index = 0 (the TOML twin of TF_CONFIG's "task")
 //
@@ -26,12 +28,24 @@
 // "--set train.max_steps=-1: [train] max_steps must be >= 1, got -1".
 // The distributed fields are then derived by RunConfig with TensorFlow's rules.
 //
+// [distribute], checked against the cluster (each refusal is a config error):
+//   strategy "auto" (default): parameter-server between-graph training on a cluster
+//     of more than one task (TensorFlow 1.x's behaviour), local training otherwise;
+//     "parameter_server": the same, but a cluster with ps tasks is required; "none":
+//     local training only, so a cluster of more than one task is refused. A cluster
+//     with training tasks but no ps task is refused (no collective strategy exists).
+//   sync = true and replicas_to_aggregate: synchronous replicas are not implemented
+//     (UNIMPLEMENTED); replicas_to_aggregate without sync is refused.
+//   partitioner / num_shards: the model layers create whole variables and no scope
+//     partitions them, so anything but "none" / 0 is refused (UNIMPLEMENTED).
+//
 // Thread safety: value type.
 #ifndef TANDEM_ESTIMATOR_JOB_CONFIG_H_
 #define TANDEM_ESTIMATOR_JOB_CONFIG_H_
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +57,32 @@
 #include "framework/distributed/cluster_spec.h"
 
 namespace tandem {
+
+// A configuration error: a status with the code given (INVALID_ARGUMENT by default)
+// marked so that the trainer exits with its usage/config code (2) rather than the
+// runtime-error code (1), wherever in the call it was found (the model function's
+// [model.params] lookups, a refused [distribute] setting, a task role that cannot run
+// the command).
+absl::Status ConfigError(absl::string_view message,
+                         absl::StatusCode code = absl::StatusCode::kInvalidArgument);
+// `status` with the config-error mark (OK stays OK).
+absl::Status AsConfigError(absl::Status status);
+bool IsConfigError(const absl::Status& status);
+
+// The [model.params] keys a model looked up, shared by every copy of one ModelSection,
+// so that keys nobody read can be reported as unknown. Not part of the value: two
+// trackers always compare equal.
+class ParamUseTracker {
+ public:
+  ParamUseTracker();
+  void Mark(absl::string_view key) const;
+  std::vector<std::string> Used() const;
+  bool operator==(const ParamUseTracker&) const { return true; }
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
 
 // One [model.params] value.
 struct ParamValue {
@@ -75,7 +115,12 @@ struct ModelSection {
                                         absl::string_view default_value) const;
   absl::StatusOr<std::vector<int64_t>> GetIntList(absl::string_view key,
                                                   std::vector<int64_t> default_value) const;
+  // A config error naming each key of `params` that no Get* call asked for (with a
+  // did-you-mean among the keys that were asked for); OK when there is none.
+  absl::Status CheckEveryKeyRead() const;
   bool operator==(const ModelSection& o) const = default;
+
+  ParamUseTracker read;  // Keys the Get* calls asked for.
 };
 
 struct DataSection {
@@ -86,7 +131,6 @@ struct DataSection {
   int64_t eval_batch_size = 0;  // 0: [train] batch_size.
   int64_t shuffle_buffer = 10000;
   int64_t prefetch_buffer = 2;
-  int64_t num_parallel_calls = 1;
   bool operator==(const DataSection& o) const = default;
 };
 
@@ -115,11 +159,15 @@ struct EvalSection {
   int64_t start_delay_secs = 120;
   int64_t throttle_secs = 600;
   std::string name;
+  // On a cluster, the chief evaluates the final checkpoint after training. An
+  // evaluator task, which the chief cannot see (schedulers leave it out of the
+  // cluster), evaluates it too; set false when one runs and the chief should not.
+  bool final_on_chief = true;
   bool operator==(const EvalSection& o) const = default;
 };
 
 struct DistributeSection {
-  std::string strategy = "none";
+  std::string strategy = "auto";
   bool sync = false;
   int64_t replicas_to_aggregate = 0;
   std::string partitioner = "none";
@@ -154,9 +202,16 @@ class JobConfig {
   static absl::StatusOr<JobConfig> LoadWithEnvironment(
       const std::string& path, absl::Span<const std::string> overrides = {});
 
-  // The resolved configuration as TOML (--print_config); Parse of it gives an equal
-  // JobConfig (TF_CONFIG's cluster and task are printed as [cluster] and [task]).
+  // The resolved configuration as TOML (--print_config), headed by comment lines
+  // that say this task's role (DescribeRole); Parse of it gives an equal JobConfig
+  // (TF_CONFIG's cluster and task are printed as [cluster] and [task]).
   std::string ToToml() const;
+  // "chief (task chief:0, the chief) of a cluster of 1 chief, 2 workers, 2 ps: ..."
+  // or "local: ...": what this task does under train_and_evaluate.
+  std::string DescribeRole() const;
+  // True when this task trains with its variables on ps tasks of a cluster (chief,
+  // master or worker of a cluster with more than one task).
+  bool TrainsOnCluster() const;
 
   ModelSection model;
   DataSection data;

@@ -1,8 +1,8 @@
 // estimator/training.cc
 //
-// Local train_and_evaluate: training with a checkpoint listener that evaluates the
-// checkpoints it is told about, throttled (TensorFlow's
-// _NewCheckpointListenerForEvaluate).
+// train_and_evaluate and train: the dispatch on this task's role, and the local form,
+// training with a checkpoint listener that evaluates the checkpoints it is told about,
+// throttled (TensorFlow's _NewCheckpointListenerForEvaluate).
 #include "estimator/training.h"
 
 #include <chrono>
@@ -66,36 +66,90 @@ class EvaluateAfterSave : public CheckpointSaverListener {
   std::optional<EvalResult> result_;
 };
 
-}  // namespace
+// Evaluates the latest checkpoint (or `prefix`) with the spec's settings.
+absl::StatusOr<EvalResult> EvaluateLatest(Estimator& estimator, const EvalSpec& spec) {
+  EvalOptions eo;
+  eo.steps = spec.steps;
+  eo.hooks = spec.hooks;
+  eo.name = spec.name;
+  return estimator.Evaluate(spec.input_fn, eo);
+}
 
-absl::StatusOr<EvalResult> TrainAndEvaluate(Estimator& estimator, const TrainSpec& train_spec,
-                                            const EvalSpec& eval_spec) {
-  const RunConfig& config = estimator.config();
-  if (config.is_distributed() || config.task_type() == "evaluator") {
-    return absl::UnimplementedError(
-        absl::StrCat("train_and_evaluate as task '", config.task_type(),
-                     "' of a cluster is not implemented yet (the Estimator does not drive the "
-                     "distributed runtime); run without a cluster (local mode)"));
-  }
-  if (!train_spec.input_fn || !eval_spec.input_fn) {
-    return absl::InvalidArgumentError("train_and_evaluate: TrainSpec and EvalSpec need input_fn");
-  }
-  if (eval_spec.throttle_secs < 0) {
-    return absl::InvalidArgumentError("EvalSpec: throttle_secs must be >= 0");
-  }
+absl::StatusOr<TaskResult> TrainLocally(Estimator& estimator, const TrainSpec& train_spec,
+                                        const EvalSpec& eval_spec) {
   auto listener = std::make_shared<EvaluateAfterSave>(&estimator, &eval_spec);
   TrainOptions to;
   to.max_steps = train_spec.max_steps;
   to.hooks = train_spec.hooks;
-  if (config.checkpoints_enabled()) to.saving_listeners.push_back(listener);
-  TANDEM_ASSIGN_OR_RETURN(int64_t step, estimator.Train(train_spec.input_fn, to));
-  if (listener->result() && listener->result()->global_step == step) return *listener->result();
+  if (estimator.config().checkpoints_enabled()) to.saving_listeners.push_back(listener);
+  TaskResult result{"local"};
+  TANDEM_ASSIGN_OR_RETURN(result.global_step, estimator.Train(train_spec.input_fn, to));
+  if (listener->result() && listener->result()->global_step == *result.global_step) {
+    result.evaluation = *listener->result();
+    return result;
+  }
   // Training was skipped (already at max_steps) or checkpoints are off: evaluate now.
-  EvalOptions eo;
-  eo.steps = eval_spec.steps;
-  eo.hooks = eval_spec.hooks;
-  eo.name = eval_spec.name;
-  return estimator.Evaluate(eval_spec.input_fn, eo);
+  TANDEM_ASSIGN_OR_RETURN(result.evaluation, EvaluateLatest(estimator, eval_spec));
+  return result;
+}
+
+// A chief, master or worker of a cluster; the chief evaluates (eval_spec non-null and
+// final_on_chief) and ends the cluster.
+absl::StatusOr<TaskResult> TrainOnCluster(Estimator& estimator, const TrainSpec& train_spec,
+                                          const EvalSpec* eval_spec) {
+  const RunConfig& config = estimator.config();
+  TrainOptions to;
+  to.max_steps = train_spec.max_steps;
+  to.hooks = train_spec.hooks;
+  TaskResult result{config.task_type()};
+  TANDEM_ASSIGN_OR_RETURN(result.global_step, estimator.Train(train_spec.input_fn, to));
+  if (!config.is_chief()) return result;
+  if (eval_spec != nullptr && eval_spec->final_on_chief) {
+    TANDEM_ASSIGN_OR_RETURN(result.evaluation, EvaluateLatest(estimator, *eval_spec));
+  }
+  TANDEM_RETURN_IF_ERROR(internal::EndCluster(config, estimator.security()));
+  return result;
+}
+
+absl::Status CheckSpecs(const TrainSpec& train_spec, const EvalSpec* eval_spec) {
+  if (!train_spec.input_fn || (eval_spec != nullptr && !eval_spec->input_fn)) {
+    return absl::InvalidArgumentError("train_and_evaluate: TrainSpec and EvalSpec need input_fn");
+  }
+  if (eval_spec != nullptr && (eval_spec->throttle_secs < 0 || eval_spec->start_delay_secs < 0)) {
+    return absl::InvalidArgumentError("EvalSpec: throttle_secs and start_delay_secs must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TaskResult> TrainAndEvaluate(Estimator& estimator, const TrainSpec& train_spec,
+                                            const EvalSpec& eval_spec) {
+  TANDEM_RETURN_IF_ERROR(CheckSpecs(train_spec, &eval_spec));
+  const std::string& type = estimator.config().task_type();
+  if (type == kJobEvaluator) return internal::RunEvaluator(estimator, train_spec, eval_spec);
+  if (type == kJobPs) return internal::RunParameterServer(estimator);
+  if (estimator.TrainsOnCluster()) return TrainOnCluster(estimator, train_spec, &eval_spec);
+  return TrainLocally(estimator, train_spec, eval_spec);
+}
+
+absl::StatusOr<TaskResult> Train(Estimator& estimator, const TrainSpec& train_spec) {
+  TANDEM_RETURN_IF_ERROR(CheckSpecs(train_spec, nullptr));
+  const std::string& type = estimator.config().task_type();
+  if (type == kJobEvaluator) {
+    return ConfigError(
+        "this task is the evaluator (TF_CONFIG task.type), which trains nothing: run "
+        "`train_and_evaluate` to evaluate checkpoints as they appear, or `evaluate` for one",
+        absl::StatusCode::kFailedPrecondition);
+  }
+  if (type == kJobPs) return internal::RunParameterServer(estimator);
+  if (estimator.TrainsOnCluster()) return TrainOnCluster(estimator, train_spec, nullptr);
+  TrainOptions to;
+  to.max_steps = train_spec.max_steps;
+  to.hooks = train_spec.hooks;
+  TaskResult result{"local"};
+  TANDEM_ASSIGN_OR_RETURN(result.global_step, estimator.Train(train_spec.input_fn, to));
+  return result;
 }
 
 }  // namespace tandem

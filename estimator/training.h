@@ -1,12 +1,31 @@
 // estimator/training.h
 //
-// train_and_evaluate (tf.estimator.train_and_evaluate), the local form: train until
-// TrainSpec::max_steps, evaluating after each checkpoint save (except the one made when
-// the session is created) when at least throttle_secs passed since the last
-// evaluation, and once more at the end unless the last checkpoint was just evaluated.
-// As in TensorFlow, start_delay_secs applies to a separate evaluator task only. The
-// distributed roles (chief, worker, ps, evaluator from TF_CONFIG) are not wired to the
-// distributed runtime yet; for them this returns UNIMPLEMENTED naming the task type.
+// train_and_evaluate (tf.estimator.train_and_evaluate) and train, for whatever task
+// the Estimator's RunConfig says this process is (shared/ARCHITECTURE.md section 8).
+// Every task of a cluster runs the same call; only TF_CONFIG differs.
+//
+//   local, or a cluster of one task: trains until TrainSpec::max_steps, evaluating
+//     after each checkpoint save (except the one made when the session is created)
+//     when at least throttle_secs passed since the last evaluation, and once more at
+//     the end unless the last checkpoint was just evaluated. start_delay_secs applies
+//     to an evaluator task only, as in TensorFlow.
+//   chief / master: trains with its variables on the ps tasks (Estimator::Train on
+//     the cluster) to max_steps and writes the final checkpoint; evaluates that
+//     checkpoint itself when EvalSpec::final_on_chief; waits (up to ten minutes,
+//     naming the tasks still up every 30 s) until every worker task has exited; then
+//     sends Shutdown to every ps task.
+//   worker: trains on its input shard until the shared global_step reaches max_steps.
+//   ps: serves this task's variables until a Shutdown RPC (the chief, after
+//     training), then returns. If the chief dies, the ps keeps serving, so a restarted
+//     chief finds it.
+//   evaluator: trains nothing and starts no server. Waits start_delay_secs, then
+//     evaluates each new checkpoint of model_dir (the newest one when several
+//     appeared), at most once per throttle_secs, in a local session, writing
+//     model_dir/eval_<name>; returns after evaluating a checkpoint at or past
+//     max_steps. It needs TrainSpec::max_steps (a config error otherwise).
+//
+// Train (for `trainer train`) is the same without evaluation; an evaluator task is a
+// config error there (it has nothing to train).
 //
 // Thread safety: one call at a time per Estimator.
 #ifndef TANDEM_ESTIMATOR_TRAINING_H_
@@ -36,11 +55,29 @@ struct EvalSpec {
   std::vector<std::shared_ptr<SessionRunHook>> hooks;
   int64_t start_delay_secs = 120;
   int64_t throttle_secs = 600;
+  // On a cluster: the chief evaluates the final checkpoint after training.
+  bool final_on_chief = true;
 };
 
-// Returns the final evaluation.
-absl::StatusOr<EvalResult> TrainAndEvaluate(Estimator& estimator, const TrainSpec& train_spec,
+// What this task did.
+struct TaskResult {
+  std::string role;                    // "local", "chief", "master", "worker", "ps" or "evaluator".
+  std::optional<int64_t> global_step;  // Training tasks: the step training ended at.
+  std::optional<EvalResult> evaluation;  // The last evaluation this task made.
+};
+
+absl::StatusOr<TaskResult> TrainAndEvaluate(Estimator& estimator, const TrainSpec& train_spec,
                                             const EvalSpec& eval_spec);
+absl::StatusOr<TaskResult> Train(Estimator& estimator, const TrainSpec& train_spec);
+
+namespace internal {
+// The roles of a cluster (cluster_roles.cc).
+absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator);
+absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& train_spec,
+                                        const EvalSpec& eval_spec);
+// After the chief trained: waits for the workers to exit, then shuts the ps down.
+absl::Status EndCluster(const RunConfig& config, const TransportSecurity& security);
+}  // namespace internal
 
 }  // namespace tandem
 

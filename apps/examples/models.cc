@@ -34,7 +34,10 @@ data::DatasetPtr Pipeline(data::DatasetPtr ds, ModeKey mode, const InputContext&
   }
   int64_t batch = job.train.batch_size;
   if (mode == ModeKey::kTrain) {
-    ds = ds->Shuffle(std::max<int64_t>(1, job.data.shuffle_buffer), Seed(job))->Repeat(-1);
+    // Each pipeline of a cluster shuffles its own shard with its own seed.
+    ds = ds->Shuffle(std::max<int64_t>(1, job.data.shuffle_buffer),
+                     Seed(job) + static_cast<uint64_t>(context.input_pipeline_id))
+             ->Repeat(-1);
   } else if (job.data.eval_batch_size > 0) {
     batch = job.data.eval_batch_size;
   }
@@ -61,8 +64,8 @@ absl::StatusOr<EstimatorSpec> ClassifierSpec(const Scope& scope, Output logits, 
   std::optional<ops::Variable> step = ops::GetGlobalStep(scope.graph());
   if (!step) return absl::FailedPreconditionError("the graph has no global step");
   TANDEM_ASSIGN_OR_RETURN(spec.train_op, opt->Minimize(scope, spec.loss, &*step));
-  Output correct = ops::Cast(scope, ops::Equal(scope, classes, ops::Cast(scope, labels, DType::kInt64)),
-                             DType::kFloat);
+  Output correct = ops::Cast(
+      scope, ops::Equal(scope, classes, ops::Cast(scope, labels, DType::kInt64)), DType::kFloat);
   ops::summary::Scalar(scope, "train_accuracy", ops::Mean(scope, correct, std::vector<int32_t>{}));
   return spec;
 }
@@ -73,7 +76,7 @@ absl::StatusOr<ops::Activation> ActivationFromParams(const ModelSection& params)
   if (*name == "relu") return ops::Activation::kRelu;
   if (*name == "tanh") return ops::Activation::kTanh;
   if (*name == "sigmoid") return ops::Activation::kSigmoid;
-  return absl::InvalidArgumentError(
+  return ConfigError(
       absl::StrCat("[model.params] activation: unknown '", *name, "' (relu, tanh, sigmoid)"));
 }
 
@@ -86,8 +89,8 @@ class FashionModel : public Model {
   absl::StatusOr<InputData> InputFn(ModeKey mode, const InputContext& context,
                                     const JobConfig& job) override {
     if (!job.data.dataset.empty() && job.data.dataset != "fashion_mnist") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "[data] dataset: this model reads \"fashion_mnist\", got \"", job.data.dataset, "\""));
+      return ConfigError(absl::StrCat("[data] dataset: this model reads \"fashion_mnist\", got \"",
+                                      job.data.dataset, "\""));
     }
     TANDEM_ASSIGN_OR_RETURN(data::DatasetPtr source, FashionSource(mode, job));
     return InputData{Pipeline(source, mode, context, job), {"image"}, true};
@@ -96,9 +99,8 @@ class FashionModel : public Model {
 
 class FashionMlp : public FashionModel {
  public:
-  absl::StatusOr<EstimatorSpec> ModelFn(const Scope& scope, const Features& features,
-                                        Output labels, ModeKey mode,
-                                        const ModelSection& params) override {
+  absl::StatusOr<EstimatorSpec> ModelFn(const Scope& scope, const Features& features, Output labels,
+                                        ModeKey mode, const ModelSection& params) override {
     TANDEM_ASSIGN_OR_RETURN(auto hidden, params.GetIntList("hidden_units", {256, 128, 100}));
     TANDEM_ASSIGN_OR_RETURN(int64_t classes, params.GetInt("num_classes", 10));
     TANDEM_ASSIGN_OR_RETURN(ops::Activation act, ActivationFromParams(params));
@@ -115,9 +117,8 @@ class FashionMlp : public FashionModel {
 
 class FashionCnn : public FashionModel {
  public:
-  absl::StatusOr<EstimatorSpec> ModelFn(const Scope& scope, const Features& features,
-                                        Output labels, ModeKey mode,
-                                        const ModelSection& params) override {
+  absl::StatusOr<EstimatorSpec> ModelFn(const Scope& scope, const Features& features, Output labels,
+                                        ModeKey mode, const ModelSection& params) override {
     TANDEM_ASSIGN_OR_RETURN(auto filters, params.GetIntList("conv_filters", {32, 64}));
     TANDEM_ASSIGN_OR_RETURN(int64_t kernel, params.GetInt("kernel_size", 5));
     TANDEM_ASSIGN_OR_RETURN(int64_t pool, params.GetInt("pool_size", 2));
@@ -148,14 +149,14 @@ class LinearRegression : public Model {
   absl::StatusOr<InputData> InputFn(ModeKey mode, const InputContext& context,
                                     const JobConfig& job) override {
     if (job.data.dataset != "synthetic_linear") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "[data] dataset: linear_regression reads \"synthetic_linear\", got \"",
-          job.data.dataset, "\""));
+      return ConfigError(
+          absl::StrCat("[data] dataset: linear_regression reads \"synthetic_linear\", got \"",
+                       job.data.dataset, "\""));
     }
     TANDEM_ASSIGN_OR_RETURN(int64_t n_features, job.model.GetInt("num_features", 10));
     TANDEM_ASSIGN_OR_RETURN(double noise, job.model.GetDouble("noise_stddev", 0.1));
     if (n_features < 1) {
-      return absl::InvalidArgumentError("[model.params] num_features must be >= 1");
+      return ConfigError("[model.params] num_features must be >= 1");
     }
     const int64_t n = mode == ModeKey::kTrain ? 10000 : 2000;
     Tensor x(DType::kFloat, TensorShape({n, n_features}));
@@ -175,9 +176,8 @@ class LinearRegression : public Model {
     return InputData{Pipeline(source, mode, context, job), {"x"}, true};
   }
 
-  absl::StatusOr<EstimatorSpec> ModelFn(const Scope& scope, const Features& features,
-                                        Output labels, ModeKey mode,
-                                        const ModelSection& params) override {
+  absl::StatusOr<EstimatorSpec> ModelFn(const Scope& scope, const Features& features, Output labels,
+                                        ModeKey mode, const ModelSection& params) override {
     EstimatorSpec spec;
     spec.mode = mode;
     Output prediction = ops::Dense(scope, features.at("x"), 1);
@@ -188,7 +188,8 @@ class LinearRegression : public Model {
       spec.eval_metric_ops["mse"] = ops::metrics::MeanSquaredError(scope, labels, prediction);
       return spec;
     }
-    TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<ops::Optimizer> opt, OptimizerFromParams(params, "sgd"));
+    TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<ops::Optimizer> opt,
+                            OptimizerFromParams(params, "sgd"));
     std::optional<ops::Variable> step = ops::GetGlobalStep(scope.graph());
     if (!step) return absl::FailedPreconditionError("the graph has no global step");
     TANDEM_ASSIGN_OR_RETURN(spec.train_op, opt->Minimize(scope, spec.loss, &*step));
@@ -204,8 +205,7 @@ absl::StatusOr<std::unique_ptr<ops::Optimizer>> OptimizerFromParams(
   TANDEM_ASSIGN_OR_RETURN(double lr_d, params.GetDouble("learning_rate", 0.001));
   const float lr = static_cast<float>(lr_d);
   if (!(lr > 0) || !std::isfinite(lr)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("[model.params] learning_rate must be > 0, got ", lr_d));
+    return ConfigError(absl::StrCat("[model.params] learning_rate must be > 0, got ", lr_d));
   }
   if (name == "sgd") return std::make_unique<ops::GradientDescentOptimizer>(lr);
   if (name == "momentum") {
@@ -216,14 +216,13 @@ absl::StatusOr<std::unique_ptr<ops::Optimizer>> OptimizerFromParams(
   if (name == "adam") return std::make_unique<ops::AdamOptimizer>(lr);
   if (name == "rmsprop") return std::make_unique<ops::RMSPropOptimizer>(lr);
   if (name == "ftrl") return std::make_unique<ops::FtrlOptimizer>(lr);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "[model.params] optimizer: unknown '", name,
-      "' (sgd, momentum, adagrad, adam, rmsprop, ftrl)"));
+  return ConfigError(absl::StrCat("[model.params] optimizer: unknown '", name,
+                                  "' (sgd, momentum, adagrad, adam, rmsprop, ftrl)"));
 }
 
 absl::Status RegisterExampleModels(ModelRegistry& registry) {
-  TANDEM_RETURN_IF_ERROR(registry.Register(
-      "linear_regression", [] { return std::make_unique<LinearRegression>(); }));
+  TANDEM_RETURN_IF_ERROR(
+      registry.Register("linear_regression", [] { return std::make_unique<LinearRegression>(); }));
   TANDEM_RETURN_IF_ERROR(
       registry.Register("fashion_mlp", [] { return std::make_unique<FashionMlp>(); }));
   return registry.Register("fashion_cnn", [] { return std::make_unique<FashionCnn>(); });

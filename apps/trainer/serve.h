@@ -10,24 +10,14 @@
 #ifndef TANDEM_APPS_TRAINER_SERVE_H_
 #define TANDEM_APPS_TRAINER_SERVE_H_
 
-#include <cstdio>
 #include <optional>
 #include <string>
 
 #include "absl/status/status.h"
-#include "framework/distributed/rpc/grpc_clients.h"
+#include "apps/trainer/exit_codes.h"
+#include "framework/distributed/transport_security.h"
 
 namespace tandem {
-
-// The trainer's exit codes: 2 for a usage or config error, 1 for a runtime error.
-inline constexpr int kRuntimeError = 1;
-inline constexpr int kUsageError = 2;
-
-// Prints "error: <message>" to stderr and returns `code`.
-inline int Fail(int code, const absl::Status& status) {
-  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
-  return code;
-}
 
 struct ServeFlags {
   std::string config;   // Job config (optional).
@@ -38,7 +28,7 @@ struct ServeFlags {
   std::string tls_cert, tls_key, tls_ca;
   int inter_op_threads = 0;
   int intra_op_threads = 0;
-  int channels_per_task = GrpcWorkerCache::kDefaultChannelsPerTask;  // >= 1
+  int channels_per_task = kDefaultChannelsPerTask;  // >= 1
 };
 
 // Returns the process exit code (0 after a clean shutdown, 2 for a usage error, 1 for

@@ -14,6 +14,8 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "apps/trainer/exit_codes.h"
+#include "apps/trainer/launch.h"
 #include "apps/trainer/serve.h"
 #include "estimator/estimator.h"
 #include "estimator/job_config.h"
@@ -95,11 +97,29 @@ class JsonLinesWriter {
   int64_t count_ = 0;
 };
 
+// One line per task for the log's end: what this task did.
+void PrintTaskResult(const TaskResult& r, const std::string& model_dir);
+
 std::string FormatMetrics(const EvalResult& r) {
   std::vector<std::string> parts;
   for (const auto& [name, value] : r.metrics) parts.push_back(absl::StrCat(name, " = ", value));
   parts.push_back(absl::StrCat("global_step = ", r.global_step));
   return absl::StrJoin(parts, ", ");
+}
+
+void PrintTaskResult(const TaskResult& r, const std::string& model_dir) {
+  if (r.role == kJobPs) {
+    std::printf("ps: stopped by the chief after training\n");
+  } else if (r.role == kJobEvaluator) {
+    if (r.evaluation) std::printf("final evaluation: %s\n", FormatMetrics(*r.evaluation).c_str());
+  } else {
+    if (r.global_step) {
+      std::printf("trained: global_step = %lld, model_dir = %s\n",
+                  static_cast<long long>(*r.global_step), model_dir.c_str());
+    }
+    if (r.evaluation) std::printf("final evaluation: %s\n", FormatMetrics(*r.evaluation).c_str());
+  }
+  std::fflush(stdout);
 }
 
 EvalOptions EvalOptionsFor(const JobConfig& job, const Flags& flags) {
@@ -135,22 +155,22 @@ int Run(const std::string& command, const Flags& flags,
   eo.model_fn = BindModelFn(model->get());
   eo.config = job->run_config();
   eo.params = job->model;
+  eo.security = SecurityFromEnvironment();
   absl::StatusOr<std::unique_ptr<Estimator>> estimator = Estimator::Create(std::move(eo));
   if (!estimator.ok()) return Fail(kUsageError, estimator.status());
   InputFn input_fn = BindInputFn(model->get(), &*job);
+  LOG(INFO) << "Role: " << job->DescribeRole();
 
   if (command == "train") {
-    TrainOptions to;
-    to.max_steps = job->train.max_steps;
-    absl::StatusOr<int64_t> step = (*estimator)->Train(input_fn, to);
-    if (!step.ok()) return Fail(kRuntimeError, step.status());
-    std::printf("trained: global_step = %lld, model_dir = %s\n", static_cast<long long>(*step),
-                (*estimator)->model_dir().c_str());
+    absl::StatusOr<TaskResult> r =
+        Train(**estimator, TrainSpec{input_fn, job->train.max_steps, {}});
+    if (!r.ok()) return Fail(r.status());
+    PrintTaskResult(*r, (*estimator)->model_dir());
     return 0;
   }
   if (command == "evaluate") {
     absl::StatusOr<EvalResult> r = (*estimator)->Evaluate(input_fn, EvalOptionsFor(*job, flags));
-    if (!r.ok()) return Fail(kRuntimeError, r.status());
+    if (!r.ok()) return Fail(r.status());
     std::printf("evaluation of %s: %s\n", r->checkpoint_path.c_str(), FormatMetrics(*r).c_str());
     return 0;
   }
@@ -166,9 +186,10 @@ int Run(const std::string& command, const Flags& flags,
     es.name = job->eval.name;
     es.start_delay_secs = job->eval.start_delay_secs;
     es.throttle_secs = job->eval.throttle_secs;
-    absl::StatusOr<EvalResult> r = TrainAndEvaluate(**estimator, ts, es);
-    if (!r.ok()) return Fail(kRuntimeError, r.status());
-    std::printf("final evaluation: %s\n", FormatMetrics(*r).c_str());
+    es.final_on_chief = job->eval.final_on_chief;
+    absl::StatusOr<TaskResult> r = TrainAndEvaluate(**estimator, ts, es);
+    if (!r.ok()) return Fail(r.status());
+    PrintTaskResult(*r, (*estimator)->model_dir());
     return 0;
   }
   if (command == "predict") {
@@ -191,7 +212,7 @@ int Run(const std::string& command, const Flags& flags,
             ->Predict(
                 input_fn, [&](const std::map<std::string, Tensor>& b) { return writer.Write(b); },
                 po);
-    if (!s.ok()) return Fail(kRuntimeError, s);
+    if (!s.ok()) return Fail(s);
     out->flush();
     LOG(INFO) << "Wrote " << writer.count() << " predictions to " << flags.output;
     return 0;
@@ -204,8 +225,10 @@ int Run(const std::string& command, const Flags& flags,
 int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>& register_models) {
   CLI::App app{
       "tandem trainer: train, evaluate and predict with a registered model from a TOML job "
-      "config (TF_CONFIG is read for the cluster role)."};
+      "config. TF_CONFIG (TensorFlow's format) makes this process the chief, a worker, a "
+      "ps or the evaluator of a cluster; `launch` runs a whole cluster locally."};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("tandem trainer ") + TANDEM_VERSION);
   Flags flags;
   auto add_common = [&](CLI::App* sub) {
     sub->add_option("--config", flags.config, "the TOML job config")->required();
@@ -256,6 +279,8 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_subcommand("models", "list the registered models");
+  LaunchFlags launch_flags;
+  CLI::App* launch = AddLaunchCommand(app, launch_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -269,6 +294,7 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
     if (serve_task >= 0) serve_flags.task = serve_task;
     return Serve(serve_flags);
   }
+  if (command == launch->get_name()) return Launch(launch_flags);
   return Run(command, flags, register_models);
 }
 

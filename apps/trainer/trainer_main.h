@@ -7,12 +7,19 @@
 //   trainer evaluate --config job.toml [--checkpoint PREFIX] [--set ...]
 //   trainer predict  --config job.toml --output predictions.jsonl [--checkpoint PREFIX]
 //   trainer train_and_evaluate --config job.toml [--set ...]
+//   trainer launch --ps N --workers M [--evaluator] --config job.toml [--set ...]
+//   trainer serve  --cluster ... --job ps --task 0   one bare task of a cluster
 //   trainer models                        lists the registered models
 //   trainer <command> --print_config      prints the resolved config and exits
+//   trainer --version
 //
 // The config is resolved as JobConfig::LoadWithEnvironment (TOML < TF_CONFIG < --set).
-// Exit status: 0 on success, 1 on a runtime error, 2 on a usage or config error; the
-// error is printed on stderr.
+// TF_CONFIG gives this process its role (estimator/training.h): train and
+// train_and_evaluate run as the chief, a worker, a ps or (train_and_evaluate only) the
+// evaluator of a cluster; evaluate and predict always run locally. Every role of one
+// cluster runs the same command line. The cluster token comes from
+// TANDEM_CLUSTER_TOKEN. Exit codes: apps/trainer/exit_codes.h (0, 1 runtime, 2 usage
+// or config).
 //
 // A user's trainer defines RegisterModels(); the main() of the library
 // tandem::trainer_main calls TrainerMain(argc, argv, RegisterModels).

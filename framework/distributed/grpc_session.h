@@ -20,7 +20,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "framework/distributed/master_interface.h"
-#include "framework/distributed/rpc/grpc_util.h"
+#include "framework/distributed/transport_security.h"
 #include "framework/runtime/session.h"
 
 namespace tandem {

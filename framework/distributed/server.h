@@ -26,14 +26,18 @@
 #include "framework/core/thread_pool.h"
 #include "framework/distributed/cluster_spec.h"
 #include "framework/distributed/master.h"
-#include "framework/distributed/rpc/grpc_clients.h"
-#include "framework/distributed/rpc/grpc_util.h"
+#include "framework/distributed/transport_security.h"
 #include "framework/distributed/worker.h"
 #include "framework/runtime/device.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
 
 namespace tandem {
 
 class GrpcService;
+class GrpcWorkerCache;
 
 struct ServerOptions {
   ClusterSpec cluster;
@@ -44,7 +48,7 @@ struct ServerOptions {
   int intra_op_threads = 0;                            // 0: one per core.
   uint64_t recv_chunk_bytes = kDefaultRecvChunkBytes;  // WorkerEnv::recv_chunk_bytes.
   // gRPC connections to each other task (GrpcWorkerCache).
-  int channels_per_task = GrpcWorkerCache::kDefaultChannelsPerTask;
+  int channels_per_task = kDefaultChannelsPerTask;
 };
 
 class Server {

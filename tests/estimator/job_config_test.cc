@@ -92,7 +92,7 @@ TEST(JobConfigTest, DefaultsAndTypedParams) {
   EXPECT_EQ(c->eval.throttle_secs, 600);
   EXPECT_EQ(c->run.save_checkpoints_secs, 600);  // Resolved TensorFlow default.
   EXPECT_EQ(c->run_config().save_summary_steps(), 100);
-  EXPECT_EQ(c->distribute.strategy, "none");
+  EXPECT_EQ(c->distribute.strategy, "auto");
 
   absl::StatusOr<JobConfig> m = Parse(kMinimal);
   ASSERT_TRUE(m.ok()) << m.status();
@@ -111,6 +111,7 @@ TEST(JobConfigTest, OverridesBeatTfConfigWhichBeatsTheFile) {
 [cluster]
 chief = ["file-chief:2222"]
 worker = ["file-worker:2222"]
+ps = ["file-ps:2222"]
 [task]
 type = "chief"
 index = 0
@@ -152,8 +153,6 @@ shuffle_buffer = 5
 name = "quote \" and \\ backslash"
 [distribute]
 strategy = "parameter_server"
-sync = true
-replicas_to_aggregate = 2
 [cluster]
 chief = ["[::1]:2222"]
 worker = { 1 = "h1:2222", 4 = "h4:2222" }
@@ -210,7 +209,7 @@ TEST(JobConfigTest, NegativeAndOutOfRangeValues) {
   ExpectError(Parse("[model]\nname = \"m\"\n[run]\nkeep_checkpoint_every_n_hours = 0.0\n"),
               {"job.toml:4:33: [run] keep_checkpoint_every_n_hours must be a finite number > 0"});
   ExpectError(Parse("[model]\nname = \"m\"\n[distribute]\nstrategy = \"mirrored\"\n"),
-              {"job.toml:4:12: [distribute] strategy must be one of \"none\", "
+              {"job.toml:4:12: [distribute] strategy must be one of \"auto\", \"none\", "
                "\"parameter_server\", got \"mirrored\""});
 }
 
@@ -280,6 +279,90 @@ TEST(JobConfigTest, BadTfConfigIsNamed) {
   ExpectError(Parse(kMinimal, {}, R"({"cluster": {"chief": ["c:1"], "worker": ["w:1"]},
                                      "task": {"type": "worker", "index": 2}})"),
               {"TF_CONFIG cluster: task.index 2 is not a task of job \"worker\""});
+}
+
+// [distribute] is honoured or refused: each refusal is a config error naming the key.
+TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
+  const std::string cluster =
+      "\n[cluster]\nchief = [\"c:1\"]\nworker = [\"w:1\"]\nps = [\"p:1\"]\n[task]\ntype = "
+      "\"worker\"\nindex = 0\n";
+  struct Case {
+    std::string text;
+    absl::StatusCode code;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"[distribute]\nsync = true\n", absl::StatusCode::kUnimplemented,
+       "job.toml:18:8: [distribute] sync = true: synchronous replicas are not implemented"},
+      {"[distribute]\nreplicas_to_aggregate = 2\n", absl::StatusCode::kInvalidArgument,
+       "replicas_to_aggregate applies only with sync = true"},
+      {"[distribute]\npartitioner = \"fixed\"\n", absl::StatusCode::kUnimplemented,
+       "variable partitioning from the config is not implemented"},
+      {"[distribute]\nnum_shards = 2\n", absl::StatusCode::kUnimplemented,
+       "[distribute] variable partitioning"},
+      {"[distribute]\nstrategy = \"parameter_server\"\n", absl::StatusCode::kInvalidArgument,
+       "needs a cluster (TF_CONFIG or [cluster]) with ps tasks"},
+      {"[distribute]\nstrategy = \"none\"\n" + cluster, absl::StatusCode::kInvalidArgument,
+       "strategy = \"none\" trains locally, but the cluster has several tasks"},
+      {"[cluster]\nchief = [\"c:1\"]\nworker = [\"w:1\"]\n[task]\ntype = \"chief\"\nindex = 0\n",
+       absl::StatusCode::kInvalidArgument, "has training tasks but no ps task"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<JobConfig> job = Parse(std::string(kMinimal) + c.text);
+    ASSERT_FALSE(job.ok()) << c.text;
+    EXPECT_EQ(job.status().code(), c.code) << job.status();
+    EXPECT_THAT(job.status().message(), HasSubstr(c.says));
+    EXPECT_TRUE(IsConfigError(job.status())) << job.status();
+  }
+  // The same cluster with "auto" (the default) is parameter-server training.
+  absl::StatusOr<JobConfig> ok = Parse(std::string(kMinimal) + cluster);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_TRUE(ok->TrainsOnCluster());
+}
+
+TEST(JobConfigTest, PrintedConfigSaysTheRole) {
+  const std::string tf = R"({"cluster": {"chief": ["c:1"], "worker": ["w:1", "w:2"],
+                            "ps": ["p:1"]}, "task": {"type": "worker", "index": 1}})";
+  absl::StatusOr<JobConfig> worker = Parse(kMinimal, {}, tf);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_THAT(worker->ToToml(),
+              HasSubstr("# Role: worker (task worker:1, not the chief, of a cluster of 1 chief, "
+                        "1 ps, 2 workers): trains asynchronously"));
+  absl::StatusOr<JobConfig> chief =
+      Parse(kMinimal, {}, R"({"cluster": {"chief": ["c:1"], "ps": ["p:1"]},
+                             "task": {"type": "chief", "index": 0}})");
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  EXPECT_THAT(chief->DescribeRole(), HasSubstr("task chief:0, the chief"));
+  EXPECT_THAT(chief->DescribeRole(), HasSubstr("evaluates the final checkpoint"));
+  absl::StatusOr<JobConfig> evaluator =
+      Parse(kMinimal, {}, R"({"cluster": {"chief": ["c:1"], "ps": ["p:1"]},
+                             "task": {"type": "evaluator", "index": 0}})");
+  ASSERT_TRUE(evaluator.ok()) << evaluator.status();
+  EXPECT_THAT(evaluator->DescribeRole(), HasSubstr("evaluator (task evaluator:0, outside"));
+  EXPECT_FALSE(evaluator->TrainsOnCluster());
+  absl::StatusOr<JobConfig> local = Parse(kMinimal);
+  ASSERT_TRUE(local.ok());
+  EXPECT_THAT(local->ToToml(), HasSubstr("# Role: local (no cluster)"));
+}
+
+TEST(JobConfigTest, ParamsNobodyReadAreUnknownWithSuggestion) {
+  absl::StatusOr<JobConfig> c = Parse(kMinimal, {"model.params.hiden_units=[3]"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ModelSection params = c->model;  // Copies share what was read.
+  ASSERT_TRUE(params.GetIntList("hidden_units", {}).ok());
+  ASSERT_TRUE(params.GetDouble("learning_rate", 0).ok());
+  ASSERT_TRUE(c->model.GetBool("use_bias", false).ok());
+  ASSERT_TRUE(c->model.GetString("activation", "").ok());
+  absl::Status s = params.CheckEveryKeyRead();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(IsConfigError(s));
+  EXPECT_THAT(s.message(), HasSubstr("unknown key 'hiden_units' (did you mean 'hidden_units'?) "
+                                     "for model 'fashion_mlp'"));
+  ASSERT_TRUE(c->model.GetIntList("hiden_units", {}).ok());
+  EXPECT_TRUE(params.CheckEveryKeyRead().ok());
+  // A wrong type is a config error too.
+  EXPECT_TRUE(IsConfigError(c->model.GetInt("activation", 0).status()));
+  EXPECT_FALSE(IsConfigError(absl::InvalidArgumentError("x")));
 }
 
 }  // namespace

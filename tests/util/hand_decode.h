@@ -11,7 +11,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -142,6 +145,20 @@ inline std::vector<Scalar> Scalars(const std::vector<std::string>& records) {
 }
 
 // A safetensors file split by hand: the JSON header and the data section.
+// Every scalar of every TensorBoard event file (tfevents) in `dir`; [] when none.
+inline std::vector<Scalar> ScalarsInDir(const std::string& dir) {
+  std::vector<Scalar> all;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().find("tfevents") == std::string::npos) continue;
+    std::ifstream file(entry.path());
+    std::stringstream bytes;
+    bytes << file.rdbuf();
+    for (const Scalar& sc : Scalars(ReadTfRecords(bytes.str()))) all.push_back(sc);
+  }
+  return all;
+}
+
 struct SafetensorsByHand {
   nlohmann::json header;
   std::string data;

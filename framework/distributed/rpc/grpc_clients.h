@@ -68,7 +68,7 @@ class GrpcMasterClient : public MasterInterface {
 
 class GrpcWorkerCache : public WorkerCacheInterface {
  public:
-  static constexpr int kDefaultChannelsPerTask = 4;
+  static constexpr int kDefaultChannelsPerTask = tandem::kDefaultChannelsPerTask;
   // `local_task` is always listed, even when `cluster` is empty. Each remote task is
   // reached over `channels_per_task` (>= 1) connections (see GrpcWorkerClient).
   GrpcWorkerCache(ClusterSpec cluster, std::string local_task, TransportSecurity security,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "framework/distributed/transport_security.h"
 #include "framework/distributed/worker_interface.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -57,15 +58,6 @@ grpc::ChannelArguments DefaultChannelArguments();
 // The HTTP/2 and TCP settings that servers and channels share (frame, window and read
 // sizes for megabyte tensors).
 void ForEachTransportArgument(const std::function<void(const char*, int)>& set);
-
-// TLS and token settings shared by servers and clients.
-struct TransportSecurity {
-  std::string token;      // Empty: RPCs carry no token and servers ask for none.
-  std::string cert_file;  // PEM; server: its certificate; client: its client certificate.
-  std::string key_file;   // PEM private key for cert_file.
-  std::string ca_file;    // PEM roots; server: when set, clients must present a certificate.
-  bool tls() const { return !cert_file.empty() || !ca_file.empty(); }
-};
 
 // Credentials from the TLS settings (insecure when tls() is false). Unreadable files
 // are INVALID_ARGUMENT naming the file.

@@ -1,0 +1,51 @@
+// apps/trainer/launch.h
+//
+// `trainer launch`: a whole cluster on this machine in one command, the way a
+// scheduler (UAI Train, Kubeflow) runs one: it picks free ports on 127.0.0.1, and
+// starts one process per task (the chief, --workers workers, --ps parameter servers,
+// and with --evaluator an evaluator outside the cluster), each running this same
+// binary as `trainer <--command> --config FILE [--set ...]` with its own TF_CONFIG
+// (TensorFlow's format, "environment": "cloud"). Every line a task prints comes out
+// prefixed with the task ("[worker:1] ..."); the launcher's own lines start with
+// "[launch]" and name each task's pid as it starts and its status as it ends.
+//
+// Ending: the launcher returns once every task has exited: the chief's exit code when
+// every task succeeded, else 1 after naming the task that failed. A task that fails
+// (a non-zero exit or a signal) makes the launcher stop the others: SIGTERM, then
+// SIGKILL after --grace_secs. SIGINT and SIGTERM to the launcher are forwarded to
+// every task the same way. Tasks run in a process group of their own (a terminal's
+// Ctrl-C reaches only the launcher, which forwards it) and get SIGKILL should the
+// launcher itself die.
+//
+// --print_tf_config prints "<task> <TF_CONFIG JSON>" per task instead of running, for
+// use with another scheduler (it still picks the ports on this machine).
+#ifndef TANDEM_APPS_TRAINER_LAUNCH_H_
+#define TANDEM_APPS_TRAINER_LAUNCH_H_
+
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+
+namespace tandem {
+
+struct LaunchFlags {
+  int ps = 1;       // 1..64
+  int workers = 1;  // 0..256, besides the chief.
+  bool evaluator = false;
+  std::string command = "train_and_evaluate";  // Or "train".
+  std::string config;
+  std::vector<std::string> sets;
+  bool print_tf_config = false;
+  int grace_secs = 10;  // SIGTERM to SIGKILL when stopping tasks.
+};
+
+// Adds the `launch` subcommand bound to `flags`; returns it.
+CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags);
+
+// Runs the cluster (or prints its TF_CONFIGs); returns the exit code.
+int Launch(const LaunchFlags& flags);
+
+}  // namespace tandem
+
+#endif  // TANDEM_APPS_TRAINER_LAUNCH_H_

@@ -1,0 +1,172 @@
+// estimator/cluster_roles.cc
+//
+// The roles of train_and_evaluate that do not train (estimator/training.h): the
+// parameter server, the evaluator, and the chief's end of the cluster.
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "estimator/training.h"
+#include "framework/core/status.h"
+#include "framework/distributed/cluster_control.h"
+#include "framework/distributed/server.h"
+#include "glog/logging.h"
+
+namespace tandem::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void SleepSeconds(double secs) { std::this_thread::sleep_for(std::chrono::duration<double>(secs)); }
+
+// How often the evaluator looks for a new checkpoint, and says it is waiting.
+constexpr double kPollSecs = 1.0;
+constexpr double kWaitingLogSecs = 60;
+// Consecutive failed evaluations of checkpoints that vanished (retention) or were
+// unreadable, tolerated before the evaluator gives up.
+constexpr int kMaxEvaluationFailures = 10;
+// How long the chief waits for the worker tasks to exit, and how often it says so.
+constexpr double kWorkerExitWaitSecs = 600;
+constexpr double kWorkerExitLogSecs = 30;
+constexpr int64_t kProbeTimeoutMs = 2000;
+constexpr int64_t kShutdownTimeoutMs = 10000;
+
+// The tasks of `job` that still answer GetStatus.
+std::vector<std::string> TasksUp(const ClusterSpec& cluster, absl::string_view job,
+                                 const TransportSecurity& security) {
+  std::vector<std::string> up;
+  for (int index : cluster.TaskIndices(job)) {
+    absl::StatusOr<std::string> address = cluster.TaskAddress(job, index);
+    if (address.ok() && ProbeTask(*address, security, kProbeTimeoutMs).ok()) {
+      up.push_back(absl::StrCat(job, ":", index, " (", *address, ")"));
+    }
+  }
+  return up;
+}
+
+}  // namespace
+
+absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator) {
+  const RunConfig& config = estimator.config();
+  ServerOptions so;
+  so.cluster = config.cluster_spec();
+  so.job = config.task_type();
+  so.task = config.task_id();
+  so.security = estimator.security();
+  if (config.session_config()) {
+    so.inter_op_threads = config.session_config()->inter_op_parallelism_threads;
+    so.intra_op_threads = config.session_config()->intra_op_parallelism_threads;
+  }
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Create(so));
+  LOG(INFO) << "Parameter server " << server->task_name() << " serving on " << server->address()
+            << " until the chief ends training";
+  const std::string reason = server->Join();
+  LOG(INFO) << "Parameter server " << server->task_name() << " stopped: " << reason;
+  return TaskResult{config.task_type()};
+}
+
+absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& train_spec,
+                                        const EvalSpec& eval_spec) {
+  if (!train_spec.max_steps) {
+    return ConfigError(
+        "the evaluator needs [train] max_steps: it ends after evaluating the checkpoint at "
+        "max_steps, and without it would never know that training is over");
+  }
+  const int64_t max_steps = *train_spec.max_steps;
+  if (eval_spec.start_delay_secs > 0) {
+    LOG(INFO) << "Evaluator: waiting " << eval_spec.start_delay_secs
+              << " secs (start_delay_secs) before the first evaluation";
+    SleepSeconds(static_cast<double>(eval_spec.start_delay_secs));
+  }
+  TaskResult result{std::string(kJobEvaluator)};
+  std::string last_evaluated;
+  std::optional<Clock::time_point> last_start;
+  Clock::time_point waiting_since = Clock::now(), last_waiting_log = Clock::now();
+  int failures = 0;
+  while (true) {
+    std::string latest = estimator.LatestCheckpoint();
+    if (latest.empty() || latest == last_evaluated) {
+      if (SecondsSince(last_waiting_log) >= kWaitingLogSecs) {
+        LOG(INFO) << "Evaluator: no new checkpoint in " << estimator.model_dir() << " for "
+                  << static_cast<int64_t>(SecondsSince(waiting_since)) << " secs"
+                  << (last_evaluated.empty() ? "" : "; last evaluated " + last_evaluated);
+        last_waiting_log = Clock::now();
+      }
+      SleepSeconds(kPollSecs);
+      continue;
+    }
+    if (last_start) {
+      const double wait = static_cast<double>(eval_spec.throttle_secs) - SecondsSince(*last_start);
+      if (wait > 0) {
+        SleepSeconds(wait);
+        latest = estimator.LatestCheckpoint();  // A newer one may have come meanwhile.
+      }
+    }
+    last_start = Clock::now();
+    EvalOptions eo;
+    eo.steps = eval_spec.steps;
+    eo.hooks = eval_spec.hooks;
+    eo.name = eval_spec.name;
+    eo.checkpoint_path = latest;
+    absl::StatusOr<EvalResult> r = estimator.Evaluate(eval_spec.input_fn, eo);
+    if (!r.ok()) {
+      // Retention may delete a checkpoint while it is read; a newer one replaces it.
+      if (IsConfigError(r.status()) || ++failures > kMaxEvaluationFailures) return r.status();
+      LOG(WARNING) << "Evaluator: evaluating " << latest << " failed (" << failures << " of "
+                   << kMaxEvaluationFailures << " in a row allowed): " << r.status();
+      continue;
+    }
+    failures = 0;
+    last_evaluated = latest;
+    waiting_since = last_waiting_log = Clock::now();
+    result.evaluation = *r;
+    if (r->global_step >= max_steps) {
+      LOG(INFO) << "Evaluator: evaluated the checkpoint at global step " << r->global_step
+                << " (max_steps " << max_steps << "); done";
+      return result;
+    }
+  }
+}
+
+absl::Status EndCluster(const RunConfig& config, const TransportSecurity& security) {
+  const ClusterSpec& cluster = config.cluster_spec();
+  const Clock::time_point start = Clock::now();
+  Clock::time_point last_log = start;
+  while (true) {
+    std::vector<std::string> up = TasksUp(cluster, kJobWorker, security);
+    if (up.empty()) break;
+    if (SecondsSince(start) >= kWorkerExitWaitSecs) {
+      LOG(WARNING) << "Chief: workers still up after " << kWorkerExitWaitSecs
+                   << " secs, shutting the ps tasks down anyway: " << absl::StrJoin(up, ", ");
+      break;
+    }
+    if (SecondsSince(last_log) >= kWorkerExitLogSecs) {
+      LOG(INFO) << "Chief: waiting for workers to finish: " << absl::StrJoin(up, ", ");
+      last_log = Clock::now();
+    }
+    SleepSeconds(kPollSecs);
+  }
+  absl::Status first_error;
+  for (int index : cluster.TaskIndices(kJobPs)) {
+    TANDEM_ASSIGN_OR_RETURN(std::string address, cluster.TaskAddress(kJobPs, index));
+    absl::Status s = ShutdownTask(address, security, "training finished", kShutdownTimeoutMs);
+    if (s.ok()) {
+      LOG(INFO) << "Chief: shut down ps:" << index << " (" << address << ")";
+    } else if (absl::IsUnavailable(s)) {
+      LOG(WARNING) << "Chief: ps:" << index << " (" << address << ") is already gone: " << s;
+    } else {
+      LOG(WARNING) << "Chief: could not shut down ps:" << index << " (" << address << "): " << s;
+      if (first_error.ok())
+        first_error = AnnotateStatus(s, absl::StrCat("shutting down ps:", index));
+    }
+  }
+  return first_error;
+}
+
+}  // namespace tandem::internal

@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""PyTorch DistributedDataParallel peer of tandem's cluster benchmark (cluster_bench.sh).
+
+Trains what configs/fashion_mlp.toml trains (784-256-128-100-10 MLP, ReLU, softmax
+cross-entropy, Adam lr 0.001, batch 128 per replica) on Fashion-MNIST with --procs
+processes on this machine (gloo on 127.0.0.1), each reading its own shuffled shard.
+Prints one line from rank 0: "ddp procs=<p> examples_per_second=<x>", x being the
+aggregate rate: procs * batch * steps / the longest timed span over the ranks.
+Needs Debian's python3-torch and libopenblas0-pthread (run with /usr/bin/python3).
+"""
+import argparse
+import datetime
+import os
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+
+def fashion_mlp():
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                         nn.Linear(128, 100), nn.ReLU(), nn.Linear(100, 10))
+
+
+def idx_path(data_dir, name):
+    """<name>.gz if the directory has it, else the uncompressed <name> (as tandem does)."""
+    gz = os.path.join(data_dir, name + ".gz")
+    return gz if os.path.exists(gz) else os.path.join(data_dir, name)
+
+
+def load_idx(path):
+    """An IDX(.gz) file as a uint8 numpy array (big-endian header, as in the spec)."""
+    import gzip
+    import numpy as np
+    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def free_port():
+    """A free ephemeral port on 127.0.0.1 (the OS picks it; released for rank 0 to bind)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def replica(rank, a, port):
+    """One DDP process: trains a.warmup + a.steps steps, rank 0 prints the aggregate rate."""
+    torch.set_num_threads(a.threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # Already set (forked interpreter): harmless.
+        pass
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=a.procs,
+                            timeout=datetime.timedelta(seconds=a.timeout))
+    try:
+        torch.manual_seed(1)  # Same initial weights on every rank (DDP broadcasts rank 0's).
+        images = load_idx(idx_path(a.data_dir, "train-images-idx3-ubyte"))
+        labels = load_idx(idx_path(a.data_dir, "train-labels-idx1-ubyte"))
+        x = torch.from_numpy(images.reshape(-1, 784).astype("float32") / 255.0)
+        y = torch.from_numpy(labels.astype("int64"))
+        data = torch.utils.data.TensorDataset(x, y)
+        sampler = torch.utils.data.distributed.DistributedSampler(
+            data, num_replicas=a.procs, rank=rank, shuffle=True, seed=1, drop_last=True)
+        loader = torch.utils.data.DataLoader(data, batch_size=a.batch, sampler=sampler,
+                                             drop_last=True)
+        model = nn.parallel.DistributedDataParallel(fashion_mlp())
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        loss_fn = nn.CrossEntropyLoss()
+
+        def batches():
+            epoch = 0
+            while True:
+                sampler.set_epoch(epoch)
+                yield from loader
+                epoch += 1
+
+        it = batches()
+
+        def step():
+            xb, yb = next(it)
+            opt.zero_grad()
+            loss = loss_fn(model(xb), yb)
+            loss.backward()  # DDP all-reduces the gradients here.
+            opt.step()
+
+        for _ in range(a.warmup):
+            step()
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(a.steps):
+            step()
+        dist.barrier()
+        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+        if rank == 0:
+            eps = a.procs * a.batch * a.steps / elapsed.item()
+            print(f"ddp procs={a.procs} examples_per_second={eps:.0f}", flush=True)
+    finally:
+        dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--procs", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="intra-op threads per process")
+    p.add_argument("--batch", type=int, default=128, help="per-replica batch size")
+    p.add_argument("--steps", type=int, default=500, help="timed steps per process")
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--data_dir",
+                   default=os.environ.get("TANDEM_DATA_DIR") or "/usr/share/datasets/fashion-mnist")
+    p.add_argument("--timeout", type=float, default=600,
+                   help="seconds: the process group's timeout and the whole run's deadline")
+    a = p.parse_args()
+    port = free_port()
+    ctx = mp.spawn(replica, args=(a, port), nprocs=a.procs, join=False)
+    deadline = time.monotonic() + a.timeout
+    try:
+        # join() raises ProcessRaisedException / ProcessExitedException (and terminates
+        # the other processes) when one fails; it returns True once all have exited.
+        while not ctx.join(timeout=1):
+            if time.monotonic() > deadline:
+                print(f"ddp_peer: no result after {a.timeout:.0f} s, stopping", file=sys.stderr)
+                for proc in ctx.processes:
+                    if proc.is_alive():
+                        proc.kill()
+                sys.exit(1)
+    except KeyboardInterrupt:
+        for proc in ctx.processes:
+            if proc.is_alive():
+                proc.kill()
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,360 @@
+// tests/integration/estimator_cluster_test.cc
+//
+// The stock trainer on a cluster of real processes on 127.0.0.1 (ephemeral ports):
+// every task runs the same `trainer train_and_evaluate` command and only TF_CONFIG
+// differs, as under Kubeflow, SageMaker or Vertex AI; and `trainer launch`, which
+// generates those TF_CONFIGs itself. Each run trains fashion_mlp asynchronously and
+// checks how every process ends, what global_step counts, the final checkpoint's
+// shards, and the accuracy the evaluator (or the chief) reports at max_steps.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/subprocess.h"
+#include "tests/util/free_port.h"
+#include "tests/util/hand_decode.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Subprocess;
+using json = nlohmann::json;
+
+constexpr int64_t kMaxSteps = 3000;
+constexpr auto kJobDeadline = std::chrono::seconds(300);
+
+std::string Config() { return std::string(TANDEM_SOURCE_DIR) + "/configs/fashion_mlp.toml"; }
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/estimator_cluster_test.XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The job every task runs: fashion_mlp to kMaxSteps, one thread per task, the
+// evaluator without delay or throttle.
+std::vector<std::string> JobArgs(const std::string& command, const std::string& model_dir) {
+  return {TANDEM_TRAINER, command,
+          "--config",     Config(),
+          "--set",        absl::StrCat("run.model_dir=\"", model_dir, "\""),
+          "--set",        absl::StrCat("train.max_steps=", kMaxSteps),
+          "--set",        "run.save_checkpoints_steps=500",
+          "--set",        "run.intra_op_threads=1",
+          "--set",        "run.inter_op_threads=1",
+          "--set",        "eval.start_delay_secs=0",
+          "--set",        "eval.throttle_secs=0"};
+}
+
+json Addresses(int n) {
+  json list = json::array();
+  for (int i = 0; i < n; ++i) list.push_back(absl::StrCat("127.0.0.1:", testing::PickFreePort()));
+  return list;
+}
+
+struct TaskRun {
+  std::string name;
+  std::unique_ptr<Subprocess> process;
+};
+
+// Starts one trainer per {type, index} with TF_CONFIG {cluster, task, extra...}.
+std::vector<TaskRun> StartTasks(const json& cluster, const json& extra,
+                                const std::vector<std::pair<std::string, int>>& tasks,
+                                const std::string& model_dir) {
+  std::vector<TaskRun> runs;
+  for (const auto& [type, index] : tasks) {
+    json tf = extra;
+    tf["cluster"] = cluster;
+    tf["task"]["type"] = type;
+    tf["task"]["index"] = index;
+    const std::string name = absl::StrCat(type, "_", index);
+    runs.push_back({name, std::make_unique<Subprocess>(
+                              JobArgs("train_and_evaluate", model_dir),
+                              (std::filesystem::path(model_dir).parent_path() / name).string(),
+                              std::vector<std::string>{"TF_CONFIG=" + tf.dump()})});
+  }
+  return runs;
+}
+
+// Waits for every task (bounded); expects each to exit 0.
+void ExpectAllExitZero(std::vector<TaskRun>& runs) {
+  const auto deadline = std::chrono::steady_clock::now() + kJobDeadline;
+  for (TaskRun& r : runs) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    int code = r.process->Wait(std::max(left, std::chrono::milliseconds(1)));
+    EXPECT_EQ(code, 0) << r.name << " (-1: still running at the deadline)\n"
+                       << r.process->Stderr().substr(
+                              std::max<size_t>(r.process->Stderr().size(), 4000) - 4000);
+  }
+}
+
+// "Training finished at global step G (L steps run by this task)." -> L, or -1.
+int64_t LocalSteps(const std::string& log) {
+  std::smatch m;
+  static const std::regex re(R"(\((\d+) steps run by this task\))");
+  return std::regex_search(log, m, re) ? std::stoll(m[1]) : -1;
+}
+
+// "final evaluation: accuracy = A, ..., global_step = G" -> {A, G}, or {-1, -1}.
+std::pair<double, int64_t> FinalEvaluation(const std::string& out) {
+  std::smatch m;
+  static const std::regex re(R"(final evaluation: accuracy = ([0-9.]+).*global_step = (\d+))");
+  if (!std::regex_search(out, m, re)) return {-1, -1};
+  return {std::stod(m[1]), std::stoll(m[2])};
+}
+
+// The accuracy in model_dir/eval_test's events at the highest step, and that step.
+std::pair<double, int64_t> EventAccuracy(const std::string& model_dir) {
+  std::pair<double, int64_t> best{-1, -1};
+  for (const testing::Scalar& sc : testing::ScalarsInDir(model_dir + "/eval_test")) {
+    if (sc.tag == "accuracy" && sc.step >= best.second) best = {sc.value, sc.step};
+  }
+  return best;
+}
+
+// The newest checkpoint prefix named by model_dir/checkpoint.
+std::string LatestPrefix(const std::string& model_dir) {
+  std::ifstream state(model_dir + "/checkpoint");
+  std::string line;
+  std::getline(state, line);
+  std::smatch m;
+  static const std::regex re(R"re(model_checkpoint_path: "([^"]+)")re");
+  if (!std::regex_search(line, m, re)) return "";
+  const std::string path = m[1];
+  return path[0] == '/' ? path : model_dir + "/" + path;
+}
+
+// The final checkpoint: at or past max_steps, one shard per ps task, and it verifies.
+void ExpectFinalCheckpoint(const std::string& model_dir, int num_ps) {
+  const std::string prefix = LatestPrefix(model_dir);
+  ASSERT_FALSE(prefix.empty()) << "no checkpoint state in " << model_dir;
+  const int64_t step = std::stoll(prefix.substr(prefix.rfind('-') + 1));
+  EXPECT_GE(step, kMaxSteps);
+  for (int k = 0; k < num_ps; ++k) {
+    char shard[64];
+    std::snprintf(shard, sizeof(shard), "-%05d-of-%05d.safetensors", k, num_ps);
+    EXPECT_TRUE(std::filesystem::exists(prefix + shard)) << prefix + shard;
+  }
+  Subprocess verify({TANDEM_CKPT, "verify", model_dir},
+                    (std::filesystem::path(model_dir).parent_path() / "ckpt_verify").string());
+  EXPECT_EQ(verify.Wait(std::chrono::seconds(60)), 0) << verify.Stdout() << verify.Stderr();
+}
+
+const TaskRun& Find(const std::vector<TaskRun>& runs, const std::string& name) {
+  for (const TaskRun& r : runs) {
+    if (r.name == name) return r;
+  }
+  static const TaskRun none{"", nullptr};
+  ADD_FAILURE() << "no task " << name;
+  return none;
+}
+
+TEST(EstimatorClusterTest, KubeflowChiefTwoWorkersTwoPsAndEvaluator) {
+  TempDir tmp;
+  const std::string model_dir = tmp.path() + "/model";
+  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(2)}, {"ps", Addresses(2)}};
+  std::vector<TaskRun> runs = StartTasks(
+      cluster, {{"environment", "cloud"}},
+      {{"ps", 0}, {"ps", 1}, {"chief", 0}, {"worker", 0}, {"worker", 1}, {"evaluator", 0}},
+      model_dir);
+  ExpectAllExitZero(runs);
+
+  // Every replica trained, and global_step counts all their steps: the final
+  // checkpoint's step is at most their sum (steps after it are not in it) and at
+  // least max_steps.
+  int64_t sum = 0;
+  for (const char* name : {"chief_0", "worker_0", "worker_1"}) {
+    int64_t steps = LocalSteps(Find(runs, name).process->Stderr());
+    EXPECT_GT(steps, kMaxSteps / 10) << name << " ran too few steps of its own";
+    sum += steps;
+  }
+  const std::string chief_out = Find(runs, "chief_0").process->Stdout();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(chief_out, m, std::regex(R"(trained: global_step = (\d+))")))
+      << chief_out;
+  const int64_t global_step = std::stoll(m[1]);
+  EXPECT_GE(global_step, kMaxSteps);
+  EXPECT_LE(global_step, sum);
+  EXPECT_GE(sum, kMaxSteps);
+  ExpectFinalCheckpoint(model_dir, 2);
+
+  // The evaluator ended after the checkpoint at max_steps, with its events written.
+  auto [accuracy, step] = FinalEvaluation(Find(runs, "evaluator_0").process->Stdout());
+  EXPECT_GE(step, kMaxSteps);
+  auto [event_accuracy, event_step] = EventAccuracy(model_dir);
+  EXPECT_GE(event_step, kMaxSteps);
+  EXPECT_GE(event_accuracy, 0.85);
+  EXPECT_GE(accuracy, 0.85);
+  EXPECT_THAT(Find(runs, "ps_0").process->Stdout(), HasSubstr("stopped by the chief"));
+}
+
+TEST(EstimatorClusterTest, LegacyMasterLayoutWithoutEvaluator) {
+  // SageMaker-style: a "master" job, "environment": "cloud", a ps and a worker on each
+  // of two hosts (here two ports of 127.0.0.1 each), no evaluator: the master
+  // evaluates the final checkpoint itself.
+  TempDir tmp;
+  const std::string model_dir = tmp.path() + "/model";
+  json cluster = {{"master", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(2)}};
+  std::vector<TaskRun> runs =
+      StartTasks(cluster, {{"environment", "cloud"}},
+                 {{"ps", 0}, {"ps", 1}, {"master", 0}, {"worker", 0}}, model_dir);
+  ExpectAllExitZero(runs);
+  auto [accuracy, step] = FinalEvaluation(Find(runs, "master_0").process->Stdout());
+  EXPECT_GE(step, kMaxSteps);
+  EXPECT_GE(accuracy, 0.85);
+  auto [event_accuracy, event_step] = EventAccuracy(model_dir);
+  EXPECT_EQ(event_step, step);
+  EXPECT_FLOAT_EQ(event_accuracy, accuracy);
+  ExpectFinalCheckpoint(model_dir, 2);
+}
+
+TEST(EstimatorClusterTest, VertexAiStyleTfConfig) {
+  // Vertex AI adds a "job" object and task.trial; both are ignored, as TensorFlow does.
+  TempDir tmp;
+  const std::string model_dir = tmp.path() + "/model";
+  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  json extra = {{"job", {{"python_module", "trainer.task"}, {"region", "us-central1"}}},
+                {"environment", "cloud"},
+                {"task", {{"trial", "1"}}}};
+  std::vector<TaskRun> runs =
+      StartTasks(cluster, extra, {{"ps", 0}, {"chief", 0}, {"worker", 0}}, model_dir);
+  ExpectAllExitZero(runs);
+  auto [accuracy, step] = FinalEvaluation(Find(runs, "chief_0").process->Stdout());
+  EXPECT_GE(step, kMaxSteps);
+  EXPECT_GE(accuracy, 0.85);
+  ExpectFinalCheckpoint(model_dir, 1);
+}
+
+std::vector<std::string> LaunchArgs(const std::string& model_dir, int64_t max_steps) {
+  std::vector<std::string> args = JobArgs("launch", model_dir);
+  for (std::string& a : args) {
+    if (a == absl::StrCat("train.max_steps=", kMaxSteps))
+      a = absl::StrCat("train.max_steps=", max_steps);
+  }
+  for (const char* a : {"--ps", "2", "--workers", "2", "--evaluator"}) args.push_back(a);
+  return args;
+}
+
+TEST(EstimatorClusterTest, LaunchRunsTheWholeCluster) {
+  TempDir tmp;
+  const std::string model_dir = tmp.path() + "/model";
+  Subprocess launch(LaunchArgs(model_dir, kMaxSteps), tmp.path() + "/launch");
+  ASSERT_EQ(launch.Wait(kJobDeadline), 0)
+      << launch.Stdout().substr(std::max<size_t>(launch.Stdout().size(), 6000) - 6000);
+  const std::string out = launch.Stdout();
+  for (const char* task : {"ps:0", "ps:1", "chief:0", "worker:0", "worker:1", "evaluator:0"}) {
+    EXPECT_THAT(out, HasSubstr(absl::StrCat("[launch] ", task, " (pid "))) << task;
+    EXPECT_THAT(out, HasSubstr(absl::StrCat("[", task, "] "))) << task;
+  }
+  EXPECT_THAT(out, HasSubstr("[launch] every task ended successfully"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      out, m,
+      std::regex(R"(\[evaluator:0\] final evaluation: accuracy = ([0-9.]+).*global_step = (\d+))")))
+      << out;
+  EXPECT_GE(std::stod(m[1]), 0.85);
+  EXPECT_GE(std::stoll(m[2]), kMaxSteps);
+  ExpectFinalCheckpoint(model_dir, 2);
+}
+
+bool ProcessGone(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string content((std::istreambuf_iterator<char>(stat)), {});
+  const size_t close = content.rfind(')');
+  return close != std::string::npos && close + 2 < content.size() && content[close + 2] == 'Z';
+}
+
+TEST(EstimatorClusterTest, CtrlCOnLaunchLeavesNoProcessBehind) {
+  TempDir tmp;
+  const std::string model_dir = tmp.path() + "/model";
+  Subprocess launch(LaunchArgs(model_dir, 1000000), tmp.path() + "/launch");
+  // Wait until the chief trains.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (launch.Stdout().find("[chief:0]") == std::string::npos ||
+         launch.Stdout().find("loss = ") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << launch.Stdout();
+    ASSERT_EQ(launch.Wait(std::chrono::milliseconds(200)), -1) << launch.Stdout();
+  }
+  kill(launch.pid(), SIGINT);
+  const int code = launch.Wait(std::chrono::seconds(60));
+  EXPECT_NE(code, -1) << "the launcher did not end after SIGINT";
+  EXPECT_NE(code, 0);
+  const std::string out = launch.Stdout();
+  std::vector<pid_t> pids;
+  static const std::regex re(R"(\[launch\] started \S+ \(pid (\d+)\))");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator();
+       ++it) {
+    pids.push_back(std::stoi((*it)[1]));
+  }
+  EXPECT_EQ(pids.size(), 6u) << out;
+  for (pid_t pid : pids) {
+    EXPECT_TRUE(ProcessGone(pid)) << "pid " << pid << " still runs";
+    if (!ProcessGone(pid)) kill(pid, SIGKILL);
+  }
+}
+
+// Runs the trainer with `args` and TF_CONFIG; returns {exit code, stderr}.
+std::pair<int, std::string> RunTrainer(std::vector<std::string> args, const std::string& tf_config,
+                                       const std::string& log_prefix) {
+  Subprocess p(args, log_prefix, {"TF_CONFIG=" + tf_config});
+  int code = p.Wait(std::chrono::seconds(60));
+  return {code, p.Stderr()};
+}
+
+TEST(EstimatorClusterTest, ConfigErrorsExitTwoAtOnce) {
+  TempDir tmp;
+  const std::string model_dir = tmp.path() + "/model";
+  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  const std::string evaluator =
+      json{{"cluster", cluster}, {"task", {{"type", "evaluator"}, {"index", 0}}}}.dump();
+  auto [code, err] = RunTrainer(JobArgs("train", model_dir), evaluator, tmp.path() + "/eval");
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(err, HasSubstr("evaluator"));
+  EXPECT_THAT(err, HasSubstr("train_and_evaluate"));
+
+  std::vector<std::string> sync = JobArgs("train_and_evaluate", model_dir);
+  sync.insert(sync.end(), {"--set", "distribute.sync=true"});
+  std::tie(code, err) = RunTrainer(sync, "", tmp.path() + "/sync");
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(err, HasSubstr("synchronous replicas are not implemented"));
+
+  std::vector<std::string> typo = JobArgs("train", model_dir);
+  typo.insert(typo.end(), {"--set", "model.params.hiden_units=[64]"});
+  std::tie(code, err) = RunTrainer(typo, "", tmp.path() + "/typo");
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(err, HasSubstr("unknown key 'hiden_units' (did you mean 'hidden_units'?)"));
+  EXPECT_FALSE(std::filesystem::exists(model_dir + "/checkpoint")) << "it trained";
+
+  json no_ps = {{"chief", Addresses(1)}, {"worker", Addresses(1)}};
+  const std::string chief =
+      json{{"cluster", no_ps}, {"task", {{"type", "chief"}, {"index", 0}}}}.dump();
+  std::tie(code, err) = RunTrainer(JobArgs("train", model_dir), chief, tmp.path() + "/no_ps");
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(err, HasSubstr("no ps task"));
+}
+
+}  // namespace
+}  // namespace tandem
