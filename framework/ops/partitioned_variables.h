@@ -3,7 +3,8 @@
 // Partitioned variables, as TensorFlow 1.x's tf.get_variable(..., partitioner=...):
 // a logical variable of shape S split along one axis into parts, each its own
 // Variable named "<name>/part_<i>", built through the caller's scope, so a device
-// function such as the replica device setter (estimator/replica_device_setter.h)
+// function such as the replica device setter
+// (framework/distributed/replica_device_setter.h)
 // places the parts one by one (round-robin over the ps tasks).
 //
 // Partitioners return, as TensorFlow's, the number of parts per dimension (1

@@ -103,8 +103,15 @@ def replica(rank, a, port):
         if rank == 0:
             eps = a.procs * a.batch * a.steps / elapsed.item()
             print(f"ddp procs={a.procs} examples_per_second={eps:.0f}", flush=True)
-    finally:
+        dist.barrier()
+    except BaseException:
         dist.destroy_process_group()
+        raise
+    # Torch 1.13's gloo teardown (destroy_process_group, interpreter exit) can spin
+    # forever in a process without a terminal once its peer has gone: leave at once.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main():

@@ -408,6 +408,34 @@ TEST(SaverTest, TwoShardsRoundTrip) {
   ExpectSameValues(model.Values(fresh.get()), saved);
 }
 
+// Optimizer slots are colocated with their variable and request no device: they are
+// saved in that variable's shard (on a cluster, the ps task that holds both).
+TEST(SaverTest, ColocatedVariablesShareTheirVariablesShard) {
+  TempDir dir;
+  Scope root = Scope::NewRootScope();
+  const std::string device = "/job:localhost/replica:0/task:0/device:CPU:0";
+  Scope on_device = root.WithDevice(device);
+  ops::Variable var(on_device, "var", ops::Const(on_device, 1.0f));
+  Scope colocated = root.ColocateWith(var.handle().node);
+  ops::Variable slot(colocated, "var/slot", ops::Const(colocated, 2.0f));
+  ops::Variable other(root, "other", ops::Const(root, 3.0f));
+  ASSERT_TRUE(slot.handle().node->requested_device().empty());
+  Node* init = ops::GlobalVariablesInitializer(root);
+  absl::StatusOr<std::unique_ptr<Saver>> saver = Saver::Create(root.graph(), {});
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  EXPECT_EQ((*saver)->NumShards(), 2);
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  auto session = NewDirectSession(def);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Run({}, {}, {init->name()}).ok());
+  ASSERT_TRUE((*saver)->Save(session->get(), dir.path(), 7).ok());
+  json index = json::parse(*env::ReadFile(dir.File("model.ckpt-7.index.json")), nullptr, false);
+  EXPECT_EQ(index["weight_map"]["var"], "model.ckpt-7-00001-of-00002.safetensors");
+  EXPECT_EQ(index["weight_map"]["var/slot"], "model.ckpt-7-00001-of-00002.safetensors");
+  EXPECT_EQ(index["weight_map"]["other"], "model.ckpt-7-00000-of-00002.safetensors");
+}
+
 TEST(SaverTest, ConcurrentSavesAreSerialised) {
   TempDir dir;
   TinyModel model({.saver = {.max_to_keep = 10}});

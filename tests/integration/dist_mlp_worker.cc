@@ -21,10 +21,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "estimator/replica_device_setter.h"
 #include "estimator/run_config.h"
 #include "framework/data/fashion_mnist.h"
 #include "framework/distributed/grpc_session.h"
+#include "framework/distributed/replica_device_setter.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/server.h"
 #include "framework/ops/array_ops.h"

@@ -35,7 +35,7 @@ using ::testing::HasSubstr;
 using testing::Subprocess;
 using json = nlohmann::json;
 
-constexpr int64_t kMaxSteps = 3000;
+constexpr int64_t kMaxSteps = 6000;  // Async accuracy 0.875-0.881 in four runs; 3000: 0.846-0.872.
 constexpr auto kJobDeadline = std::chrono::seconds(300);
 
 std::string Config() { return std::string(TANDEM_SOURCE_DIR) + "/configs/fashion_mlp.toml"; }
@@ -60,7 +60,7 @@ std::vector<std::string> JobArgs(const std::string& command, const std::string& 
           "--config",     Config(),
           "--set",        absl::StrCat("run.model_dir=\"", model_dir, "\""),
           "--set",        absl::StrCat("train.max_steps=", kMaxSteps),
-          "--set",        "run.save_checkpoints_steps=500",
+          "--set",        "run.save_checkpoints_steps=1000",
           "--set",        "run.intra_op_threads=1",
           "--set",        "run.inter_op_threads=1",
           "--set",        "eval.start_delay_secs=0",

@@ -46,7 +46,7 @@ Tensor Table(int64_t rows, int64_t cols) {
 }
 
 // A round-robin ps device function: what the replica device setter does for
-// variables (estimator/replica_device_setter.h; ops cannot depend on estimator/).
+// variables (framework/distributed/replica_device_setter.h, a layer above ops).
 DeviceFunction RoundRobinPs(int tasks) {
   auto next = std::make_shared<int>(0);
   return [tasks, next](const NodeSpec& spec) {

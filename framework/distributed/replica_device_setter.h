@@ -1,4 +1,4 @@
-// estimator/replica_device_setter.h
+// framework/distributed/replica_device_setter.h
 //
 // The replica device setter of between-graph replication, as TensorFlow 1.x's
 // tf.compat.v1.train.replica_device_setter: a DeviceFunction (framework/graph/scope.h)
@@ -45,8 +45,8 @@
 // Thread safety: the returned function keeps strategy state (round-robin position,
 // loads, placed devices); use it from one graph-building thread at a time, like the
 // Scope it is installed in.
-#ifndef TANDEM_ESTIMATOR_REPLICA_DEVICE_SETTER_H_
-#define TANDEM_ESTIMATOR_REPLICA_DEVICE_SETTER_H_
+#ifndef TANDEM_FRAMEWORK_DISTRIBUTED_REPLICA_DEVICE_SETTER_H_
+#define TANDEM_FRAMEWORK_DISTRIBUTED_REPLICA_DEVICE_SETTER_H_
 
 #include <cstdint>
 #include <functional>
@@ -117,4 +117,4 @@ Scope WithReplicaDeviceSetter(const Scope& scope, const ReplicaDeviceSetterOptio
 
 }  // namespace tandem
 
-#endif  // TANDEM_ESTIMATOR_REPLICA_DEVICE_SETTER_H_
+#endif  // TANDEM_FRAMEWORK_DISTRIBUTED_REPLICA_DEVICE_SETTER_H_

@@ -1,5 +1,5 @@
 // The replica device setter (see replica_device_setter.h).
-#include "estimator/replica_device_setter.h"
+#include "framework/distributed/replica_device_setter.h"
 
 #include <algorithm>
 #include <memory>

@@ -2,7 +2,7 @@
 // other ops on the worker device, merging with the scope's partial or explicit
 // devices (TensorFlow's merge_devices), merge_devices=false, colocated ops following
 // their variable, the ps count from a ClusterSpec (sparse too), and the errors.
-#include "estimator/replica_device_setter.h"
+#include "framework/distributed/replica_device_setter.h"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,6 @@
-// tests/estimator/cluster_spec_test.cc
+// tests/framework/distributed/cluster_spec_test.cc
 //
-// ClusterSpec (framework/distributed/cluster_spec.h). It lives here, linked through
-// tandem_estimator, until tests/framework/distributed/ exists.
+// ClusterSpec (framework/distributed/cluster_spec.h).
 #include "framework/distributed/cluster_spec.h"
 
 #include "gmock/gmock.h"
