@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "estimator/internal/task_server.h"
 #include "estimator/training.h"
 #include "framework/core/status.h"
 #include "framework/distributed/cluster_control.h"
@@ -54,16 +55,8 @@ std::vector<std::string> TasksUp(const ClusterSpec& cluster, absl::string_view j
 
 absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator) {
   const RunConfig& config = estimator.config();
-  ServerOptions so;
-  so.cluster = config.cluster_spec();
-  so.job = config.task_type();
-  so.task = config.task_id();
-  so.security = estimator.security();
-  if (config.session_config()) {
-    so.inter_op_threads = config.session_config()->inter_op_parallelism_threads;
-    so.intra_op_threads = config.session_config()->intra_op_parallelism_threads;
-  }
-  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Create(so));
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
+                          StartTaskServer(config, estimator.security()));
   LOG(INFO) << "Parameter server " << server->task_name() << " serving on " << server->address()
             << " until the chief ends training";
   const std::string reason = server->Join();

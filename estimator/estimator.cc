@@ -13,6 +13,7 @@
 #include "checkpoint/checkpoint_index.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
+#include "estimator/internal/task_server.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/distributed/grpc_session.h"
@@ -158,12 +159,6 @@ SessionOptions MakeSessionOptions(const RunConfig& config, bool on_cluster) {
   return so;
 }
 
-int NumTasks(const ClusterSpec& cluster) {
-  int n = 0;
-  for (const std::string& job : cluster.jobs()) n += cluster.NumTasks(job);
-  return n;
-}
-
 checkpoint::SaverOptions MakeSaverOptions(const RunConfig& config) {
   checkpoint::SaverOptions so;
   so.max_to_keep = config.keep_checkpoint_max();
@@ -263,23 +258,13 @@ Estimator::~Estimator() = default;
 bool Estimator::TrainsOnCluster() const {
   const RunConfig& config = options_.config;
   const std::string& type = config.task_type();
-  return NumTasks(config.cluster_spec()) > 1 &&
+  return config.cluster_spec().TotalTasks() > 1 &&
          (type == kJobChief || type == kJobMaster || type == kJobWorker);
 }
 
 absl::Status Estimator::EnsureServer() {
   if (server_ != nullptr) return absl::OkStatus();
-  const RunConfig& config = options_.config;
-  ServerOptions so;
-  so.cluster = config.cluster_spec();
-  so.job = config.task_type();
-  so.task = config.task_id();
-  so.security = options_.security;
-  if (config.session_config()) {
-    so.inter_op_threads = config.session_config()->inter_op_parallelism_threads;
-    so.intra_op_threads = config.session_config()->intra_op_parallelism_threads;
-  }
-  TANDEM_ASSIGN_OR_RETURN(server_, Server::Create(so));
+  TANDEM_ASSIGN_OR_RETURN(server_, internal::StartTaskServer(options_.config, options_.security));
   LOG(INFO) << "Started server " << server_->task_name() << " on " << server_->address();
   return absl::OkStatus();
 }
@@ -331,7 +316,7 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
       };
     }
     LOG(INFO) << "Training as " << server_->task_name() << " on a cluster of "
-              << NumTasks(config.cluster_spec()) << " tasks; input pipeline "
+              << config.cluster_spec().TotalTasks() << " tasks; input pipeline "
               << train_input_context_.input_pipeline_id << " of "
               << train_input_context_.num_input_pipelines;
   }

@@ -509,12 +509,6 @@ int TrainingTasks(const ClusterSpec& cluster) {
   return cluster.NumTasks(kJobChief) + cluster.NumTasks(kJobMaster) + cluster.NumTasks(kJobWorker);
 }
 
-int TotalTasks(const ClusterSpec& cluster) {
-  int n = 0;
-  for (const std::string& job : cluster.jobs()) n += cluster.NumTasks(job);
-  return n;
-}
-
 // The [distribute] rules of job_config.h against the cluster.
 absl::Status CheckDistribute(const JobConfig& c,
                              const std::function<std::string(const std::string&)>& where) {
@@ -668,7 +662,8 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
 
 bool JobConfig::TrainsOnCluster() const {
   const std::string& type = run_config_.task_type();
-  return TotalTasks(cluster) > 1 && (type == kJobChief || type == kJobMaster || type == kJobWorker);
+  return cluster.TotalTasks() > 1 &&
+         (type == kJobChief || type == kJobMaster || type == kJobWorker);
 }
 
 std::string JobConfig::DescribeRole() const {
@@ -691,7 +686,7 @@ std::string JobConfig::DescribeRole() const {
                         ", outside the training cluster): evaluates each new checkpoint in ",
                         rc.model_dir(), " until the one at max_steps");
   }
-  if (TotalTasks(cluster) <= 1) {
+  if (cluster.TotalTasks() <= 1) {
     return absl::StrCat(type, " (", where, "): a one-task cluster trains as a local job");
   }
   if (type == kJobPs) {

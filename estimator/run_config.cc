@@ -362,7 +362,7 @@ bool RunConfig::checkpoints_enabled() const {
 
 std::string RunConfig::task_device_name() const {
   if (cluster_spec_.empty()) return "";
-  return ClusterSpec::TaskDeviceName(task_type_, task_id_);
+  return task().DeviceName();
 }
 
 }  // namespace tandem

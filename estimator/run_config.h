@@ -120,6 +120,7 @@ class RunConfig {
   const ClusterSpec& cluster_spec() const { return cluster_spec_; }
   const std::string& task_type() const { return task_type_; }
   int task_id() const { return task_id_; }
+  TaskId task() const { return {task_type_, task_id_}; }
   bool is_chief() const { return is_chief_; }
   const std::string& master() const { return master_; }
   const std::string& evaluation_master() const { return evaluation_master_; }

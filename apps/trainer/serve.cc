@@ -83,15 +83,15 @@ int Serve(const ServeFlags& flags) {
                                  "serve needs this task's job and index: --job and --task (or "
                                  "TF_CONFIG's task)"));
   }
-  if (!role.cluster.HasTask(role.job, *role.task)) {
+  const TaskId task{role.job, *role.task};
+  if (!role.cluster.HasTask(task)) {
     return Fail(kUsageError, absl::InvalidArgumentError(absl::StrCat(
                                  "task ", role.job, ":", *role.task, " is not in the cluster ",
                                  role.cluster.DebugString())));
   }
   ServerOptions options;
   options.cluster = role.cluster;
-  options.job = role.job;
-  options.task = *role.task;
+  options.task = task;
   options.security.token = flags.token;
   if (options.security.token.empty()) {
     const char* env_token = std::getenv("TANDEM_CLUSTER_TOKEN");

@@ -165,6 +165,10 @@ int ClusterSpec::TotalTasks() const {
   return n;
 }
 
+std::string TaskId::ToString() const { return absl::StrCat(job, ":", index); }
+
+std::string TaskId::DeviceName() const { return ClusterSpec::TaskDeviceName(job, index); }
+
 absl::StatusOr<std::string> ClusterSpec::TaskAddress(absl::string_view job, int task_index) const {
   auto it = jobs_.find(std::string(job));
   if (it != jobs_.end()) {

@@ -39,6 +39,16 @@ absl::Status ValidateTaskAddress(absl::string_view address);
 // OK when `job` is a valid job name: [A-Za-z][A-Za-z0-9_]* (TensorFlow's rule).
 absl::Status ValidateJobName(absl::string_view job);
 
+// One task of a cluster: its job and its index in that job. The one identity that
+// servers, run configs and the trainer's commands pass around.
+struct TaskId {
+  std::string job;
+  int index = 0;
+  std::string ToString() const;    // "worker:1"
+  std::string DeviceName() const;  // "/job:worker/replica:0/task:1"
+  bool operator==(const TaskId& o) const = default;
+};
+
 class ClusterSpec {
  public:
   using TaskMap = std::map<int, std::string>;  // task index -> "host:port"
@@ -70,6 +80,10 @@ class ClusterSpec {
   int TotalTasks() const;
   // "host:port" of a task; NOT_FOUND when it is not in the cluster.
   absl::StatusOr<std::string> TaskAddress(absl::string_view job, int task_index) const;
+  absl::StatusOr<std::string> TaskAddress(const TaskId& task) const {
+    return TaskAddress(task.job, task.index);
+  }
+  bool HasTask(const TaskId& task) const { return HasTask(task.job, task.index); }
   const std::map<std::string, TaskMap>& job_tasks() const { return jobs_; }
 
   // The device name of a task: "/job:worker/replica:0/task:1".

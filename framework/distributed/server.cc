@@ -30,8 +30,7 @@ Server::~Server() {
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
-  TANDEM_ASSIGN_OR_RETURN(std::string address,
-                          options.cluster.TaskAddress(options.job, options.task));
+  TANDEM_ASSIGN_OR_RETURN(std::string address, options.cluster.TaskAddress(options.task));
   std::unique_ptr<Server> s(new Server(options));
   TANDEM_RETURN_IF_ERROR(s->Init(address));
   return s;
@@ -39,7 +38,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
 
 absl::StatusOr<std::unique_ptr<Server>> Server::CreateLocal(TransportSecurity security) {
   ServerOptions options;
-  options.job = "localhost";
+  options.task = {"localhost", 0};
   options.security = std::move(security);
   std::unique_ptr<Server> s(new Server(options));
   TANDEM_RETURN_IF_ERROR(s->Init("127.0.0.1:0"));
@@ -65,8 +64,8 @@ void TuneMallocForLargeTransfers() {
 
 absl::Status Server::Init(const std::string& bind_address) {
   TuneMallocForLargeTransfers();
-  task_name_ = ClusterSpec::TaskDeviceName(options_.job, options_.task);
-  devices_ = DeviceMgr::CreateLocal(options_.job, 0, options_.task);
+  task_name_ = options_.task.DeviceName();
+  devices_ = DeviceMgr::CreateLocal(options_.task.job, 0, options_.task.index);
   inter_op_pool_ =
       std::make_unique<ThreadPool>("inter_op", ThreadPool::DefaultSize(options_.inter_op_threads));
   int intra = ThreadPool::DefaultSize(options_.intra_op_threads);
@@ -116,10 +115,10 @@ absl::Status Server::Init(const std::string& bind_address) {
   }
   if (options_.cluster.empty()) {  // CreateLocal: the cluster is this task.
     std::string host = bind_address.substr(0, bind_address.rfind(':'));
-    TANDEM_RETURN_IF_ERROR(
-        options_.cluster.AddTask(options_.job, options_.task, absl::StrCat(host, ":", port)));
+    TANDEM_RETURN_IF_ERROR(options_.cluster.AddTask(options_.task.job, options_.task.index,
+                                                    absl::StrCat(host, ":", port)));
   }
-  address_ = *options_.cluster.TaskAddress(options_.job, options_.task);
+  address_ = *options_.cluster.TaskAddress(options_.task);
   RegisterLocalMaster(address_, master_, options_.security.token);
   LOG(INFO) << "tandem server " << task_name_ << " listening on " << address_
             << (options_.security.tls() ? " (TLS)" : "")

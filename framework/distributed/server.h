@@ -41,8 +41,7 @@ class GrpcWorkerCache;
 
 struct ServerOptions {
   ClusterSpec cluster;
-  std::string job;
-  int task = 0;
+  TaskId task;  // This server's task; must be in `cluster`.
   TransportSecurity security;
   int inter_op_threads = 0;                            // 0: one per core.
   int intra_op_threads = 0;                            // 0: one per core.

@@ -99,7 +99,7 @@ std::vector<std::unique_ptr<Server>> PsAndWorker(int threads) {
   for (const char* job : {"ps", "worker"}) {
     ServerOptions o;
     o.cluster = cluster;
-    o.job = job;
+    o.task = {job, 0};
     o.inter_op_threads = threads;
     o.intra_op_threads = threads;
     o.channels_per_task = channels_per_task;

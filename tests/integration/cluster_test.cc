@@ -175,7 +175,7 @@ TEST_F(ClusterTest, KilledPsFailsTheStepFastAndItsRestartIsRecognised) {
   ASSERT_TRUE(cluster.AddJob("worker", jobs["worker"]).ok());
   ServerOptions so;
   so.cluster = cluster;
-  so.job = "worker";
+  so.task = {"worker", 0};
   auto worker = Server::Create(so);
   ASSERT_TRUE(worker.ok()) << worker.status();
 

@@ -118,8 +118,7 @@ int Main(int argc, char** argv) {
   const int num_workers = tf->cluster.NumTasks("worker");
   ServerOptions so;
   so.cluster = tf->cluster;
-  so.job = "worker";
-  so.task = task;
+  so.task = {"worker", task};
   so.inter_op_threads = 1;
   so.intra_op_threads = 1;
   auto server = Server::Create(so);

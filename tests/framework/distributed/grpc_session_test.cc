@@ -73,8 +73,7 @@ std::vector<std::unique_ptr<Server>> StartCluster(
     for (int i = 0; i < n; ++i) {
       ServerOptions o;
       o.cluster = cluster;
-      o.job = job;
-      o.task = i;
+      o.task = {job, i};
       o.inter_op_threads = 2;
       o.intra_op_threads = 1;
       o.recv_chunk_bytes = recv_chunk_bytes;
