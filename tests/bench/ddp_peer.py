@@ -20,27 +20,14 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
 
-
-def fashion_mlp():
-    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-                         nn.Linear(128, 100), nn.ReLU(), nn.Linear(100, 10))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_peer import fashion_mlp, load_idx  # noqa: E402  (the same model and reader)
 
 
 def idx_path(data_dir, name):
     """<name>.gz if the directory has it, else the uncompressed <name> (as tandem does)."""
     gz = os.path.join(data_dir, name + ".gz")
     return gz if os.path.exists(gz) else os.path.join(data_dir, name)
-
-
-def load_idx(path):
-    """An IDX(.gz) file as a uint8 numpy array (big-endian header, as in the spec)."""
-    import gzip
-    import numpy as np
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
-        raw = f.read()
-    ndim = raw[3]
-    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
 def free_port():
