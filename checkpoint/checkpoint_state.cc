@@ -130,8 +130,71 @@ absl::Status WriteCheckpointState(const std::string& dir, const CheckpointState&
                               SerializeCheckpointState(rel));
 }
 
+absl::StatusOr<std::vector<std::string>> IndexedCheckpoints(const std::string& dir) {
+  TANDEM_ASSIGN_OR_RETURN(std::vector<std::string> files, env::ListDir(dir));
+  std::vector<std::pair<int64_t, std::string>> found;
+  for (absl::string_view f : files) {
+    int64_t step;
+    if (!absl::ConsumePrefix(&f, "model.ckpt-") || !absl::ConsumeSuffix(&f, ".index.json") ||
+        !absl::SimpleAtoi(f, &step)) {
+      continue;
+    }
+    found.emplace_back(step, env::JoinPath(dir, CheckpointBaseName(step)));
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> prefixes;
+  for (auto& [step, prefix] : found) prefixes.push_back(std::move(prefix));
+  return prefixes;
+}
+
+absl::StatusOr<CheckpointState> ReadOrRebuildCheckpointState(const std::string& dir,
+                                                             const std::string& ignore) {
+  absl::StatusOr<CheckpointState> state = ReadCheckpointState(dir);
+  if (state.ok() && !state->model_checkpoint_path.empty()) return state;
+  absl::StatusOr<std::vector<std::string>> indexed = IndexedCheckpoints(dir);
+  if (indexed.ok()) std::erase(*indexed, ignore);
+  if (!indexed.ok() || indexed->empty()) {
+    if (!state.ok()) return state.status();
+    return absl::NotFoundError(
+        absl::StrCat(env::JoinPath(dir, kCheckpointStateFile), ": names no checkpoint"));
+  }
+  LOG(WARNING) << "The checkpoint state file of " << dir << " "
+               << (state.ok() ? std::string("names no checkpoint")
+                              : absl::StrCat("is unusable (", state.status().message(), ")"))
+               << ", but " << indexed->size() << " checkpoint index files are there: rebuilding "
+               << "the list from them; the newest is " << indexed->back();
+  CheckpointState rebuilt;
+  const double now = static_cast<double>(env::NowMicros()) / 1e6;
+  rebuilt.model_checkpoint_path = indexed->back();
+  rebuilt.all_model_checkpoint_paths = *indexed;
+  rebuilt.all_model_checkpoint_timestamps.assign(indexed->size(), now);
+  rebuilt.last_preserved_timestamp = state.ok() ? state->last_preserved_timestamp : now;
+  return rebuilt;
+}
+
+int RemoveStaleTempFiles(const std::string& dir) {
+  absl::StatusOr<std::vector<std::string>> files = env::ListDir(dir);
+  if (!files.ok()) return 0;
+  int removed = 0;
+  for (const std::string& f : *files) {
+    const size_t tmp = f.rfind(".tmp.");
+    if (tmp == std::string::npos) continue;
+    absl::string_view name = absl::string_view(f).substr(0, tmp);
+    const bool ours =
+        name == kCheckpointStateFile ||
+        (absl::StartsWith(name, "model.ckpt-") &&
+         (absl::EndsWith(name, ".index.json") || absl::EndsWith(name, ".safetensors")));
+    if (!ours) continue;
+    if (env::DeleteFile(env::JoinPath(dir, f)).ok()) {
+      LOG(WARNING) << "Removed " << env::JoinPath(dir, f) << ", left by an interrupted write";
+      ++removed;
+    }
+  }
+  return removed;
+}
+
 absl::StatusOr<std::string> LatestCheckpoint(const std::string& dir) {
-  TANDEM_ASSIGN_OR_RETURN(CheckpointState state, ReadCheckpointState(dir));
+  TANDEM_ASSIGN_OR_RETURN(CheckpointState state, ReadOrRebuildCheckpointState(dir));
   if (state.model_checkpoint_path.empty()) {
     return absl::NotFoundError(
         absl::StrCat(env::JoinPath(dir, kCheckpointStateFile), ": names no checkpoint"));
@@ -159,16 +222,20 @@ CheckpointRetention::CheckpointRetention(int max_to_keep, double keep_checkpoint
 
 absl::Status CheckpointRetention::RecordSave(const std::string& dir, const std::string& prefix,
                                              double timestamp) {
+  if (!cleaned_temp_files_) {
+    RemoveStaleTempFiles(dir);
+    cleaned_temp_files_ = true;
+  }
   CheckpointState state;
-  absl::StatusOr<CheckpointState> old = ReadCheckpointState(dir);
+  // A damaged state file beside index files is rebuilt from them; with neither, the
+  // list starts with this checkpoint.
+  absl::StatusOr<CheckpointState> old = ReadOrRebuildCheckpointState(dir, prefix);
   if (old.ok()) {
     state = *std::move(old);
-  } else if (absl::IsNotFound(old.status())) {
-    state.last_preserved_timestamp = start_timestamp_;
   } else {
-    // A damaged state file must not stop training: start a fresh list (old checkpoints
-    // stay on disk) and say so.
-    LOG(WARNING) << "Ignoring unreadable checkpoint state: " << old.status();
+    if (!absl::IsNotFound(old.status())) {
+      LOG(WARNING) << "Ignoring unreadable checkpoint state: " << old.status();
+    }
     state.last_preserved_timestamp = start_timestamp_;
   }
   // Pair paths with timestamps; files written by other tools may lack timestamps.
@@ -187,6 +254,7 @@ absl::Status CheckpointRetention::RecordSave(const std::string& dir, const std::
   }
   entries.push_back({prefix, timestamp});
 
+  std::vector<std::string> to_delete;
   if (max_to_keep_ <= 0) {
     entries.erase(entries.begin(), entries.end() - 1);
   } else {
@@ -198,11 +266,7 @@ absl::Status CheckpointRetention::RecordSave(const std::string& dir, const std::
         state.last_preserved_timestamp = oldest.timestamp;
         continue;
       }
-      absl::Status s = DeleteCheckpointFiles(oldest.path);
-      if (!s.ok()) {
-        // The new checkpoint is safe; a leftover old one only costs disk space.
-        LOG(WARNING) << "Could not delete old checkpoint " << oldest.path << ": " << s;
-      }
+      to_delete.push_back(oldest.path);
     }
   }
   state.model_checkpoint_path = prefix;
@@ -212,7 +276,16 @@ absl::Status CheckpointRetention::RecordSave(const std::string& dir, const std::
     state.all_model_checkpoint_paths.push_back(e.path);
     state.all_model_checkpoint_timestamps.push_back(e.timestamp);
   }
-  return WriteCheckpointState(dir, state);
+  // The state file stops listing them before their files go.
+  TANDEM_RETURN_IF_ERROR(WriteCheckpointState(dir, state));
+  for (const std::string& path : to_delete) {
+    absl::Status s = DeleteCheckpointFiles(path);
+    if (!s.ok()) {
+      // The new checkpoint is safe; a leftover old one only costs disk space.
+      LOG(WARNING) << "Could not delete old checkpoint " << path << ": " << s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tandem::checkpoint

@@ -19,7 +19,15 @@
 // (index and shards) are deleted unless keep_checkpoint_every_n_hours says to preserve
 // it (a checkpoint is preserved when at least N hours passed since the last preserved
 // one; preserved checkpoints stay on disk but leave the state file, as in TF).
-// max_to_keep <= 0 deletes nothing and lists only the newest checkpoint.
+// max_to_keep <= 0 deletes nothing and lists only the newest checkpoint. The state
+// file is written before any file is deleted, so a kill in between leaves unlisted
+// files, never a listed checkpoint without its files.
+//
+// A state file that is missing, names no checkpoint or cannot be parsed while
+// checkpoint index files lie in the directory is rebuilt from them (with a warning):
+// the newest index is the latest checkpoint, so a damaged state file never makes
+// training start over and overwrite the checkpoints. Temporary files that an
+// interrupted write left behind ("<file>.tmp.<n>") are removed at the first save.
 //
 // Thread safety: the free functions are safe to call concurrently on different
 // directories; writers of one directory must be serialised by the caller (the Saver
@@ -55,7 +63,20 @@ absl::StatusOr<CheckpointState> ParseCheckpointState(absl::string_view path,
 absl::StatusOr<CheckpointState> ReadCheckpointState(const std::string& dir);
 // Writes `dir`/checkpoint atomically, writing paths inside `dir` relative to it.
 absl::Status WriteCheckpointState(const std::string& dir, const CheckpointState& state);
-// The newest checkpoint prefix of `dir` (e.g. "/m/model.ckpt-300"), NOT_FOUND if none.
+// ReadCheckpointState, or, when the state file is missing, names no checkpoint or is
+// unreadable, a state rebuilt from the index files in `dir` (oldest first, the newest
+// as model_checkpoint_path, timestamps `now`), with a warning saying why. NOT_FOUND
+// when there is neither a state file naming a checkpoint nor an index file. Index
+// files of `ignore` (a prefix: the checkpoint being recorded) do not count.
+absl::StatusOr<CheckpointState> ReadOrRebuildCheckpointState(const std::string& dir,
+                                                             const std::string& ignore = "");
+// Prefixes of the "model.ckpt-<step>.index.json" files in `dir`, lowest step first.
+absl::StatusOr<std::vector<std::string>> IndexedCheckpoints(const std::string& dir);
+// Removes "<name>.tmp.<n>" files that interrupted atomic writes of checkpoint files
+// or the state file left in `dir`; returns how many.
+int RemoveStaleTempFiles(const std::string& dir);
+// The newest checkpoint prefix of `dir` (e.g. "/m/model.ckpt-300"), NOT_FOUND if none
+// (ReadOrRebuildCheckpointState).
 absl::StatusOr<std::string> LatestCheckpoint(const std::string& dir);
 // Deletes the index and shards of the checkpoint `prefix` (missing files are fine).
 absl::Status DeleteCheckpointFiles(const std::string& prefix);
@@ -76,6 +97,7 @@ class CheckpointRetention {
   int max_to_keep_;
   double keep_every_n_hours_;
   double start_timestamp_;
+  bool cleaned_temp_files_ = false;
 };
 
 }  // namespace tandem::checkpoint

@@ -39,24 +39,6 @@ void ParallelRun(int n, int max_threads, const std::function<void(int)>& fn) {
   });
 }
 
-// Prefixes of the "model.ckpt-<step>.index.json" files in `dir`, highest step first.
-absl::StatusOr<std::vector<std::string>> IndexedCheckpointsNewestFirst(const std::string& dir) {
-  TANDEM_ASSIGN_OR_RETURN(std::vector<std::string> files, env::ListDir(dir));
-  std::vector<std::pair<int64_t, std::string>> found;
-  for (absl::string_view f : files) {
-    int64_t step;
-    if (!absl::ConsumePrefix(&f, "model.ckpt-") || !absl::ConsumeSuffix(&f, ".index.json") ||
-        !absl::SimpleAtoi(f, &step)) {
-      continue;
-    }
-    found.emplace_back(step, env::JoinPath(dir, CheckpointBaseName(step)));
-  }
-  std::sort(found.rbegin(), found.rend());
-  std::vector<std::string> prefixes;
-  for (auto& [step, prefix] : found) prefixes.push_back(std::move(prefix));
-  return prefixes;
-}
-
 absl::Status FirstError(const std::vector<absl::Status>& statuses) {
   for (const absl::Status& s : statuses) {
     if (!s.ok()) return s;
@@ -320,26 +302,19 @@ bool IsNoCheckpoint(const absl::Status& status) {
 }
 
 absl::StatusOr<std::string> Saver::RestoreLatest(Session* session, const std::string& model_dir) {
-  absl::StatusOr<CheckpointState> state = ReadCheckpointState(model_dir);
-  std::vector<std::string> candidates;  // Newest first.
-  if (state.ok()) {
-    // model_checkpoint_path, then the list from its end.
-    if (!state->model_checkpoint_path.empty()) {
-      candidates.push_back(state->model_checkpoint_path);
-    }
-    for (auto it = state->all_model_checkpoint_paths.rbegin();
-         it != state->all_model_checkpoint_paths.rend(); ++it) {
-      if (std::find(candidates.begin(), candidates.end(), *it) == candidates.end()) {
-        candidates.push_back(*it);
-      }
-    }
-  } else if (absl::IsNotFound(state.status())) {
-    // As TF: no state file, no checkpoint.
+  // A missing, empty or unreadable state file is rebuilt from the index files there.
+  absl::StatusOr<CheckpointState> state = ReadOrRebuildCheckpointState(model_dir);
+  if (absl::IsNotFound(state.status())) {
     return absl::NotFoundError(absl::StrCat(kNoCheckpointIn, model_dir));
-  } else {
-    LOG(WARNING) << "Ignoring unreadable checkpoint state file, looking for index files: "
-                 << state.status();
-    TANDEM_ASSIGN_OR_RETURN(candidates, IndexedCheckpointsNewestFirst(model_dir));
+  }
+  TANDEM_RETURN_IF_ERROR(state.status());
+  // model_checkpoint_path, then the list from its end.
+  std::vector<std::string> candidates = {state->model_checkpoint_path};
+  for (auto it = state->all_model_checkpoint_paths.rbegin();
+       it != state->all_model_checkpoint_paths.rend(); ++it) {
+    if (std::find(candidates.begin(), candidates.end(), *it) == candidates.end()) {
+      candidates.push_back(*it);
+    }
   }
   for (const std::string& prefix : candidates) {
     FailureKind kind = FailureKind::kNone;

@@ -222,6 +222,15 @@ int64_t CheckpointStep(const std::string& prefix) {
   return index.ok() ? index->global_step : -1;
 }
 
+// Restores `checkpoint` when given; else the latest checkpoint of `model_dir`, falling
+// back past unreadable ones (naming them) as training does.
+std::unique_ptr<ChiefSessionCreator> RestoringCreator(const SessionCreatorOptions& options,
+                                                      const std::string& model_dir,
+                                                      const std::string& checkpoint) {
+  if (!checkpoint.empty()) return std::make_unique<ChiefSessionCreator>(options, "", checkpoint);
+  return std::make_unique<ChiefSessionCreator>(options, model_dir, "");
+}
+
 bool Recoverable(const absl::Status& s) {
   return s.code() == absl::StatusCode::kAborted || s.code() == absl::StatusCode::kUnavailable;
 }
@@ -403,7 +412,8 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,
     return absl::InvalidArgumentError("Evaluate: steps must be positive");
   }
   std::string checkpoint_path = options.checkpoint_path;
-  if (checkpoint_path.empty()) checkpoint_path = LatestCheckpoint();
+  const bool latest = checkpoint_path.empty();
+  if (latest) checkpoint_path = LatestCheckpoint();
   if (checkpoint_path.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("Evaluate: could not find a trained model (no checkpoint) in ", model_dir()));
@@ -437,10 +447,15 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,
   sco.session_options = MakeSessionOptions(options_.config, /*on_cluster=*/false);
   sco.factory = options_.session_factory;
   LOG(INFO) << "Starting evaluation of " << checkpoint_path;
-  TANDEM_ASSIGN_OR_RETURN(
-      auto session,
-      MonitoredSession::Create(
-          g.root.graph(), std::make_unique<ChiefSessionCreator>(sco, "", checkpoint_path), hooks));
+  auto creator = RestoringCreator(sco, model_dir(), latest ? "" : checkpoint_path);
+  ChiefSessionCreator* restoring = creator.get();
+  TANDEM_ASSIGN_OR_RETURN(auto session,
+                          MonitoredSession::Create(g.root.graph(), std::move(creator), hooks));
+  if (restoring->restored_from().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Evaluate: no checkpoint of ", model_dir(), " could be restored"));
+  }
+  checkpoint_path = restoring->restored_from();
   const SessionRunRequest base{{}, {}, updates};
   int64_t step = 0;
   while (!session->ShouldStop() && (!options.steps || step < *options.steps)) {
@@ -516,9 +531,11 @@ absl::Status Estimator::Predict(const InputFn& input_fn, const PredictionCallbac
   std::vector<std::shared_ptr<SessionRunHook>> hooks = g.spec.prediction_hooks;
   hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());
   TANDEM_ASSIGN_OR_RETURN(
-      auto session,
-      MonitoredSession::Create(
-          g.root.graph(), std::make_unique<ChiefSessionCreator>(sco, "", checkpoint_path), hooks));
+      auto session, MonitoredSession::Create(
+                        g.root.graph(),
+                        RestoringCreator(sco, model_dir(),
+                                         options.checkpoint_path.empty() ? "" : checkpoint_path),
+                        hooks));
   while (!session->ShouldStop()) {
     TANDEM_ASSIGN_OR_RETURN(std::optional<data::Element> batch, in.Next());
     if (!batch) break;

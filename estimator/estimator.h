@@ -12,13 +12,15 @@
 //             hooks, StopAtStepHook, NanTensorHook, LoggingTensorHook (loss and step
 //             every log_step_count_steps), and on the chief the default summary,
 //             step-counter and checkpoint hooks plus the spec's chief hooks.
-//   Evaluate: restores `checkpoint_path` (default: the latest; FAILED_PRECONDITION
-//             when there is none), runs the metrics' update ops for `steps` batches or
+//   Evaluate: restores `checkpoint_path` (default: the latest, falling back past
+//             unreadable checkpoints as Train does; FAILED_PRECONDITION when there is
+//             none), runs the metrics' update ops for `steps` batches or
 //             until the input ends, and returns every metric plus "loss" (mean batch
 //             loss) and global_step; writes them as scalars to model_dir/eval or
 //             model_dir/eval_<name> at the checkpoint's global step.
-//   Predict:  restores the checkpoint and calls `on_batch` with the predictions of
-//             every batch until the input ends.
+//   Predict:  restores the checkpoint (the latest by default, with Evaluate's
+//             fallback) and calls `on_batch` with the predictions of every batch until
+//             the input ends.
 //
 // Warm start (tf.estimator.WarmStartSettings): when variables are initialised (not
 // restored), the variables whose names match `vars_to_warm_start` (a regex, default all

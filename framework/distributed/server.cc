@@ -103,6 +103,9 @@ absl::Status Server::Init(const std::string& bind_address) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(bind_address, creds, &port);
+  // gRPC sets SO_REUSEPORT by default, which lets a second server bind a port that
+  // another process already serves; a task's address must be its own.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
   ForEachTransportArgument(

@@ -142,5 +142,65 @@ TEST(CheckpointStateTest, ResavingAStepMovesItToTheEnd) {
   ASSERT_TRUE(env::DeleteRecursively(dir).ok());
 }
 
+// A missing, empty or garbled state file beside checkpoints is rebuilt from the index
+// files, so training resumes from the newest instead of starting over.
+TEST(CheckpointStateTest, DamagedStateFileIsRebuiltFromIndexFiles) {
+  const std::string dir = NewDir();
+  EXPECT_TRUE(absl::IsNotFound(LatestCheckpoint(dir).status()));
+  FakeCheckpoint(dir, 100);
+  std::string newest = FakeCheckpoint(dir, 1000);
+  FakeCheckpoint(dir, 300);
+  for (const char* state : {static_cast<const char*>(nullptr), "", "garbage {\n"}) {
+    if (state != nullptr) {
+      ASSERT_TRUE(env::WriteFileAtomic(dir + "/checkpoint", state).ok());
+    }
+    absl::StatusOr<std::string> latest = LatestCheckpoint(dir);
+    ASSERT_TRUE(latest.ok()) << latest.status();
+    EXPECT_EQ(*latest, newest);
+    absl::StatusOr<CheckpointState> rebuilt = ReadOrRebuildCheckpointState(dir);
+    ASSERT_TRUE(rebuilt.ok());
+    EXPECT_THAT(rebuilt->all_model_checkpoint_paths,
+                ElementsAre(dir + "/model.ckpt-100", dir + "/model.ckpt-300", newest));
+  }
+  // The next save keeps the rebuilt list and applies retention to it.
+  CheckpointRetention retention(3, 10000);
+  std::string next = FakeCheckpoint(dir, 1100);
+  ASSERT_TRUE(retention.RecordSave(dir, next, 5).ok());
+  absl::StatusOr<CheckpointState> state = ReadCheckpointState(dir);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_THAT(state->all_model_checkpoint_paths,
+              ElementsAre(dir + "/model.ckpt-300", newest, next));
+  EXPECT_FALSE(env::FileExists(dir + "/model.ckpt-100.index.json"));
+}
+
+// Retention writes the state file before deleting: when writing it fails, nothing
+// listed loses its files.
+TEST(CheckpointStateTest, NoFileIsDeletedWhenTheStateFileCannotBeWritten) {
+  const std::string dir = NewDir();
+  FakeCheckpoint(dir, 1);
+  FakeCheckpoint(dir, 2);
+  ASSERT_TRUE(env::MakeDirs(dir + "/checkpoint").ok());  // Renaming onto it fails.
+  CheckpointRetention retention(2, 10000);
+  std::string third = FakeCheckpoint(dir, 3);
+  EXPECT_FALSE(retention.RecordSave(dir, third, 10).ok());
+  EXPECT_TRUE(env::FileExists(dir + "/model.ckpt-1.index.json"));
+  EXPECT_TRUE(env::FileExists(dir + "/model.ckpt-1-00000-of-00002.safetensors"));
+}
+
+TEST(CheckpointStateTest, TempFilesOfInterruptedWritesGoAtTheFirstSave) {
+  const std::string dir = NewDir();
+  for (const char* f : {"model.ckpt-5.index.json.tmp.123", "checkpoint.tmp.9",
+                        "model.ckpt-5-00000-of-00001.safetensors.tmp.77", "notes.txt.tmp.1"}) {
+    ASSERT_TRUE(env::WriteFileAtomic(env::JoinPath(dir, f), "partial").ok());
+  }
+  CheckpointRetention retention(5, 10000);
+  ASSERT_TRUE(retention.RecordSave(dir, FakeCheckpoint(dir, 10), 1).ok());
+  EXPECT_FALSE(env::FileExists(dir + "/model.ckpt-5.index.json.tmp.123"));
+  EXPECT_FALSE(env::FileExists(dir + "/checkpoint.tmp.9"));
+  EXPECT_FALSE(env::FileExists(dir + "/model.ckpt-5-00000-of-00001.safetensors.tmp.77"));
+  EXPECT_TRUE(env::FileExists(dir + "/notes.txt.tmp.1"));  // Not a checkpoint file.
+  EXPECT_EQ(RemoveStaleTempFiles(dir), 0);
+}
+
 }  // namespace
 }  // namespace tandem::checkpoint

@@ -303,13 +303,20 @@ TEST(SaverTest, RestoreLatestSurvivesACorruptStateFile) {
   TempDir dir;
   SaveTinyModel(dir.path(), 900, /*train_steps=*/1);
   std::vector<Tensor> at_1000 = SaveTinyModel(dir.path(), 1000, /*train_steps=*/3);
-  ASSERT_TRUE(env::WriteFileAtomic(dir.File("checkpoint"), "garbage\n").ok());
-  TinyModel model;
-  auto session = model.NewSession();
-  absl::StatusOr<std::string> restored = model.saver().RestoreLatest(session.get(), dir.path());
-  ASSERT_TRUE(restored.ok()) << restored.status();
-  EXPECT_EQ(*restored, dir.File("model.ckpt-1000"));  // Numeric, not lexicographic, order.
-  ExpectSameValues(model.Values(session.get()), at_1000);
+  // Garbled, empty or missing: the newest index file is restored, never a fresh start.
+  for (const char* state : {"garbage\n", "", static_cast<const char*>(nullptr)}) {
+    if (state != nullptr) {
+      ASSERT_TRUE(env::WriteFileAtomic(dir.File("checkpoint"), state).ok());
+    } else {
+      ASSERT_TRUE(env::DeleteFile(dir.File("checkpoint")).ok());
+    }
+    TinyModel model;
+    auto session = model.NewSession();
+    absl::StatusOr<std::string> restored = model.saver().RestoreLatest(session.get(), dir.path());
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    EXPECT_EQ(*restored, dir.File("model.ckpt-1000"));  // Numeric, not lexicographic, order.
+    ExpectSameValues(model.Values(session.get()), at_1000);
+  }
 }
 
 TEST(SaverTest, RestoreLatestReportsMismatchesAndEmptyDirs) {

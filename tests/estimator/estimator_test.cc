@@ -81,7 +81,8 @@ class EstimatorTest : public ::testing::Test {
   std::unique_ptr<Estimator> Make(const std::string& model_dir, RunConfigOptions ro = {},
                                   WarmStartSettings ws = {}) {
     ro.model_dir = model_dir;
-    if (!ro.save_checkpoints_secs) ro.save_checkpoints_steps = ro.save_checkpoints_steps.value_or(100);
+    if (!ro.save_checkpoints_secs)
+      ro.save_checkpoints_steps = ro.save_checkpoints_steps.value_or(100);
     ro.tf_random_seed = 7;
     ro.log_step_count_steps = 50;
     auto config = RunConfig::Create(ro, TfConfig());
@@ -205,6 +206,37 @@ TEST_F(EstimatorTest, TrainAndEvaluateEvaluatesAfterCheckpoints) {
   std::vector<int64_t> steps;
   for (const auto& p : (*scalars)["loss"]) steps.push_back(p.step);
   EXPECT_THAT(steps, ElementsAre(100, 200, 300));
+}
+
+// An unreadable newest checkpoint: Evaluate and Predict restore the one before it, as
+// Train does, and say which they used.
+TEST_F(EstimatorTest, EvaluateAndPredictFallBackPastACorruptNewestCheckpoint) {
+  auto est = Make(env::JoinPath(dir_, "m"));  // Checkpoints every 100 steps.
+  TrainOptions to;
+  to.max_steps = 200;
+  ASSERT_TRUE(est->Train(LinearInput(), to).ok());
+  const std::string shard = env::JoinPath(dir_, "m/model.ckpt-200-00000-of-00001.safetensors");
+  absl::StatusOr<std::string> bytes = env::ReadFile(shard);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  std::string flipped = *bytes;
+  flipped[flipped.size() - 3] ^= 0x40;
+  ASSERT_TRUE(env::WriteFileAtomic(shard, flipped).ok());
+
+  auto eval = est->Evaluate(LinearInput());
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  EXPECT_EQ(eval->global_step, 100);
+  EXPECT_THAT(eval->checkpoint_path, HasSubstr("model.ckpt-100"));
+  int64_t rows = 0;
+  auto s = est->Predict(LinearInput(100), [&](const std::map<std::string, Tensor>& p) {
+    rows += p.at("y").dim(0);
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(rows, 512);
+  // Naming the corrupt checkpoint itself is still an error.
+  EvalOptions named;
+  named.checkpoint_path = env::JoinPath(dir_, "m/model.ckpt-200");
+  EXPECT_EQ(est->Evaluate(LinearInput(), named).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST_F(EstimatorTest, EndOfInputEndsTraining) {
