@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <sstream>
+#include <thread>
 #include <utility>
 #include <variant>
 
@@ -16,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "estimator/internal/did_you_mean.h"
+#include "estimator/internal/toml_limits.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "toml++/toml.h"
@@ -24,6 +26,17 @@ namespace tandem {
 namespace {
 
 constexpr int64_t kNoMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
+// Rows in one batch: beyond this a batch of even small rows needs gigabytes.
+constexpr int64_t kMaxBatchSize = int64_t{1} << 20;
+
+// Threads a pool may ask for: two per core of this machine, at least 8. Every inter-op
+// thread may run an OpenMP team of intra-op threads, each reserving a stack and a
+// malloc arena, so thousands of them end in an uncaught std::system_error or a libgomp
+// abort; 64 x 64 already failed under a 6 GiB address-space limit.
+int64_t MaxThreads() {
+  return std::max<int64_t>(8, 2 * static_cast<int64_t>(std::thread::hardware_concurrency()));
+}
 
 // One typed key of a section.
 struct Field {
@@ -31,6 +44,7 @@ struct Field {
   std::variant<int64_t*, std::optional<int64_t>*, double*, bool*, std::string*> target;
   int64_t min = kNoMin;              // Integers: smallest allowed value.
   std::vector<const char*> choices;  // Strings: allowed values; empty = any.
+  int64_t max = kNoMax;              // Integers: largest allowed value.
 };
 struct Section {
   const char* name;
@@ -47,7 +61,7 @@ std::vector<Section> Sections(JobConfig& c) {
         {"data_dir", &c.data.data_dir},
         {"train_path", &c.data.train_path},
         {"eval_path", &c.data.eval_path},
-        {"eval_batch_size", &c.data.eval_batch_size, 0},
+        {"eval_batch_size", &c.data.eval_batch_size, 0, {}, kMaxBatchSize},
         {"shuffle_buffer", &c.data.shuffle_buffer, 0},
         {"prefetch_buffer", &c.data.prefetch_buffer, 0}}},
       {"run",
@@ -59,9 +73,11 @@ std::vector<Section> Sections(JobConfig& c) {
         {"log_step_count_steps", &c.run.log_step_count_steps, 1},
         {"save_summary_steps", &c.run.save_summary_steps, 0},
         {"random_seed", &c.run.random_seed},
-        {"inter_op_threads", &c.run.inter_op_threads, 0},
-        {"intra_op_threads", &c.run.intra_op_threads, 0}}},
-      {"train", {{"max_steps", &c.train.max_steps, 1}, {"batch_size", &c.train.batch_size, 1}}},
+        {"inter_op_threads", &c.run.inter_op_threads, 0, {}, MaxThreads()},
+        {"intra_op_threads", &c.run.intra_op_threads, 0, {}, MaxThreads()}}},
+      {"train",
+       {{"max_steps", &c.train.max_steps, 1},
+        {"batch_size", &c.train.batch_size, 1, {}, kMaxBatchSize}}},
       {"eval",
        {{"steps", &c.eval.steps, 0},
         {"start_delay_secs", &c.eval.start_delay_secs, 0},
@@ -215,6 +231,10 @@ class Decoder {
       if (v < f.min) {
         return Error(path, node.source(),
                      absl::StrCat("[", section, "] ", f.key, " must be >= ", f.min, ", got ", v));
+      }
+      if (v > f.max) {
+        return Error(path, node.source(),
+                     absl::StrCat("[", section, "] ", f.key, " must be <= ", f.max, ", got ", v));
       }
       return absl::OkStatus();
     };
@@ -398,6 +418,10 @@ absl::Status ApplyOverride(toml::table& root, const std::string& arg,
   size_t eq = arg.find('=');
   std::vector<std::string> path;
   if (eq != std::string::npos) path = absl::StrSplit(arg.substr(0, eq), '.');
+  if (path.size() > internal::kMaxTomlKeySegments) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": the key has more than ", internal::kMaxTomlKeySegments, " dotted segments"));
+  }
   bool ok = eq != std::string::npos && path.size() >= 2;
   for (std::string& p : path) {
     p = std::string(absl::StripAsciiWhitespace(p));
@@ -410,6 +434,7 @@ absl::Status ApplyOverride(toml::table& root, const std::string& arg,
   const std::string text(absl::StripAsciiWhitespace(arg.substr(eq + 1)));
   const std::string document = absl::StrCat("v = ", text);
   const std::string name = "--set";
+  TANDEM_RETURN_IF_ERROR(AnnotateStatus(internal::CheckTomlKeyDepth(document, name), origin));
   try {
     toml::table parsed = toml::parse(document, name);
     toml::node* v = parsed.get("v");
@@ -483,6 +508,7 @@ toml::array ParamArrayToToml(const std::vector<ParamValue>& items) {
 // TOML text as a table; a syntax error is INVALID_ARGUMENT "name:line:col: ...".
 absl::StatusOr<toml::table> ParseTomlDocument(absl::string_view toml_text,
                                               const std::string& name) {
+  TANDEM_RETURN_IF_ERROR(internal::CheckTomlKeyDepth(toml_text, name));
   const std::string text(toml_text);
   try {
     return toml::parse(text, name);

@@ -70,6 +70,16 @@ absl::StatusOr<EstimatorSpec> ClassifierSpec(const Scope& scope, Output logits, 
   return spec;
 }
 
+// A config error unless every value of [model.params] `key` is at least `min`.
+absl::Status RequireAtLeast(const char* key, const std::vector<int64_t>& values, int64_t min = 1) {
+  for (int64_t v : values) {
+    if (v < min) {
+      return ConfigError(absl::StrCat("[model.params] ", key, " must be >= ", min, ", got ", v));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ops::Activation> ActivationFromParams(const ModelSection& params) {
   absl::StatusOr<std::string> name = params.GetString("activation", "relu");
   if (!name.ok()) return name.status();
@@ -104,6 +114,8 @@ class FashionMlp : public FashionModel {
     TANDEM_ASSIGN_OR_RETURN(auto hidden, params.GetIntList("hidden_units", {256, 128, 100}));
     TANDEM_ASSIGN_OR_RETURN(int64_t classes, params.GetInt("num_classes", 10));
     TANDEM_ASSIGN_OR_RETURN(ops::Activation act, ActivationFromParams(params));
+    TANDEM_RETURN_IF_ERROR(RequireAtLeast("hidden_units", hidden));
+    TANDEM_RETURN_IF_ERROR(RequireAtLeast("num_classes", {classes}));
     Output x = features.at("image");
     for (int64_t units : hidden) {
       ops::DenseOptions o;
@@ -125,6 +137,15 @@ class FashionCnn : public FashionModel {
     TANDEM_ASSIGN_OR_RETURN(int64_t dense, params.GetInt("dense_units", 1024));
     TANDEM_ASSIGN_OR_RETURN(double dropout, params.GetDouble("dropout_rate", 0.4));
     TANDEM_ASSIGN_OR_RETURN(int64_t classes, params.GetInt("num_classes", 10));
+    TANDEM_RETURN_IF_ERROR(RequireAtLeast("conv_filters", filters));
+    TANDEM_RETURN_IF_ERROR(RequireAtLeast("kernel_size", {kernel}));
+    TANDEM_RETURN_IF_ERROR(RequireAtLeast("pool_size", {pool}));
+    TANDEM_RETURN_IF_ERROR(RequireAtLeast("dense_units", {dense}));
+    TANDEM_RETURN_IF_ERROR(RequireAtLeast("num_classes", {classes}));
+    if (!(dropout >= 0 && dropout < 1)) {
+      return ConfigError(
+          absl::StrCat("[model.params] dropout_rate must be in [0, 1), got ", dropout));
+    }
     Output x = ops::Reshape(scope, features.at("image"), std::vector<int64_t>{-1, 28, 28, 1});
     for (int64_t f : filters) {
       ops::Conv2DLayerOptions c;

@@ -270,8 +270,10 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
   serve->add_option("--tls_cert", serve_flags.tls_cert, "PEM certificate: serve TLS");
   serve->add_option("--tls_key", serve_flags.tls_key, "PEM private key of --tls_cert");
   serve->add_option("--tls_ca", serve_flags.tls_ca, "PEM roots: require client certificates");
-  serve->add_option("--inter_op_threads", serve_flags.inter_op_threads, "0: one per core");
-  serve->add_option("--intra_op_threads", serve_flags.intra_op_threads, "0: one per core");
+  serve->add_option("--inter_op_threads", serve_flags.inter_op_threads, "0: one per core")
+      ->check(CLI::Range(0, 256));
+  serve->add_option("--intra_op_threads", serve_flags.intra_op_threads, "0: one per core")
+      ->check(CLI::Range(0, 256));
   serve
       ->add_option("--channels_per_task", serve_flags.channels_per_task,
                    "gRPC connections to each other task; concurrent tensor transfers "

@@ -1,5 +1,8 @@
 #include "framework/data/dataset.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -11,6 +14,29 @@
 
 namespace tandem::data {
 namespace {
+
+// The bytes this process may allocate: physical memory, or less under RLIMIT_AS.
+double MemoryLimitBytes() {
+  double limit =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    limit = std::min(limit, static_cast<double>(as.rlim_cur));
+  }
+  return limit;
+}
+
+// RESOURCE_EXHAUSTED when a batch of `rows` rows of `row_bytes` bytes would take more
+// than half of MemoryLimitBytes(), instead of an uncaught std::bad_alloc.
+absl::Status CheckBatchFits(size_t rows, size_t row_bytes) {
+  const double need = static_cast<double>(rows) * static_cast<double>(row_bytes);
+  const double limit = MemoryLimitBytes();
+  if (need <= limit / 2) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "Batch: a batch of ", rows, " rows of ", row_bytes, " bytes needs ",
+      static_cast<int64_t>(need / (1 << 20)), " MiB, more than half of the ",
+      static_cast<int64_t>(limit / (1 << 20)), " MiB this process may use; lower the batch size"));
+}
 
 using NextResult = absl::StatusOr<std::optional<Element>>;
 using RowResult = absl::StatusOr<std::optional<RowRef>>;
@@ -264,6 +290,9 @@ class BatchDataset : public Dataset {
         rows.push_back(std::move(*e));
       }
       if (!Complete(rows.size())) return std::nullopt;
+      size_t row_bytes = 0;
+      for (const Tensor& t : rows[0]) row_bytes += t.TotalBytes();
+      TANDEM_RETURN_IF_ERROR(CheckBatchFits(rows.size(), row_bytes));
       Element out;
       std::vector<Tensor> column(rows.size());
       for (size_t c = 0; c < rows[0].size(); ++c) {
@@ -291,6 +320,9 @@ class BatchDataset : public Dataset {
       for (size_t r = 1; r < refs_.size(); ++r) {
         if (refs_[r].source != &first) TANDEM_RETURN_IF_ERROR(SameRowLayout(first, r));
       }
+      size_t row_bytes = 0;
+      for (size_t b : first.row_bytes) row_bytes += b;
+      TANDEM_RETURN_IF_ERROR(CheckBatchFits(refs_.size(), row_bytes));
       Element out;
       out.reserve(first.components.size());
       for (size_t c = 0; c < first.components.size(); ++c) {

@@ -1,5 +1,8 @@
 #include "framework/ops/layers.h"
 
+#include <initializer_list>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/math_ops.h"
@@ -13,9 +16,9 @@ namespace {
 Variable MakeVariable(const Scope& scope, absl::string_view name, const TensorShape& shape,
                       DType dtype, const Initializer& init, bool trainable = true) {
   // Initial values, like the variable, ignore the caller's control dependencies.
-  Output initial = init(
-      scope.WithNoControlDependencies().NewSubScope(absl::StrCat(name, "/Initializer")), shape,
-      dtype);
+  Output initial =
+      init(scope.WithNoControlDependencies().NewSubScope(absl::StrCat(name, "/Initializer")), shape,
+           dtype);
   VariableOptions options;
   options.trainable = trainable;
   return Variable(scope, name, initial, options);
@@ -56,7 +59,26 @@ Output Activate(const Scope& scope, Output x, Activation activation) {
   return x;
 }
 
+namespace {
+
+// False (with the error recorded in `scope`) unless every size is >= 1: a layer's
+// sizes come from configs, and a negative one must be an error, not a crash.
+bool PositiveSizes(const Scope& scope, absl::string_view layer,
+                   std::initializer_list<std::pair<const char*, int64_t>> sizes) {
+  for (const auto& [what, n] : sizes) {
+    if (n < 1) {
+      scope.UpdateStatus(
+          absl::InvalidArgumentError(absl::StrCat(layer, ": ", what, " must be >= 1, got ", n)));
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Output Dense(const Scope& scope, Output x, int64_t units, const DenseOptions& options) {
+  if (!PositiveSizes(scope, "Dense", {{"units", units}})) return Output();
   int64_t in = KnownLastDim(scope, x, "Dense");
   if (in < 0) return Output();
   Scope s = scope.NewSubScope(options.name);
@@ -77,6 +99,12 @@ Output Dense(const Scope& scope, Output x, int64_t units, const DenseOptions& op
 
 Output Conv2DLayer(const Scope& scope, Output x, int64_t filters,
                    std::array<int64_t, 2> kernel_size, const Conv2DLayerOptions& options) {
+  if (!PositiveSizes(scope, "Conv2D layer",
+                     {{"filters", filters},
+                      {"kernel height", kernel_size[0]},
+                      {"kernel width", kernel_size[1]}})) {
+    return Output();
+  }
   int64_t in = KnownLastDim(scope, x, "Conv2D layer");
   if (in < 0) return Output();
   Scope s = scope.NewSubScope(options.name);

@@ -345,6 +345,35 @@ TEST(JobConfigTest, PrintedConfigSaysTheRole) {
   EXPECT_THAT(local->ToToml(), HasSubstr("# Role: local (no cluster)"));
 }
 
+// What a config may ask of the parser and the machine is bounded: deep dotted keys
+// (which overflowed toml++'s stack), batch sizes and thread counts.
+TEST(JobConfigTest, DeepKeysHugeBatchesAndThreadCountsAreRefused) {
+  std::string deep = "[model]\nname = \"m\"\n[model.params]\n";
+  for (int i = 0; i < 100000; ++i) deep += "k.";
+  deep += "k = 1\n";
+  ExpectError(Parse(deep), {"job.toml:4:", "a key has more than 32 dotted segments"});
+  ExpectError(Parse("[model]\nname = \"m\"\n[" + std::string(200000, 'a') + "]\n"),
+              {"unknown section"});  // A long key is fine; only depth is bounded.
+  std::string header = "[model]\nname = \"m\"\n[a";
+  for (int i = 0; i < 100; ++i) header += ".a";
+  ExpectError(Parse(header + "]\n"), {"job.toml:3:", "more than 32 dotted segments"});
+  std::string set = "model.params";
+  for (int i = 0; i < 100000; ++i) set += ".k";
+  ExpectError(Parse(kMinimal, {set + "=1"}), {"the key has more than 32 dotted segments"});
+  ExpectError(Parse(kMinimal, {"train.batch_size=1000000000000"}),
+              {"[train] batch_size must be <= 1048576, got 1000000000000"});
+  ExpectError(Parse(kMinimal, {"data.eval_batch_size=2000000"}),
+              {"[data] eval_batch_size must be <= 1048576"});
+  ExpectError(Parse(kMinimal, {"run.intra_op_threads=100000"}),
+              {"[run] intra_op_threads must be <= "});
+  ExpectError(Parse(kMinimal, {"run.inter_op_threads=100000"}),
+              {"[run] inter_op_threads must be <= "});
+  // Floats, times and quoted dots are not key segments.
+  ASSERT_TRUE(
+      Parse(std::string(kMinimal) + "[eval]\nname = \"" + std::string(100, '.') + "\"\n").ok());
+  ASSERT_TRUE(Parse(kMinimal, {"model.params.eps=1.5e-7"}).ok());
+}
+
 TEST(JobConfigTest, ParamsNobodyReadAreUnknownWithSuggestion) {
   absl::StatusOr<JobConfig> c = Parse(kMinimal, {"model.params.hiden_units=[3]"});
   ASSERT_TRUE(c.ok()) << c.status();

@@ -257,6 +257,38 @@ TEST(FuzzReplayTest, JobConfigMutations) {
   }
 }
 
+// The classes of hostile job configs found by fuzzing, each refused with an error
+// (FuzzJobConfig returns 0) instead of a crash: dotted keys and table headers deep
+// enough to overflow toml++'s recursion, nested arrays and inline tables, batch sizes
+// and thread counts beyond the machine. Each seed also goes through mutations.
+TEST(FuzzReplayTest, HostileJobConfigSeeds) {
+  const std::string head = "[model]\nname = \"m\"\n";
+  std::string dotted = head + "[model.params]\n", header = head + "[model.params", nested,
+              inline_tables;
+  for (int i = 0; i < 50000; ++i) {
+    dotted += "k.";
+    header += ".k";
+  }
+  dotted += "k = 1\n";
+  header += "]\nz = 1\n";
+  nested = head + "[model.params]\nx = " + std::string(50000, '[') + std::string(50000, ']') + "\n";
+  inline_tables = head + "[model.params]\nx = ";
+  for (int i = 0; i < 20000; ++i) inline_tables += "{a=";
+  inline_tables += "1" + std::string(20000, '}') + "\n";
+  const std::vector<std::string> seeds = {dotted,
+                                          header,
+                                          nested,
+                                          inline_tables,
+                                          head + "[train]\nbatch_size = 1000000000000\n",
+                                          head + "[data]\neval_batch_size = 9223372036854775807\n",
+                                          head + "[run]\nintra_op_threads = 100000\n",
+                                          head + "[run]\ninter_op_threads = 100000\n"};
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    EXPECT_EQ(Feed(FuzzJobConfig, seeds[i]), 0) << "seed " << i;
+    Campaign(FuzzJobConfig, seeds[i], 20, 40 + static_cast<int>(i));
+  }
+}
+
 TEST(FuzzReplayTest, TfConfigMutations) {
   std::string seed = R"({"cluster": {"chief": ["host0:2222"], "worker": ["host1:2222", )"
                      R"("host2:2222"], "ps": ["host3:2222"]}, "task": {"type": "worker", )"

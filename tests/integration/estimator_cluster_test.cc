@@ -348,6 +348,12 @@ TEST(EstimatorClusterTest, ConfigErrorsExitTwoAtOnce) {
   EXPECT_THAT(err, HasSubstr("unknown key 'hiden_units' (did you mean 'hidden_units'?)"));
   EXPECT_FALSE(std::filesystem::exists(model_dir + "/checkpoint")) << "it trained";
 
+  std::vector<std::string> negative = JobArgs("train", model_dir);
+  negative.insert(negative.end(), {"--set", "model.params.hidden_units=[64, -5]"});
+  std::tie(code, err) = RunTrainer(negative, "", tmp.path() + "/negative");
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(err, HasSubstr("[model.params] hidden_units must be >= 1, got -5"));
+
   json no_ps = {{"chief", Addresses(1)}, {"worker", Addresses(1)}};
   const std::string chief =
       json{{"cluster", no_ps}, {"task", {{"type", "chief"}, {"index", 0}}}}.dump();

@@ -43,6 +43,19 @@ std::vector<int64_t> Iota(int64_t begin, int64_t end) {
   return v;
 }
 
+// A batch that cannot fit in memory is RESOURCE_EXHAUSTED, not an uncaught bad_alloc:
+// 2^20 rows of 8 MiB would need 8 TiB.
+TEST(BatchTest, ABatchBeyondTheMachinesMemoryIsAnError) {
+  auto big = FromTensors({Tensor::Filled(DType::kFloat, TensorShape({1, 2 << 20}), 1.0)});
+  ASSERT_TRUE(big.ok()) << big.status();
+  auto it = (*big)->Repeat(-1)->Batch(int64_t{1} << 20)->MakeIterator();
+  ASSERT_TRUE(it.ok()) << it.status();
+  auto batch = (*it)->GetNext();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(batch.status().message()), HasSubstr("lower the batch size"));
+}
+
 TEST(FromTensorsTest, SlicesOuterDimensionSharingBuffers) {
   Tensor images = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2}));
   Tensor labels = Tensor::FromVector<int32_t>({7, 8, 9}, TensorShape({3}));

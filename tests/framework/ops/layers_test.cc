@@ -75,6 +75,20 @@ TEST(LayersTest, DenseNeedsAKnownInputDimension) {
   EXPECT_THAT(std::string(root.status().message()), HasSubstr("last dimension"));
 }
 
+// Sizes come from configs: a negative one is a graph-building error, not a crash.
+TEST(LayersTest, NonPositiveSizesAreErrorsNotCrashes) {
+  Scope dense = Scope::NewRootScope();
+  Output x = ops::Placeholder(dense.WithOpName("x"), DType::kFloat, PartialShape({-1, 4}));
+  EXPECT_FALSE(ops::Dense(dense, x, -5).valid());
+  EXPECT_THAT(std::string(dense.status().message()),
+              HasSubstr("Dense: units must be >= 1, got -5"));
+  Scope conv = Scope::NewRootScope();
+  Output images =
+      ops::Placeholder(conv.WithOpName("x"), DType::kFloat, PartialShape({-1, 28, 28, 1}));
+  EXPECT_FALSE(ops::Conv2DLayer(conv, images, 8, {0, 5}).valid());
+  EXPECT_THAT(std::string(conv.status().message()), HasSubstr("kernel height must be >= 1, got 0"));
+}
+
 TEST(LayersTest, ConvPoolFlattenShapes) {
   Scope root = Scope::NewRootScope();
   Output x = ops::Placeholder(root.WithOpName("x"), DType::kFloat, PartialShape({-1, 28, 28, 1}));
