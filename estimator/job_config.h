@@ -28,6 +28,11 @@
 // "--set train.max_steps=-1: [train] max_steps must be >= 1, got -1".
 // The distributed fields are then derived by RunConfig with TensorFlow's rules.
 //
+// Bounds (config errors): keys of more than 32 dotted segments (checked before the
+// TOML parser, which recurses on them; internal/toml_limits.h); [train] batch_size
+// and [data] eval_batch_size at most 2^20; [run] inter_op_threads and
+// intra_op_threads at most max(8, 2 per core of this machine).
+//
 // [distribute], checked against the cluster (each refusal is a config error):
 //   strategy "auto" (default): parameter-server between-graph training on a cluster
 //     of more than one task (TensorFlow 1.x's behaviour), local training otherwise;
