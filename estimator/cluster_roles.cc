@@ -2,18 +2,21 @@
 //
 // The roles of train_and_evaluate that do not train (estimator/training.h): the
 // parameter server, the evaluator, and the chief's end of the cluster.
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/checkpoint_index.h"
 #include "estimator/internal/task_server.h"
 #include "estimator/training.h"
 #include "framework/core/status.h"
 #include "framework/distributed/cluster_control.h"
 #include "framework/distributed/server.h"
 #include "glog/logging.h"
+#include "hooks/summary_writer.h"
 
 namespace tandem::internal {
 namespace {
@@ -37,6 +40,13 @@ constexpr double kWorkerExitWaitSecs = 600;
 constexpr double kWorkerExitLogSecs = 30;
 constexpr int64_t kProbeTimeoutMs = 2000;
 constexpr int64_t kShutdownTimeoutMs = 10000;
+
+// The global step a checkpoint's index records; -1 when unreadable.
+int64_t CheckpointStep(const std::string& prefix) {
+  absl::StatusOr<checkpoint::CheckpointIndex> index =
+      checkpoint::ReadIndex(checkpoint::IndexPath(prefix));
+  return index.ok() ? index->global_step : -1;
+}
 
 // The tasks of `job` that still answer GetStatus.
 std::vector<std::string> TasksUp(const ClusterSpec& cluster, absl::string_view job,
@@ -78,12 +88,28 @@ absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& t
     SleepSeconds(static_cast<double>(eval_spec.start_delay_secs));
   }
   TaskResult result{std::string(kJobEvaluator)};
+  // A restarted evaluator (or one started after the chief evaluated) does not evaluate
+  // again what model_dir/eval_<name> already holds.
+  int64_t evaluated_step = LatestSummaryStep(estimator.EvalDir(eval_spec.name), "loss");
+  if (evaluated_step >= 0) {
+    LOG(INFO) << "Evaluator: " << estimator.EvalDir(eval_spec.name)
+              << " already holds an evaluation at global step " << evaluated_step
+              << "; checkpoints up to it are not evaluated again";
+  }
+  if (evaluated_step >= max_steps) {
+    LOG(INFO) << "Evaluator: the checkpoint at max_steps " << max_steps
+              << " was already evaluated; done";
+    return result;
+  }
   std::string last_evaluated;
   std::optional<Clock::time_point> last_start;
   Clock::time_point waiting_since = Clock::now(), last_waiting_log = Clock::now();
   int failures = 0;
   while (true) {
     std::string latest = estimator.LatestCheckpoint();
+    if (!latest.empty() && latest != last_evaluated && CheckpointStep(latest) <= evaluated_step) {
+      last_evaluated = latest;  // Evaluated before a restart.
+    }
     if (latest.empty() || latest == last_evaluated) {
       if (SecondsSince(last_waiting_log) >= kWaitingLogSecs) {
         LOG(INFO) << "Evaluator: no new checkpoint in " << estimator.model_dir() << " for "
@@ -117,6 +143,7 @@ absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& t
     }
     failures = 0;
     last_evaluated = latest;
+    evaluated_step = std::max(evaluated_step, r->global_step);
     waiting_since = last_waiting_log = Clock::now();
     result.evaluation = *r;
     if (r->global_step >= max_steps) {

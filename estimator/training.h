@@ -22,7 +22,9 @@
 //     evaluates each new checkpoint of model_dir (the newest one when several
 //     appeared), at most once per throttle_secs, in a local session, writing
 //     model_dir/eval_<name>; returns after evaluating a checkpoint at or past
-//     max_steps. It needs TrainSpec::max_steps (a config error otherwise).
+//     max_steps. It needs TrainSpec::max_steps (a config error otherwise). Restarted,
+//     it skips checkpoints at or below the highest step model_dir/eval_<name> already
+//     holds (so none is evaluated twice), and returns at once when that is max_steps.
 //
 // Train (for `trainer train`) is the same without evaluation; an evaluator task is a
 // config error there (it has nothing to train).

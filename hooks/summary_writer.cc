@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -93,6 +95,32 @@ absl::Status SummaryWriter::Close() {
   absl::Status s = writer_->Close();
   writer_.reset();
   return s;
+}
+
+int64_t LatestSummaryStep(const std::string& dir, absl::string_view tag) {
+  int64_t latest = -1;
+  absl::StatusOr<std::vector<std::string>> files = env::ListDir(dir);
+  if (!files.ok()) return latest;
+  for (const std::string& name : *files) {
+    if (name.find("tfevents") == std::string::npos) continue;
+    absl::StatusOr<std::unique_ptr<io::RecordReader>> reader =
+        io::RecordReader::Open(env::JoinPath(dir, name));
+    if (!reader.ok()) continue;
+    while (true) {
+      absl::StatusOr<std::optional<std::string>> record = (*reader)->ReadRecord();
+      if (!record.ok()) {
+        LOG(WARNING) << "Reading events: " << record.status();
+        break;
+      }
+      if (!*record) break;
+      proto::Event event;
+      if (!event.ParseFromString(**record) || !event.has_summary()) continue;
+      for (const auto& value : event.summary().value()) {
+        if (value.tag() == tag) latest = std::max(latest, static_cast<int64_t>(event.step()));
+      }
+    }
+  }
+  return latest;
 }
 
 }  // namespace tandem

@@ -69,6 +69,11 @@ class SummaryWriter {
 // Seconds since the epoch as TensorBoard's wall_time.
 double WallTimeSeconds();
 
+// The highest step at which an event file in `dir` holds a summary value tagged
+// `tag`; -1 when none does or `dir` does not exist. A corrupt record ends the reading
+// of its file (the events before it count).
+int64_t LatestSummaryStep(const std::string& dir, absl::string_view tag);
+
 }  // namespace tandem
 
 #endif  // TANDEM_HOOKS_SUMMARY_WRITER_H_

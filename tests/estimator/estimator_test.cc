@@ -239,6 +239,45 @@ TEST_F(EstimatorTest, EvaluateAndPredictFallBackPastACorruptNewestCheckpoint) {
   EXPECT_EQ(est->Evaluate(LinearInput(), named).status().code(), absl::StatusCode::kDataLoss);
 }
 
+// The evaluator of a cluster evaluates the newest checkpoint up to max_steps; started
+// again (a restart), it finds that evaluation in eval/ and does not repeat it.
+TEST_F(EstimatorTest, EvaluatorRoleNeverEvaluatesACheckpointTwice) {
+  const std::string model_dir = env::JoinPath(dir_, "m");
+  TrainOptions to;
+  to.max_steps = 200;
+  ASSERT_TRUE(Make(model_dir)->Train(LinearInput(), to).ok());
+
+  absl::StatusOr<TfConfig> tf = ParseTfConfig(
+      R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]},
+          "task": {"type": "evaluator", "index": 0}})");
+  ASSERT_TRUE(tf.ok()) << tf.status();
+  RunConfigOptions ro;
+  ro.model_dir = model_dir;
+  absl::StatusOr<RunConfig> config = RunConfig::Create(ro, *tf);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EstimatorOptions eo;
+  eo.model_fn = LinearModelFn;
+  eo.config = *config;
+  absl::StatusOr<std::unique_ptr<Estimator>> evaluator = Estimator::Create(eo);
+  ASSERT_TRUE(evaluator.ok()) << evaluator.status();
+  TrainSpec ts{LinearInput(), 200, {}};
+  EvalSpec es;
+  es.input_fn = LinearInput();
+  es.steps = 2;
+  es.start_delay_secs = 0;
+  es.throttle_secs = 0;
+  for (int run = 0; run < 2; ++run) {
+    absl::StatusOr<TaskResult> r = TrainAndEvaluate(**evaluator, ts, es);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->role, "evaluator");
+    EXPECT_EQ(r->evaluation.has_value(), run == 0) << "run " << run;
+    auto scalars = ReadScalars((*evaluator)->EvalDir(""));
+    ASSERT_TRUE(scalars.ok()) << scalars.status();
+    ASSERT_EQ((*scalars)["loss"].size(), 1u) << "run " << run;
+    EXPECT_EQ((*scalars)["loss"][0].step, 200);
+  }
+}
+
 TEST_F(EstimatorTest, EndOfInputEndsTraining) {
   auto est = Make(env::JoinPath(dir_, "m"));
   auto step = est->Train(LinearInput(32, /*repeat=*/false));  // One pass: 16 batches.
