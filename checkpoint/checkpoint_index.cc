@@ -212,4 +212,9 @@ absl::Status WriteIndex(const std::string& path, const CheckpointIndex& index) {
   return env::WriteFileAtomic(path, SerializeIndex(index));
 }
 
+int64_t CheckpointGlobalStep(absl::string_view prefix) {
+  absl::StatusOr<CheckpointIndex> index = ReadIndex(IndexPath(prefix));
+  return index.ok() ? index->global_step : -1;
+}
+
 }  // namespace tandem::checkpoint

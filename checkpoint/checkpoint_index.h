@@ -85,6 +85,8 @@ std::string SerializeIndex(const CheckpointIndex& index);
 // not in the weight_map; UNIMPLEMENTED for a newer format_version.
 absl::StatusOr<CheckpointIndex> ParseIndex(absl::string_view path, absl::string_view text);
 absl::StatusOr<CheckpointIndex> ReadIndex(const std::string& path);
+// The global step the index of checkpoint `prefix` records; -1 when it cannot be read.
+int64_t CheckpointGlobalStep(absl::string_view prefix);
 absl::Status WriteIndex(const std::string& path, const CheckpointIndex& index);
 
 }  // namespace tandem::checkpoint

@@ -41,13 +41,6 @@ constexpr double kWorkerExitLogSecs = 30;
 constexpr int64_t kProbeTimeoutMs = 2000;
 constexpr int64_t kShutdownTimeoutMs = 10000;
 
-// The global step a checkpoint's index records; -1 when unreadable.
-int64_t CheckpointStep(const std::string& prefix) {
-  absl::StatusOr<checkpoint::CheckpointIndex> index =
-      checkpoint::ReadIndex(checkpoint::IndexPath(prefix));
-  return index.ok() ? index->global_step : -1;
-}
-
 // The tasks of `job` that still answer GetStatus.
 std::vector<std::string> TasksUp(const ClusterSpec& cluster, absl::string_view job,
                                  const TransportSecurity& security) {
@@ -107,7 +100,8 @@ absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& t
   int failures = 0;
   while (true) {
     std::string latest = estimator.LatestCheckpoint();
-    if (!latest.empty() && latest != last_evaluated && CheckpointStep(latest) <= evaluated_step) {
+    if (!latest.empty() && latest != last_evaluated &&
+        checkpoint::CheckpointGlobalStep(latest) <= evaluated_step) {
       last_evaluated = latest;  // Evaluated before a restart.
     }
     if (latest.empty() || latest == last_evaluated) {
@@ -128,12 +122,7 @@ absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& t
       }
     }
     last_start = Clock::now();
-    EvalOptions eo;
-    eo.steps = eval_spec.steps;
-    eo.hooks = eval_spec.hooks;
-    eo.name = eval_spec.name;
-    eo.checkpoint_path = latest;
-    absl::StatusOr<EvalResult> r = estimator.Evaluate(eval_spec.input_fn, eo);
+    absl::StatusOr<EvalResult> r = EvaluateCheckpoint(estimator, eval_spec, latest);
     if (!r.ok()) {
       // Retention may delete a checkpoint while it is read; a newer one replaces it.
       if (IsConfigError(r.status()) || ++failures > kMaxEvaluationFailures) return r.status();

@@ -216,12 +216,6 @@ std::function<absl::Status(Session*)> WarmStartFn(Graph* graph, WarmStartSetting
   };
 }
 
-int64_t CheckpointStep(const std::string& prefix) {
-  absl::StatusOr<checkpoint::CheckpointIndex> index =
-      checkpoint::ReadIndex(checkpoint::IndexPath(prefix));
-  return index.ok() ? index->global_step : -1;
-}
-
 // Restores `checkpoint` when given; else the latest checkpoint of `model_dir`, falling
 // back past unreadable ones (naming them) as training does.
 std::unique_ptr<ChiefSessionCreator> RestoringCreator(const SessionCreatorOptions& options,
@@ -244,7 +238,7 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
   }
   std::unique_ptr<Estimator> e(new Estimator(std::move(options)));
   const RunConfig& config = e->options_.config;
-  if (e->TrainsOnCluster()) {
+  if (config.TrainsOnCluster()) {
     if (config.num_ps_replicas() == 0) {
       return ConfigError(absl::StrCat(
           "Estimator: the cluster ", config.cluster_spec().DebugString(),
@@ -263,13 +257,6 @@ Estimator::Estimator(EstimatorOptions options)
     : options_(std::move(options)), train_input_context_(options_.input_context) {}
 
 Estimator::~Estimator() = default;
-
-bool Estimator::TrainsOnCluster() const {
-  const RunConfig& config = options_.config;
-  const std::string& type = config.task_type();
-  return config.cluster_spec().TotalTasks() > 1 &&
-         (type == kJobChief || type == kJobMaster || type == kJobWorker);
-}
 
 absl::Status Estimator::EnsureServer() {
   if (server_ != nullptr) return absl::OkStatus();
@@ -297,7 +284,7 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
   const RunConfig& config = options_.config;
   if (options.max_steps) {
     std::string latest = LatestCheckpoint();
-    int64_t step = latest.empty() ? -1 : CheckpointStep(latest);
+    int64_t step = latest.empty() ? -1 : checkpoint::CheckpointGlobalStep(latest);
     if (step >= *options.max_steps) {
       LOG(INFO) << "Skipping training since max_steps has already saved (checkpoint " << latest
                 << " is at step " << step << ").";
@@ -308,7 +295,7 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
     return absl::InvalidArgumentError(
         "Train: saving_listeners need checkpoints (set save_checkpoints_steps or _secs)");
   }
-  const bool on_cluster = TrainsOnCluster();
+  const bool on_cluster = config.TrainsOnCluster();
   TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kTrain, train_input_context_));
   ModeGraph g;
   TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kTrain, in, on_cluster, &g));

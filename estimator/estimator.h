@@ -135,9 +135,6 @@ class Estimator {
   const TransportSecurity& security() const { return options_.security; }
   // "model_dir/eval" or "model_dir/eval_<name>".
   std::string EvalDir(const std::string& name) const;
-  // True when Train runs on the cluster of the RunConfig (see the file comment).
-  bool TrainsOnCluster() const;
-
   ~Estimator();
 
  private:

@@ -686,12 +686,6 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
   return c;
 }
 
-bool JobConfig::TrainsOnCluster() const {
-  const std::string& type = run_config_.task_type();
-  return cluster.TotalTasks() > 1 &&
-         (type == kJobChief || type == kJobMaster || type == kJobWorker);
-}
-
 std::string JobConfig::DescribeRole() const {
   const RunConfig& rc = run_config_;
   if (cluster.empty()) {

@@ -214,9 +214,6 @@ class JobConfig {
   // "chief (task chief:0, the chief) of a cluster of 1 chief, 2 workers, 2 ps: ..."
   // or "local: ...": what this task does under train_and_evaluate.
   std::string DescribeRole() const;
-  // True when this task trains with its variables on ps tasks of a cluster (chief,
-  // master or worker of a cluster with more than one task).
-  bool TrainsOnCluster() const;
 
   ModelSection model;
   DataSection data;

@@ -360,6 +360,11 @@ bool RunConfig::checkpoints_enabled() const {
   return save_checkpoints_steps_.value_or(0) > 0 || save_checkpoints_secs_.value_or(0) > 0;
 }
 
+bool RunConfig::TrainsOnCluster() const {
+  return cluster_spec_.TotalTasks() > 1 &&
+         (task_type_ == kJobChief || task_type_ == kJobMaster || task_type_ == kJobWorker);
+}
+
 std::string RunConfig::task_device_name() const {
   if (cluster_spec_.empty()) return "";
   return task().DeviceName();

@@ -132,6 +132,9 @@ class RunConfig {
   bool is_google_environment() const { return environment_ == "google"; }
   // True when this task is part of a multi-task training cluster.
   bool is_distributed() const { return !cluster_spec_.empty(); }
+  // True when this task trains with its variables on the ps tasks of a cluster: a
+  // chief, master or worker of a cluster of more than one task.
+  bool TrainsOnCluster() const;
   // "/job:<task_type>/replica:0/task:<task_id>"; "" in local mode and for the evaluator.
   std::string task_device_name() const;
 

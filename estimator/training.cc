@@ -46,12 +46,8 @@ class EvaluateAfterSave : public CheckpointSaverListener {
   }
 
   absl::Status Evaluate(const std::string& prefix, int64_t global_step) {
-    EvalOptions eo;
-    eo.steps = spec_->steps;
-    eo.hooks = spec_->hooks;
-    eo.name = spec_->name;
-    eo.checkpoint_path = prefix;
-    TANDEM_ASSIGN_OR_RETURN(EvalResult r, estimator_->Evaluate(spec_->input_fn, eo));
+    TANDEM_ASSIGN_OR_RETURN(EvalResult r,
+                            internal::EvaluateCheckpoint(*estimator_, *spec_, prefix));
     last_eval_time_ = Now();
     last_eval_step_ = global_step;
     result_ = std::move(r);
@@ -65,15 +61,6 @@ class EvaluateAfterSave : public CheckpointSaverListener {
   int64_t last_eval_step_ = -1;
   std::optional<EvalResult> result_;
 };
-
-// Evaluates the latest checkpoint (or `prefix`) with the spec's settings.
-absl::StatusOr<EvalResult> EvaluateLatest(Estimator& estimator, const EvalSpec& spec) {
-  EvalOptions eo;
-  eo.steps = spec.steps;
-  eo.hooks = spec.hooks;
-  eo.name = spec.name;
-  return estimator.Evaluate(spec.input_fn, eo);
-}
 
 absl::StatusOr<TaskResult> TrainLocally(Estimator& estimator, const TrainSpec& train_spec,
                                         const EvalSpec& eval_spec) {
@@ -89,7 +76,8 @@ absl::StatusOr<TaskResult> TrainLocally(Estimator& estimator, const TrainSpec& t
     return result;
   }
   // Training was skipped (already at max_steps) or checkpoints are off: evaluate now.
-  TANDEM_ASSIGN_OR_RETURN(result.evaluation, EvaluateLatest(estimator, eval_spec));
+  TANDEM_ASSIGN_OR_RETURN(result.evaluation,
+                          internal::EvaluateCheckpoint(estimator, eval_spec, ""));
   return result;
 }
 
@@ -105,7 +93,8 @@ absl::StatusOr<TaskResult> TrainOnCluster(Estimator& estimator, const TrainSpec&
   TANDEM_ASSIGN_OR_RETURN(result.global_step, estimator.Train(train_spec.input_fn, to));
   if (!config.is_chief()) return result;
   if (eval_spec != nullptr && eval_spec->final_on_chief) {
-    TANDEM_ASSIGN_OR_RETURN(result.evaluation, EvaluateLatest(estimator, *eval_spec));
+    TANDEM_ASSIGN_OR_RETURN(result.evaluation,
+                            internal::EvaluateCheckpoint(estimator, *eval_spec, ""));
   }
   TANDEM_RETURN_IF_ERROR(internal::EndCluster(config, estimator.security()));
   return result;
@@ -123,13 +112,29 @@ absl::Status CheckSpecs(const TrainSpec& train_spec, const EvalSpec* eval_spec) 
 
 }  // namespace
 
+namespace internal {
+
+absl::StatusOr<EvalResult> EvaluateCheckpoint(Estimator& estimator, const EvalSpec& spec,
+                                              const std::string& checkpoint) {
+  EvalOptions eo;
+  eo.steps = spec.steps;
+  eo.hooks = spec.hooks;
+  eo.name = spec.name;
+  eo.checkpoint_path = checkpoint;
+  return estimator.Evaluate(spec.input_fn, eo);
+}
+
+}  // namespace internal
+
 absl::StatusOr<TaskResult> TrainAndEvaluate(Estimator& estimator, const TrainSpec& train_spec,
                                             const EvalSpec& eval_spec) {
   TANDEM_RETURN_IF_ERROR(CheckSpecs(train_spec, &eval_spec));
   const std::string& type = estimator.config().task_type();
   if (type == kJobEvaluator) return internal::RunEvaluator(estimator, train_spec, eval_spec);
   if (type == kJobPs) return internal::RunParameterServer(estimator);
-  if (estimator.TrainsOnCluster()) return TrainOnCluster(estimator, train_spec, &eval_spec);
+  if (estimator.config().TrainsOnCluster()) {
+    return TrainOnCluster(estimator, train_spec, &eval_spec);
+  }
   return TrainLocally(estimator, train_spec, eval_spec);
 }
 
@@ -143,7 +148,7 @@ absl::StatusOr<TaskResult> Train(Estimator& estimator, const TrainSpec& train_sp
         absl::StatusCode::kFailedPrecondition);
   }
   if (type == kJobPs) return internal::RunParameterServer(estimator);
-  if (estimator.TrainsOnCluster()) return TrainOnCluster(estimator, train_spec, nullptr);
+  if (estimator.config().TrainsOnCluster()) return TrainOnCluster(estimator, train_spec, nullptr);
   TrainOptions to;
   to.max_steps = train_spec.max_steps;
   to.hooks = train_spec.hooks;

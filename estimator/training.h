@@ -77,6 +77,9 @@ namespace internal {
 absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator);
 absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& train_spec,
                                         const EvalSpec& eval_spec);
+// Evaluates `checkpoint` ("" = the latest) with the spec's steps, hooks and name.
+absl::StatusOr<EvalResult> EvaluateCheckpoint(Estimator& estimator, const EvalSpec& spec,
+                                              const std::string& checkpoint);
 // After the chief trained: waits for the workers to exit, then shuts the ps down.
 absl::Status EndCluster(const RunConfig& config, const TransportSecurity& security);
 }  // namespace internal

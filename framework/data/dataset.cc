@@ -30,7 +30,7 @@ double MemoryLimitBytes() {
 // than half of MemoryLimitBytes(), instead of an uncaught std::bad_alloc.
 absl::Status CheckBatchFits(size_t rows, size_t row_bytes) {
   const double need = static_cast<double>(rows) * static_cast<double>(row_bytes);
-  const double limit = MemoryLimitBytes();
+  static const double limit = MemoryLimitBytes();  // Not two syscalls per batch.
   if (need <= limit / 2) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "Batch: a batch of ", rows, " rows of ", row_bytes, " bytes needs ",

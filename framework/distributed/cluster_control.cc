@@ -1,7 +1,6 @@
 // framework/distributed/cluster_control.cc
 #include "framework/distributed/cluster_control.h"
 
-#include <cstdlib>
 #include <memory>
 
 #include "framework/core/status.h"
@@ -25,14 +24,6 @@ absl::Status CallTask(const std::string& address, const TransportSecurity& secur
 }
 
 }  // namespace
-
-TransportSecurity SecurityFromEnvironment() {
-  TransportSecurity security;
-  if (const char* token = std::getenv("TANDEM_CLUSTER_TOKEN"); token != nullptr) {
-    security.token = token;
-  }
-  return security;
-}
 
 absl::Status ProbeTask(const std::string& address, const TransportSecurity& security,
                        int64_t timeout_ms) {

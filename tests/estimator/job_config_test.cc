@@ -317,7 +317,7 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
   // The same cluster with "auto" (the default) is parameter-server training.
   absl::StatusOr<JobConfig> ok = Parse(std::string(kMinimal) + cluster);
   ASSERT_TRUE(ok.ok()) << ok.status();
-  EXPECT_TRUE(ok->TrainsOnCluster());
+  EXPECT_TRUE(ok->run_config().TrainsOnCluster());
 }
 
 TEST(JobConfigTest, PrintedConfigSaysTheRole) {
@@ -339,7 +339,7 @@ TEST(JobConfigTest, PrintedConfigSaysTheRole) {
                              "task": {"type": "evaluator", "index": 0}})");
   ASSERT_TRUE(evaluator.ok()) << evaluator.status();
   EXPECT_THAT(evaluator->DescribeRole(), HasSubstr("evaluator (task evaluator:0, outside"));
-  EXPECT_FALSE(evaluator->TrainsOnCluster());
+  EXPECT_FALSE(evaluator->run_config().TrainsOnCluster());
   absl::StatusOr<JobConfig> local = Parse(kMinimal);
   ASSERT_TRUE(local.ok());
   EXPECT_THAT(local->ToToml(), HasSubstr("# Role: local (no cluster)"));
