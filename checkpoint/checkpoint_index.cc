@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "framework/core/crc32c.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "nlohmann/json.hpp"
@@ -118,6 +119,15 @@ bool IsFileOfCheckpoint(absl::string_view base, absl::string_view file) {
   return true;
 }
 
+namespace {
+
+// The CRC32C of an index's compact JSON (without kIndexCrcKey).
+uint32_t IndexCrc(const json& j) {
+  return crc32c::Value(j.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+}  // namespace
+
 std::string SerializeIndex(const CheckpointIndex& index) {
   json j = json::object();
   j["metadata"] = {{"global_step", index.global_step},
@@ -136,6 +146,7 @@ std::string SerializeIndex(const CheckpointIndex& index) {
     }
     j["slices"] = std::move(slices);
   }
+  j["metadata"][kIndexCrcKey] = IndexCrc(j);
   // Names are node names (ASCII); replace rather than throw on anything else.
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -147,6 +158,14 @@ absl::StatusOr<CheckpointIndex> ParseIndex(absl::string_view path, absl::string_
   CheckpointIndex index;
   auto meta = j.find("metadata");
   if (meta == j.end() || !meta->is_object()) return Bad(path, "no \"metadata\" object");
+  if (auto crc = meta->find(kIndexCrcKey); crc != meta->end()) {
+    json rest = j;
+    rest["metadata"].erase(kIndexCrcKey);
+    if (!crc->is_number_unsigned() || crc->get<uint64_t>() != IndexCrc(rest)) {
+      return Bad(path, absl::StrCat("the index does not match its ", kIndexCrcKey,
+                                    " (a changed name, file or number)"));
+    }
+  }
   auto step = meta->find("global_step");
   auto version = meta->find("format_version");
   if (step == meta->end() || !step->is_number_integer() || version == meta->end() ||

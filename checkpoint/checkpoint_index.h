@@ -24,6 +24,9 @@
 // weight_map, and the parts are disjoint and cover the full tensor. Readers that do not
 // know "slices" (e.g. Hugging Face tools) still see every part as an ordinary tensor.
 // "metadata" may carry further string/number keys; unknown keys are kept.
+// "metadata"."crc32c", which tandem writes, is the CRC32C of the compact JSON without
+// it; when present it must match, so a flipped byte in a variable or file name is
+// corruption (DATA_LOSS), not a checkpoint lacking a model variable.
 //
 // Thread safety: pure functions and value types.
 #ifndef TANDEM_CHECKPOINT_CHECKPOINT_INDEX_H_
@@ -41,6 +44,7 @@
 namespace tandem::checkpoint {
 
 inline constexpr int kCheckpointFormatVersion = 1;
+inline constexpr char kIndexCrcKey[] = "crc32c";
 
 // One part of a partitioned variable: the box [offset, offset + shape) of the full tensor.
 struct SlicePart {

@@ -213,6 +213,39 @@ absl::Status DeleteCheckpointFiles(const std::string& prefix) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> SetAsideUnreadableCheckpoint(const std::string& dir,
+                                                 const std::string& prefix) {
+  absl::StatusOr<CheckpointState> state = ReadCheckpointState(dir);
+  if (state.ok()) {
+    std::vector<std::string> paths;
+    std::vector<double> stamps;
+    for (size_t i = 0; i < state->all_model_checkpoint_paths.size(); ++i) {
+      if (state->all_model_checkpoint_paths[i] == prefix) continue;
+      paths.push_back(state->all_model_checkpoint_paths[i]);
+      if (i < state->all_model_checkpoint_timestamps.size()) {
+        stamps.push_back(state->all_model_checkpoint_timestamps[i]);
+      }
+    }
+    state->all_model_checkpoint_paths = paths;
+    state->all_model_checkpoint_timestamps = stamps;
+    if (state->model_checkpoint_path == prefix) {
+      state->model_checkpoint_path = paths.empty() ? "" : paths.back();
+    }
+    TANDEM_RETURN_IF_ERROR(WriteCheckpointState(dir, *state));
+  }
+  const std::string base(Basename(prefix));
+  const std::string prefix_dir(Dirname(prefix));
+  TANDEM_ASSIGN_OR_RETURN(std::vector<std::string> files, env::ListDir(prefix_dir));
+  int moved = 0;
+  for (const std::string& f : files) {
+    if (!IsFileOfCheckpoint(base, f)) continue;
+    const std::string path = env::JoinPath(prefix_dir, f);
+    TANDEM_RETURN_IF_ERROR(env::RenameFile(path, path + ".unreadable"));
+    ++moved;
+  }
+  return moved;
+}
+
 CheckpointRetention::CheckpointRetention(int max_to_keep, double keep_checkpoint_every_n_hours,
                                          double start_timestamp)
     : max_to_keep_(max_to_keep),

@@ -80,6 +80,10 @@ int RemoveStaleTempFiles(const std::string& dir);
 absl::StatusOr<std::string> LatestCheckpoint(const std::string& dir);
 // Deletes the index and shards of the checkpoint `prefix` (missing files are fine).
 absl::Status DeleteCheckpointFiles(const std::string& prefix);
+// Sets the unreadable checkpoint `prefix` of `dir` aside, so that no later save at its
+// step overwrites it and it stays for inspection: drops it from the state file, then
+// renames its index and shards to "<file>.unreadable". Returns how many files moved.
+absl::StatusOr<int> SetAsideUnreadableCheckpoint(const std::string& dir, const std::string& prefix);
 
 class CheckpointRetention {
  public:

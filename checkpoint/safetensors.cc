@@ -119,6 +119,28 @@ absl::StatusOr<DType> ParseSafetensorsDType(absl::string_view name) {
                    "\" (tandem reads F32, BF16, I32, I64, U8, BOOL)"));
 }
 
+// When __metadata__ has kHeaderCrcKey (tandem writes it), the CRC32C of the header's
+// compact JSON without that key must match it: a flipped byte in a tensor's name,
+// dtype or shape is then corruption, not a model/checkpoint mismatch.
+absl::Status CheckHeaderCrc(const std::string& path, const json& header) {
+  auto meta = header.find(kMetadataKey);
+  if (meta == header.end() || !meta->is_object()) return absl::OkStatus();
+  auto crc = meta->find(kHeaderCrcKey);
+  if (crc == meta->end()) return absl::OkStatus();
+  uint32_t want;
+  if (!crc->is_string() || !absl::SimpleAtoi(crc->get<std::string>(), &want)) {
+    return Corrupt(path, absl::StrCat("__metadata__ ", kHeaderCrcKey, " is not a uint32"));
+  }
+  json rest = header;
+  rest[kMetadataKey].erase(kHeaderCrcKey);
+  const uint32_t got = crc32c::Value(rest.dump());
+  if (got != want) {
+    return Corrupt(path, absl::StrCat("header crc32c mismatch: the header has ", got,
+                                      ", __metadata__ says ", want));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> EncodeSafetensors(absl::Span<const NamedTensor> tensors,
                                               const std::map<std::string, std::string>& metadata) {
   std::map<std::string, const Tensor*> sorted;
@@ -158,7 +180,8 @@ absl::StatusOr<std::string> EncodeSafetensors(absl::Span<const NamedTensor> tens
         absl::StrCat(crc32c::Value(tensor->raw_data(), bytes));
     offset += bytes;
   }
-  header[kMetadataKey] = std::move(meta);
+  header[kMetadataKey] = meta;
+  header[kMetadataKey][kHeaderCrcKey] = absl::StrCat(crc32c::Value(header.dump()));
   std::string header_text = header.dump();
   header_text.append((8 - header_text.size() % 8) % 8, ' ');
 
@@ -208,6 +231,8 @@ absl::StatusOr<SafetensorsFile> SafetensorsFile::Parse(std::string path, std::st
                             /*allow_exceptions=*/false);
   if (header.is_discarded()) return Corrupt(path, "header is not valid JSON");
   if (!header.is_object()) return Corrupt(path, "header is not a JSON object");
+
+  TANDEM_RETURN_IF_ERROR(CheckHeaderCrc(path, header));
 
   SafetensorsFile file;
   file.data_start_ = 8 + header_len;

@@ -12,7 +12,9 @@
 //
 // tandem stores a CRC32C of every tensor's bytes in __metadata__ as
 // "crc32c:<tensor name>": "<decimal uint32>" and requires it when reading, so a flipped
-// bit anywhere in the data is reported as DATA_LOSS naming the file and the tensor.
+// bit anywhere in the data is reported as DATA_LOSS naming the file and the tensor,
+// and a CRC32C of the header ("header_crc32c"), checked when present, so a flipped
+// byte in a tensor's name, dtype, shape or offsets is DATA_LOSS as well.
 // Supported dtypes: F32, BF16, I32, I64, U8, BOOL. Any safetensors reader can load a
 // tandem shard (it ignores __metadata__ contents).
 //
@@ -49,6 +51,9 @@ using NamedTensor = std::pair<std::string, Tensor>;
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 // Key prefix of the per-tensor CRC32C entries in __metadata__.
 inline constexpr char kCrcMetadataPrefix[] = "crc32c:";
+// __metadata__ key of the CRC32C of the header itself (its compact JSON without this
+// key), checked when present.
+inline constexpr char kHeaderCrcKey[] = "header_crc32c";
 
 // "F32", "BF16", "I32", "I64", "U8", "BOOL"; INVALID_ARGUMENT for other dtypes.
 absl::StatusOr<std::string> SafetensorsDTypeName(DType dtype);

@@ -301,7 +301,8 @@ bool IsNoCheckpoint(const absl::Status& status) {
   return absl::IsNotFound(status) && absl::StartsWith(status.message(), kNoCheckpointIn);
 }
 
-absl::StatusOr<std::string> Saver::RestoreLatest(Session* session, const std::string& model_dir) {
+absl::StatusOr<std::string> Saver::RestoreLatest(Session* session, const std::string& model_dir,
+                                                 bool set_aside_unreadable) {
   // A missing, empty or unreadable state file is rebuilt from the index files there.
   absl::StatusOr<CheckpointState> state = ReadOrRebuildCheckpointState(model_dir);
   if (absl::IsNotFound(state.status())) {
@@ -316,12 +317,29 @@ absl::StatusOr<std::string> Saver::RestoreLatest(Session* session, const std::st
       candidates.push_back(*it);
     }
   }
+  std::vector<std::string> unreadable;
   for (const std::string& prefix : candidates) {
     FailureKind kind = FailureKind::kNone;
     absl::Status s = RestoreImpl(session, prefix, &kind);
-    if (s.ok()) return prefix;
+    if (s.ok()) {
+      if (!set_aside_unreadable) return prefix;
+      // Training goes on from `prefix`: set the newer, unreadable ones aside so that
+      // no save at their steps overwrites them.
+      for (const std::string& bad : unreadable) {
+        absl::StatusOr<int> moved = SetAsideUnreadableCheckpoint(model_dir, bad);
+        if (moved.ok()) {
+          LOG(WARNING) << "Unreadable checkpoint " << bad << " set aside (" << *moved
+                       << " files renamed to *.unreadable); training resumes from " << prefix;
+        } else {
+          LOG(WARNING) << "Could not set the unreadable checkpoint " << bad
+                       << " aside: " << moved.status();
+        }
+      }
+      return prefix;
+    }
     if (kind != FailureKind::kUnreadable) return s;
     LOG(WARNING) << "Checkpoint " << prefix << " cannot be read, trying an older one: " << s;
+    unreadable.push_back(prefix);
   }
   if (candidates.empty()) return absl::NotFoundError(absl::StrCat(kNoCheckpointIn, model_dir));
   // Checkpoints exist but none can be read: an error, never a reason to start over.

@@ -118,8 +118,12 @@ class Saver {
   // not silently start over then). When the state file itself is unreadable, the index
   // files found in the directory are tried, highest step first.
   // Mismatches between model and checkpoint (missing variable, shape, dtype) are
-  // returned as errors, not skipped.
-  absl::StatusOr<std::string> RestoreLatest(Session* session, const std::string& model_dir);
+  // returned as errors, not skipped. With set_aside_unreadable (for the one writer of
+  // model_dir, which goes on saving there), the newer unreadable checkpoints are set
+  // aside (SetAsideUnreadableCheckpoint) once an older one restored, so that no later
+  // save overwrites them.
+  absl::StatusOr<std::string> RestoreLatest(Session* session, const std::string& model_dir,
+                                            bool set_aside_unreadable = false);
 
   // Names of the saved variables, in save order.
   std::vector<std::string> VariableNames() const;

@@ -2,6 +2,8 @@
 //
 // The roles of train_and_evaluate that do not train (estimator/training.h): the
 // parameter server, the evaluator, and the chief's end of the cluster.
+#include <string.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -9,10 +11,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "checkpoint/checkpoint_index.h"
 #include "estimator/internal/task_server.h"
 #include "estimator/training.h"
 #include "framework/core/status.h"
+#include "framework/core/termination.h"
 #include "framework/distributed/cluster_control.h"
 #include "framework/distributed/server.h"
 #include "glog/logging.h"
@@ -40,6 +45,17 @@ constexpr double kWorkerExitWaitSecs = 600;
 constexpr double kWorkerExitLogSecs = 30;
 constexpr int64_t kProbeTimeoutMs = 2000;
 constexpr int64_t kShutdownTimeoutMs = 10000;
+// How often a ps looks whether training is over without it being told.
+constexpr double kPsIdleCheckSecs = 10;
+
+// The address of the chief (or master) task, if the cluster has one.
+std::optional<std::string> ChiefAddress(const ClusterSpec& cluster) {
+  for (absl::string_view job : {kJobChief, kJobMaster}) {
+    absl::StatusOr<std::string> address = cluster.TaskAddress(job, 0);
+    if (address.ok()) return *address;
+  }
+  return std::nullopt;
+}
 
 // The tasks of `job` that still answer GetStatus.
 std::vector<std::string> TasksUp(const ClusterSpec& cluster, absl::string_view job,
@@ -56,15 +72,44 @@ std::vector<std::string> TasksUp(const ClusterSpec& cluster, absl::string_view j
 
 }  // namespace
 
-absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator) {
+absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator,
+                                              std::optional<int64_t> max_steps) {
   const RunConfig& config = estimator.config();
   TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Server> server,
                           StartTaskServer(config, estimator.security()));
   LOG(INFO) << "Parameter server " << server->task_name() << " serving on " << server->address()
             << " until the chief ends training";
+  Server* s = server.get();
+  const int on_signal = termination::OnRequest(
+      [s] { s->Stop(absl::StrCat("stopped by ", strsignal(termination::Signal()))); });
+  // A ps started (or restarted) after the chief finished would wait for a Shutdown
+  // that never comes: it ends when the final checkpoint exists and no chief answers.
+  absl::Notification joined;
+  std::thread watcher([&] {
+    if (!max_steps) return;
+    const std::optional<std::string> chief = ChiefAddress(config.cluster_spec());
+    int chief_gone = 0;
+    while (!joined.WaitForNotificationWithTimeout(absl::Seconds(kPsIdleCheckSecs))) {
+      const std::string latest = estimator.LatestCheckpoint();
+      if (latest.empty() || checkpoint::CheckpointGlobalStep(latest) < *max_steps) continue;
+      const bool gone = !chief || !ProbeTask(*chief, estimator.security(), kProbeTimeoutMs).ok();
+      chief_gone = gone ? chief_gone + 1 : 0;
+      if (chief_gone >= 2) {
+        s->Stop(absl::StrCat("training is over (", latest, " is at max_steps ", *max_steps,
+                             ") and the chief is gone"));
+        return;
+      }
+    }
+  });
   const std::string reason = server->Join();
+  joined.Notify();
+  watcher.join();
+  termination::Unregister(on_signal);
   LOG(INFO) << "Parameter server " << server->task_name() << " stopped: " << reason;
-  return TaskResult{config.task_type()};
+  if (termination::Requested()) return absl::CancelledError(absl::StrCat("ps ", reason));
+  TaskResult result{config.task_type()};
+  result.stop_reason = reason;
+  return result;
 }
 
 absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& train_spec,
@@ -99,6 +144,10 @@ absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& t
   Clock::time_point waiting_since = Clock::now(), last_waiting_log = Clock::now();
   int failures = 0;
   while (true) {
+    if (termination::Requested()) {
+      return absl::CancelledError(
+          absl::StrCat("evaluator stopped by ", strsignal(termination::Signal())));
+    }
     std::string latest = estimator.LatestCheckpoint();
     if (!latest.empty() && latest != last_evaluated &&
         checkpoint::CheckpointGlobalStep(latest) <= evaluated_step) {
@@ -148,6 +197,11 @@ absl::Status EndCluster(const RunConfig& config, const TransportSecurity& securi
   const Clock::time_point start = Clock::now();
   Clock::time_point last_log = start;
   while (true) {
+    if (termination::Requested()) {
+      // The ps tasks end on their own once they see the final checkpoint and no chief.
+      return absl::CancelledError(absl::StrCat("stopped by ", strsignal(termination::Signal()),
+                                               " while waiting for the workers to exit"));
+    }
     std::vector<std::string> up = TasksUp(cluster, kJobWorker, security);
     if (up.empty()) break;
     if (SecondsSince(start) >= kWorkerExitWaitSecs) {

@@ -5,6 +5,8 @@
 // estimator's hooks, and feed the batches.
 #include "estimator/estimator.h"
 
+#include <string.h>
+
 #include <regex>
 #include <utility>
 
@@ -16,6 +18,7 @@
 #include "estimator/internal/task_server.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
+#include "framework/core/termination.h"
 #include "framework/distributed/grpc_session.h"
 #include "framework/distributed/replica_device_setter.h"
 #include "framework/distributed/server.h"
@@ -359,12 +362,19 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
   mts.log_step_count_steps = config.log_step_count_steps();
   mts.session_options = MakeSessionOptions(config, on_cluster);
   mts.factory = factory;
+  mts.keep_ready_variables = on_cluster;
 
   TANDEM_ASSIGN_OR_RETURN(auto session, NewMonitoredTrainingSession(g.root.graph(), mts));
   const SessionRunRequest base{{}, {}, {g.spec.train_op->name()}};
   int failures = 0;
   int64_t local_steps = 0;  // Steps this task ran (on a cluster, its share of global_step).
+  std::optional<int64_t> finished_at;  // Set when another task finished the training.
   while (!session->ShouldStop()) {
+    if (termination::Requested()) {
+      LOG(WARNING) << "Training stops: " << strsignal(termination::Signal())
+                   << (config.is_chief() ? " (writing a checkpoint first)" : "");
+      break;
+    }
     TANDEM_ASSIGN_OR_RETURN(std::optional<data::Element> batch, in.Next());
     if (!batch) {
       LOG(INFO) << "Training input ended.";
@@ -373,24 +383,49 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
     SessionRunRequest request = base;
     request.feeds = Feeds(g, *batch);
     absl::Status s = session->Run(request).status();
-    if (Recoverable(s) && ++failures <= kMaxConsecutiveRecoveries) {
-      LOG(WARNING) << "Training step failed, session recreated: " << s;
-      continue;
+    if (Recoverable(s)) {
+      // A task of the cluster is gone. If the chief already saved the checkpoint at
+      // max_steps, training is over (the ps tasks may have been shut down).
+      if (options.max_steps) {
+        const std::string latest = LatestCheckpoint();
+        const int64_t step = latest.empty() ? -1 : checkpoint::CheckpointGlobalStep(latest);
+        if (step >= *options.max_steps) {
+          LOG(INFO) << "Training reached max_steps elsewhere (checkpoint " << latest << "): " << s;
+          finished_at = step;
+          break;
+        }
+      }
+      if (++failures <= kMaxConsecutiveRecoveries) {
+        LOG(WARNING) << "Training step failed, session recreated: " << s;
+        continue;
+      }
     }
     TANDEM_RETURN_IF_ERROR(s);
     failures = 0;
     ++local_steps;
   }
-  if (session->raw_session() == nullptr) {
+  if (!finished_at && session->raw_session() == nullptr && !termination::Requested()) {
     return absl::UnavailableError(
         "Train: the session could not be re-created after a failed step; training stopped");
   }
-  TANDEM_ASSIGN_OR_RETURN(auto step,
-                          session->raw_session()->Run({}, {g.global_step.value().name()}));
-  TANDEM_RETURN_IF_ERROR(session->Close());
-  LOG(INFO) << "Training finished at global step " << step[0].scalar<int64_t>() << " ("
-            << local_steps << " steps run by this task).";
-  return step[0].scalar<int64_t>();
+  int64_t global_step = finished_at.value_or(-1);
+  if (!finished_at && session->raw_session() != nullptr) {
+    TANDEM_ASSIGN_OR_RETURN(auto step,
+                            session->raw_session()->Run({}, {g.global_step.value().name()}));
+    global_step = step[0].scalar<int64_t>();
+  }
+  absl::Status closed = session->Close();  // The chief's final checkpoint.
+  if (termination::Requested()) {
+    return absl::CancelledError(absl::StrCat(
+        "training stopped by ", strsignal(termination::Signal()), " at global step ", global_step,
+        !config.is_chief() ? ""
+        : closed.ok()      ? "; checkpoint saved"
+                      : absl::StrCat("; the checkpoint could not be saved: ", closed.message())));
+  }
+  TANDEM_RETURN_IF_ERROR(closed);
+  LOG(INFO) << "Training finished at global step " << global_step << " (" << local_steps
+            << " steps run by this task).";
+  return global_step;
 }
 
 absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "framework/core/termination.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -33,7 +34,8 @@ class EvaluateAfterSave : public CheckpointSaverListener {
   }
 
   absl::Status End(Session* session, int64_t global_step) override {
-    if (last_eval_step_ == global_step) return absl::OkStatus();
+    // A SIGTERM leaves seconds to exit: the checkpoint is saved, evaluation is not urgent.
+    if (last_eval_step_ == global_step || termination::Requested()) return absl::OkStatus();
     return Evaluate(estimator_->LatestCheckpoint(), global_step);
   }
 
@@ -131,7 +133,7 @@ absl::StatusOr<TaskResult> TrainAndEvaluate(Estimator& estimator, const TrainSpe
   TANDEM_RETURN_IF_ERROR(CheckSpecs(train_spec, &eval_spec));
   const std::string& type = estimator.config().task_type();
   if (type == kJobEvaluator) return internal::RunEvaluator(estimator, train_spec, eval_spec);
-  if (type == kJobPs) return internal::RunParameterServer(estimator);
+  if (type == kJobPs) return internal::RunParameterServer(estimator, train_spec.max_steps);
   if (estimator.config().TrainsOnCluster()) {
     return TrainOnCluster(estimator, train_spec, &eval_spec);
   }
@@ -147,7 +149,7 @@ absl::StatusOr<TaskResult> Train(Estimator& estimator, const TrainSpec& train_sp
         "`train_and_evaluate` to evaluate checkpoints as they appear, or `evaluate` for one",
         absl::StatusCode::kFailedPrecondition);
   }
-  if (type == kJobPs) return internal::RunParameterServer(estimator);
+  if (type == kJobPs) return internal::RunParameterServer(estimator, train_spec.max_steps);
   if (estimator.config().TrainsOnCluster()) return TrainOnCluster(estimator, train_spec, nullptr);
   TrainOptions to;
   to.max_steps = train_spec.max_steps;

@@ -17,7 +17,15 @@
 //   worker: trains on its input shard until the shared global_step reaches max_steps.
 //   ps: serves this task's variables until a Shutdown RPC (the chief, after
 //     training), then returns. If the chief dies, the ps keeps serving, so a restarted
-//     chief finds it.
+//     chief finds it; a ps that finds the checkpoint at max_steps in model_dir and no
+//     chief answering (twice, 10 s apart) returns as well.
+//
+// SIGTERM / SIGINT (framework/core/termination.h) end every role early with
+// CANCELLED: a training task after its current step (the chief writes a checkpoint
+// first and skips its final evaluation), the ps at once, the evaluator between
+// evaluations. Recoverable errors (a task of the cluster died) re-create the
+// session; a training task whose step fails that way after the chief saved the
+// checkpoint at max_steps returns that checkpoint's step.
 //   evaluator: trains nothing and starts no server. Waits start_delay_secs, then
 //     evaluates each new checkpoint of model_dir (the newest one when several
 //     appeared), at most once per throttle_secs, in a local session, writing
@@ -66,6 +74,7 @@ struct TaskResult {
   std::string role;                    // "local", "chief", "master", "worker", "ps" or "evaluator".
   std::optional<int64_t> global_step;  // Training tasks: the step training ended at.
   std::optional<EvalResult> evaluation;  // The last evaluation this task made.
+  std::string stop_reason;               // ps: why it stopped serving.
 };
 
 absl::StatusOr<TaskResult> TrainAndEvaluate(Estimator& estimator, const TrainSpec& train_spec,
@@ -74,7 +83,10 @@ absl::StatusOr<TaskResult> Train(Estimator& estimator, const TrainSpec& train_sp
 
 namespace internal {
 // The roles of a cluster (cluster_roles.cc).
-absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator);
+// max_steps: when set, the ps also ends once model_dir holds a checkpoint at
+// max_steps and the chief does not answer (it finished while this ps was down).
+absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator,
+                                              std::optional<int64_t> max_steps);
 absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& train_spec,
                                         const EvalSpec& eval_spec);
 // Evaluates `checkpoint` ("" = the latest) with the spec's steps, hooks and name.

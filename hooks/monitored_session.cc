@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/core/status.h"
+#include "framework/core/termination.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -100,13 +101,26 @@ absl::StatusOr<std::unique_ptr<Session>> ChiefSessionCreator::CreateSession(Grap
   }
 
   std::string restored;
+  if (options_.keep_ready_variables) {
+    absl::StatusOr<std::vector<std::string>> uninitialized =
+        scaffold.UninitializedVariables(session.get());
+    if (!uninitialized.ok()) return CloseAndReturn(session.get(), uninitialized.status());
+    if (uninitialized->empty()) {
+      LOG(INFO) << "Every variable is initialised (the ps tasks kept them): continuing with "
+                   "their values, not restoring a checkpoint";
+      absl::Status s = RunLocalInitOp(session.get(), scaffold);
+      if (!s.ok()) return CloseAndReturn(session.get(), s);
+      return session;
+    }
+  }
   if (!checkpoint_filename_with_path_.empty()) {
     LOG(INFO) << "Restoring parameters from " << checkpoint_filename_with_path_;
     absl::Status s = saver->Restore(session.get(), checkpoint_filename_with_path_);
     if (!s.ok()) return CloseAndReturn(session.get(), s);
     restored = checkpoint_filename_with_path_;
   } else if (!checkpoint_dir_.empty()) {
-    absl::StatusOr<std::string> prefix = saver->RestoreLatest(session.get(), checkpoint_dir_);
+    absl::StatusOr<std::string> prefix =
+        saver->RestoreLatest(session.get(), checkpoint_dir_, options_.set_aside_unreadable);
     if (prefix.ok()) {
       LOG(INFO) << "Restoring parameters from " << *prefix;
       restored = *prefix;
@@ -169,6 +183,10 @@ absl::StatusOr<std::unique_ptr<Session>> WorkerSessionCreator::CreateSession(Gra
         scaffold.UninitializedVariables(session.get());
     if (!uninitialized.ok()) return CloseAndReturn(session.get(), uninitialized.status());
     if (uninitialized->empty()) break;
+    if (termination::Requested()) {
+      return CloseAndReturn(
+          session.get(), absl::CancelledError("stopped while waiting for the model to be ready"));
+    }
     const double waited = elapsed();
     if (waited >= max_wait_secs_) {
       return CloseAndReturn(
@@ -371,6 +389,7 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
   creator_options.scaffold = scaffold;
   creator_options.session_options = options.session_options;
   creator_options.factory = options.factory;
+  creator_options.keep_ready_variables = options.keep_ready_variables;
 
   if (!options.is_chief) {
     return MonitoredSession::Create(
@@ -379,6 +398,8 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
         std::move(options.hooks));
   }
 
+  // The chief writes the checkpoints of checkpoint_dir.
+  creator_options.set_aside_unreadable = true;
   std::vector<std::shared_ptr<SessionRunHook>> hooks = options.chief_only_hooks;
   const std::string summary_dir =
       options.summary_dir.empty() ? options.checkpoint_dir : options.summary_dir;

@@ -23,17 +23,18 @@
 // Any other error is returned and the session stays as it is.
 //
 // Session creators separate the chief from the workers (the distributed seam):
-//   ChiefSessionCreator   restore checkpoint_filename_with_path, else the latest
-//                         checkpoint of checkpoint_dir, else run init_op (+ init_fn);
-//                         then local_init_op. Only "no checkpoint at all"
-//                         (checkpoint::IsNoCheckpoint) means initialise; any other
-//                         restore error (a checkpoint lacking a variable, every listed
-//                         checkpoint unreadable) is returned. After restoring/initialising,
-//                         FAILED_PRECONDITION naming the variables still uninitialised
-//                         (TensorFlow's "Init operations did not make model ready").
+//   ChiefSessionCreator   with keep_ready_variables, nothing when every variable is
+//                         already initialised; else restore checkpoint_filename_with_path, else the
+//                         latest checkpoint of checkpoint_dir, else run init_op (+ init_fn); then
+//                         local_init_op. Only "no checkpoint at all" (checkpoint::IsNoCheckpoint)
+//                         means initialise; any other restore error (a checkpoint lacking a
+//                         variable, every listed checkpoint unreadable) is returned. After
+//                         restoring/initialising, FAILED_PRECONDITION naming the variables still
+//                         uninitialised (TensorFlow's "Init operations did not make model ready").
 //   WorkerSessionCreator  waits (polling) until every global variable is initialised by
 //                         the chief, up to max_wait_secs (DEADLINE_EXCEEDED naming the
-//                         uninitialised variables), then runs local_init_op.
+//                         uninitialised variables; CANCELLED once a SIGTERM asked the
+//                         process to stop), then runs local_init_op.
 // Both create sessions through a SessionFactory: NewDirectSession by default,
 // GrpcSession when the options name a grpc:// target (issue 4).
 //
@@ -73,6 +74,14 @@ struct SessionCreatorOptions {
   std::shared_ptr<Scaffold> scaffold;  // Null: a default Scaffold.
   SessionOptions session_options;
   SessionFactory factory;  // Null: DefaultSessionFactory().
+  // ChiefSessionCreator: when every variable is already initialised (the ps tasks
+  // kept them while the chief restarted), use them: they are newer than any
+  // checkpoint. Set on a cluster; in-process sessions start empty anyway.
+  bool keep_ready_variables = false;
+  // ChiefSessionCreator: this process writes checkpoints to checkpoint_dir (the
+  // training chief): newer unreadable checkpoints are set aside when an older one is
+  // restored (Saver::RestoreLatest), so that no save overwrites them.
+  bool set_aside_unreadable = false;
 };
 
 class ChiefSessionCreator : public SessionCreator {
@@ -142,6 +151,7 @@ struct MonitoredTrainingSessionOptions {
   std::vector<std::shared_ptr<SessionRunHook>> hooks;
   std::vector<std::shared_ptr<SessionRunHook>> chief_only_hooks;
   // TensorFlow's defaults; 0 or unset disables the corresponding hook.
+  bool keep_ready_variables = false;  // SessionCreatorOptions::keep_ready_variables.
   std::optional<double> save_checkpoint_secs = 600;
   std::optional<int64_t> save_checkpoint_steps;
   std::optional<int64_t> save_summaries_steps = 100;

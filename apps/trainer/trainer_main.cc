@@ -21,6 +21,7 @@
 #include "estimator/job_config.h"
 #include "estimator/training.h"
 #include "framework/core/status.h"
+#include "framework/core/termination.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
 
@@ -109,7 +110,7 @@ std::string FormatMetrics(const EvalResult& r) {
 
 void PrintTaskResult(const TaskResult& r, const std::string& model_dir) {
   if (r.role == kJobPs) {
-    std::printf("ps: stopped by the chief after training\n");
+    std::printf("ps: stopped: %s\n", r.stop_reason.c_str());
   } else if (r.role == kJobEvaluator) {
     if (r.evaluation) std::printf("final evaluation: %s\n", FormatMetrics(*r.evaluation).c_str());
   } else {
@@ -144,6 +145,11 @@ int Run(const std::string& command, const Flags& flags,
     std::printf("%s", job->ToToml().c_str());
     return 0;
   }
+  if (command == "train" || command == "train_and_evaluate") {
+    // Before any thread starts (termination.h). Kubernetes waits 30 s by default
+    // between SIGTERM and SIGKILL.
+    termination::InstallHandler(kTerminationGraceSecs);
+  }
   absl::StatusOr<std::unique_ptr<Model>> model = registry.Create(job->model.name);
   if (!model.ok()) return Fail(kUsageError, model.status());
   if (job->run_config().model_dir().empty()) {
@@ -164,7 +170,7 @@ int Run(const std::string& command, const Flags& flags,
   if (command == "train") {
     absl::StatusOr<TaskResult> r =
         Train(**estimator, TrainSpec{input_fn, job->train.max_steps, {}});
-    if (!r.ok()) return Fail(r.status());
+    if (!r.ok()) return FailOrStopped(r.status());
     PrintTaskResult(*r, (*estimator)->model_dir());
     return 0;
   }
@@ -188,7 +194,7 @@ int Run(const std::string& command, const Flags& flags,
     es.throttle_secs = job->eval.throttle_secs;
     es.final_on_chief = job->eval.final_on_chief;
     absl::StatusOr<TaskResult> r = TrainAndEvaluate(**estimator, ts, es);
-    if (!r.ok()) return Fail(r.status());
+    if (!r.ok()) return FailOrStopped(r.status());
     PrintTaskResult(*r, (*estimator)->model_dir());
     return 0;
   }

@@ -119,6 +119,14 @@ absl::Status MakeDirs(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status RenameFile(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) {
+    return absl::InternalError(
+        absl::StrCat("rename(", from, ", ", to, ") failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DeleteFile(const std::string& path) {
   if (::unlink(path.c_str()) != 0) return ErrnoError("unlink", path, errno);
   return absl::OkStatus();

@@ -30,6 +30,8 @@ absl::StatusOr<int64_t> FileSize(const std::string& path);
 // Creates `path` and its missing parents; OK if it already exists.
 absl::Status MakeDirs(const std::string& path);
 absl::Status DeleteFile(const std::string& path);
+// Renames `from` to `to` (same filesystem), replacing `to`.
+absl::Status RenameFile(const std::string& from, const std::string& to);
 // Removes `path` recursively; OK if it does not exist.
 absl::Status DeleteRecursively(const std::string& path);
 // Names (not paths) of the entries of directory `path`, sorted.

@@ -129,11 +129,11 @@ absl::Status Server::Init(const std::string& bind_address) {
   return absl::OkStatus();
 }
 
-void Server::Stop() {
+void Server::Stop(const std::string& reason) {
   if (stopped_.HasBeenNotified()) return;
   absl::MutexLock lock(&mu_);
   if (stopped_.HasBeenNotified()) return;
-  if (shutdown_reason_.empty()) shutdown_reason_ = "stopped";
+  if (shutdown_reason_.empty()) shutdown_reason_ = reason;
   // gRPC's shutdown waits for every handler to finish; none may wait on a tensor.
   if (worker_ != nullptr) {
     worker_->AbortAllSteps(absl::UnavailableError(

@@ -60,7 +60,8 @@ class Server {
 
   // Create already serves; Start is kept for tf.train.Server parity and is a no-op.
   absl::Status Start() { return absl::OkStatus(); }
-  void Stop();
+  // Ends serving; `reason` is what Join returns (unless a Shutdown RPC came first).
+  void Stop(const std::string& reason = "stopped");
   // Blocks until Stop or a Shutdown RPC; returns the shutdown reason.
   std::string Join();
 

@@ -299,6 +299,76 @@ TEST(SaverTest, RestoreLatestFallsBackFromACorruptNewestCheckpoint) {
   EXPECT_FALSE(IsNoCheckpoint(none));
 }
 
+// Replaces the first `from` in `path` by `to` (same length), keeping the file valid
+// JSON/safetensors in shape: a name, dtype or file reference changed on disk.
+void ReplaceOnce(const std::string& path, const std::string& from, const std::string& to) {
+  ASSERT_EQ(from.size(), to.size());
+  std::string bytes = *env::ReadFile(path);
+  size_t at = bytes.find(from);
+  ASSERT_NE(at, std::string::npos) << from << " not in " << path;
+  bytes.replace(at, from.size(), to);
+  ASSERT_TRUE(env::WriteFileAtomic(path, bytes).ok());
+}
+
+// A changed byte in an index key or a shard header is corruption (DATA_LOSS, so
+// RestoreLatest falls back), not a model that does not fit the checkpoint.
+TEST(SaverTest, ChangedNamesAndDtypesInHeadersAreCorruption) {
+  struct Case {
+    const char* file;
+    const char* from;
+    const char* to;
+  };
+  for (const Case& c : {Case{"model.ckpt-100.index.json", "\"dense/kernel\"", "\"dense/kernes\""},
+                        Case{kShard100, "\"dense/kernel\"", "\"dense/kernes\""},
+                        Case{kShard100, "\"F32\"", "\"I32\""}}) {
+    TempDir dir;
+    SaveTinyModel(dir.path(), 50, 1);
+    SaveTinyModel(dir.path(), 100);
+    ReplaceOnce(dir.File(c.file), c.from, c.to);
+
+    absl::Status s = RestoreTinyModel(dir.path());
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << c.file << " " << c.to << ": " << s;
+    EXPECT_THAT(Msg(s), HasSubstr(c.file));
+    TinyModel model;
+    auto session = model.NewSession();
+    absl::StatusOr<std::string> restored = model.saver().RestoreLatest(session.get(), dir.path());
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    EXPECT_EQ(*restored, dir.File("model.ckpt-50"));
+  }
+}
+
+// The writer of model_dir sets unreadable newer checkpoints aside when it restores an
+// older one, so the save at their step does not overwrite them; readers (evaluation)
+// leave the directory alone.
+TEST(SaverTest, UnreadableNewerCheckpointsAreSetAsideNotOverwritten) {
+  TempDir dir;
+  SaveTinyModel(dir.path(), 50, 1);
+  SaveTinyModel(dir.path(), 100);
+  const std::string shard = dir.File(kShard100);
+  FlipOneByte(shard, TensorByteRange(shard, "dense/bias").first);
+  const std::string damaged = *env::ReadFile(shard);
+
+  TinyModel model;
+  auto session = model.NewSession();
+  ASSERT_EQ(*model.saver().RestoreLatest(session.get(), dir.path()), dir.File("model.ckpt-50"));
+  EXPECT_EQ(*env::ReadFile(shard), damaged);  // A reader changes nothing.
+  ASSERT_EQ(*model.saver().RestoreLatest(session.get(), dir.path(), /*set_aside_unreadable=*/true),
+            dir.File("model.ckpt-50"));
+  EXPECT_FALSE(env::FileExists(shard));
+  EXPECT_EQ(*env::ReadFile(shard + ".unreadable"), damaged);
+  EXPECT_TRUE(env::FileExists(dir.File("model.ckpt-100.index.json.unreadable")));
+  absl::StatusOr<CheckpointState> state = ReadCheckpointState(dir.path());
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->model_checkpoint_path, dir.File("model.ckpt-50"));
+  EXPECT_THAT(state->all_model_checkpoint_paths, ElementsAre(dir.File("model.ckpt-50")));
+
+  // Training goes on and saves step 100 again: the damaged files stay as they were.
+  model.Train(session.get());
+  ASSERT_TRUE(model.saver().Save(session.get(), dir.path(), 100).ok());
+  EXPECT_EQ(*env::ReadFile(shard + ".unreadable"), damaged);
+  EXPECT_EQ(*LatestCheckpoint(dir.path()), dir.File("model.ckpt-100"));
+}
+
 TEST(SaverTest, RestoreLatestSurvivesACorruptStateFile) {
   TempDir dir;
   SaveTinyModel(dir.path(), 900, /*train_steps=*/1);

@@ -24,152 +24,28 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/integration/cluster_job.h"
 #include "tests/integration/subprocess.h"
-#include "tests/util/free_port.h"
-#include "tests/util/hand_decode.h"
 
 namespace tandem {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::Addresses;
+using testing::ExpectAllExitZero;
+using testing::ExpectFinalCheckpoint;
+using testing::EventAccuracy;
+using testing::FinalEvaluation;
+using testing::Find;
+using testing::JobArgs;
+using testing::kJobDeadline;
+using testing::kMaxSteps;
+using testing::LocalSteps;
+using testing::StartTasks;
 using testing::Subprocess;
+using testing::TaskRun;
+using testing::TempDir;
 using json = nlohmann::json;
-
-constexpr int64_t kMaxSteps = 6000;  // Async accuracy 0.875-0.881 in four runs; 3000: 0.846-0.872.
-constexpr auto kJobDeadline = std::chrono::seconds(300);
-
-std::string Config() { return std::string(TANDEM_SOURCE_DIR) + "/configs/fashion_mlp.toml"; }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/estimator_cluster_test.XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// The job every task runs: fashion_mlp to kMaxSteps, one thread per task, the
-// evaluator without delay or throttle.
-std::vector<std::string> JobArgs(const std::string& command, const std::string& model_dir) {
-  return {TANDEM_TRAINER, command,
-          "--config",     Config(),
-          "--set",        absl::StrCat("run.model_dir=\"", model_dir, "\""),
-          "--set",        absl::StrCat("train.max_steps=", kMaxSteps),
-          "--set",        "run.save_checkpoints_steps=1000",
-          "--set",        "run.intra_op_threads=1",
-          "--set",        "run.inter_op_threads=1",
-          "--set",        "eval.start_delay_secs=0",
-          "--set",        "eval.throttle_secs=0"};
-}
-
-json Addresses(int n) {
-  json list = json::array();
-  for (int i = 0; i < n; ++i) list.push_back(absl::StrCat("127.0.0.1:", testing::PickFreePort()));
-  return list;
-}
-
-struct TaskRun {
-  std::string name;
-  std::unique_ptr<Subprocess> process;
-};
-
-// Starts one trainer per {type, index} with TF_CONFIG {cluster, task, extra...}.
-std::vector<TaskRun> StartTasks(const json& cluster, const json& extra,
-                                const std::vector<std::pair<std::string, int>>& tasks,
-                                const std::string& model_dir) {
-  std::vector<TaskRun> runs;
-  for (const auto& [type, index] : tasks) {
-    json tf = extra;
-    tf["cluster"] = cluster;
-    tf["task"]["type"] = type;
-    tf["task"]["index"] = index;
-    const std::string name = absl::StrCat(type, "_", index);
-    runs.push_back({name, std::make_unique<Subprocess>(
-                              JobArgs("train_and_evaluate", model_dir),
-                              (std::filesystem::path(model_dir).parent_path() / name).string(),
-                              std::vector<std::string>{"TF_CONFIG=" + tf.dump()})});
-  }
-  return runs;
-}
-
-// Waits for every task (bounded); expects each to exit 0.
-void ExpectAllExitZero(std::vector<TaskRun>& runs) {
-  const auto deadline = std::chrono::steady_clock::now() + kJobDeadline;
-  for (TaskRun& r : runs) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    int code = r.process->Wait(std::max(left, std::chrono::milliseconds(1)));
-    EXPECT_EQ(code, 0) << r.name << " (-1: still running at the deadline)\n"
-                       << r.process->Stderr().substr(
-                              std::max<size_t>(r.process->Stderr().size(), 4000) - 4000);
-  }
-}
-
-// "Training finished at global step G (L steps run by this task)." -> L, or -1.
-int64_t LocalSteps(const std::string& log) {
-  std::smatch m;
-  static const std::regex re(R"(\((\d+) steps run by this task\))");
-  return std::regex_search(log, m, re) ? std::stoll(m[1]) : -1;
-}
-
-// "final evaluation: accuracy = A, ..., global_step = G" -> {A, G}, or {-1, -1}.
-std::pair<double, int64_t> FinalEvaluation(const std::string& out) {
-  std::smatch m;
-  static const std::regex re(R"(final evaluation: accuracy = ([0-9.]+).*global_step = (\d+))");
-  if (!std::regex_search(out, m, re)) return {-1, -1};
-  return {std::stod(m[1]), std::stoll(m[2])};
-}
-
-// The accuracy in model_dir/eval_test's events at the highest step, and that step.
-std::pair<double, int64_t> EventAccuracy(const std::string& model_dir) {
-  std::pair<double, int64_t> best{-1, -1};
-  for (const testing::Scalar& sc : testing::ScalarsInDir(model_dir + "/eval_test")) {
-    if (sc.tag == "accuracy" && sc.step >= best.second) best = {sc.value, sc.step};
-  }
-  return best;
-}
-
-// The newest checkpoint prefix named by model_dir/checkpoint.
-std::string LatestPrefix(const std::string& model_dir) {
-  std::ifstream state(model_dir + "/checkpoint");
-  std::string line;
-  std::getline(state, line);
-  std::smatch m;
-  static const std::regex re(R"re(model_checkpoint_path: "([^"]+)")re");
-  if (!std::regex_search(line, m, re)) return "";
-  const std::string path = m[1];
-  return path[0] == '/' ? path : model_dir + "/" + path;
-}
-
-// The final checkpoint: at or past max_steps, one shard per ps task, and it verifies.
-void ExpectFinalCheckpoint(const std::string& model_dir, int num_ps) {
-  const std::string prefix = LatestPrefix(model_dir);
-  ASSERT_FALSE(prefix.empty()) << "no checkpoint state in " << model_dir;
-  const int64_t step = std::stoll(prefix.substr(prefix.rfind('-') + 1));
-  EXPECT_GE(step, kMaxSteps);
-  for (int k = 0; k < num_ps; ++k) {
-    char shard[64];
-    std::snprintf(shard, sizeof(shard), "-%05d-of-%05d.safetensors", k, num_ps);
-    EXPECT_TRUE(std::filesystem::exists(prefix + shard)) << prefix + shard;
-  }
-  Subprocess verify({TANDEM_CKPT, "verify", model_dir},
-                    (std::filesystem::path(model_dir).parent_path() / "ckpt_verify").string());
-  EXPECT_EQ(verify.Wait(std::chrono::seconds(60)), 0) << verify.Stdout() << verify.Stderr();
-}
-
-const TaskRun& Find(const std::vector<TaskRun>& runs, const std::string& name) {
-  for (const TaskRun& r : runs) {
-    if (r.name == name) return r;
-  }
-  static const TaskRun none{"", nullptr};
-  ADD_FAILURE() << "no task " << name;
-  return none;
-}
 
 TEST(EstimatorClusterTest, KubeflowChiefTwoWorkersTwoPsAndEvaluator) {
   TempDir tmp;
@@ -207,7 +83,7 @@ TEST(EstimatorClusterTest, KubeflowChiefTwoWorkersTwoPsAndEvaluator) {
   EXPECT_GE(event_step, kMaxSteps);
   EXPECT_GE(event_accuracy, 0.85);
   EXPECT_GE(accuracy, 0.85);
-  EXPECT_THAT(Find(runs, "ps_0").process->Stdout(), HasSubstr("stopped by the chief"));
+  EXPECT_THAT(Find(runs, "ps_0").process->Stdout(), HasSubstr("ps: stopped: training finished"));
 }
 
 TEST(EstimatorClusterTest, LegacyMasterLayoutWithoutEvaluator) {

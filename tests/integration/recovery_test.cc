@@ -1,0 +1,203 @@
+// tests/integration/recovery_test.cc
+//
+// A cluster that survives losing any one task: chief + 2 workers + 1 ps + evaluator
+// train fashion_mlp asynchronously to kMaxSteps while one task is killed mid-run
+// (SIGKILL, or SIGTERM as Kubernetes sends before an eviction) and restarted with the
+// same command, as a scheduler does. Every task must exit 0, training must reach
+// max_steps, the final accuracy must be within one point of an undisturbed run of
+// the same job, every listed checkpoint must verify, and the evaluator must never
+// evaluate a checkpoint twice.
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/cluster_job.h"
+#include "tests/integration/subprocess.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Addresses;
+using testing::EventAccuracy;
+using testing::ExpectAllExitZero;
+using testing::ExpectFinalCheckpoint;
+using testing::FinalEvaluation;
+using testing::Find;
+using testing::kMaxSteps;
+using testing::StartTasks;
+using testing::Subprocess;
+using testing::TaskRun;
+using testing::TempDir;
+using json = nlohmann::json;
+
+// The chief's newest "Saving checkpoints for N" step in `log`, or -1.
+int64_t SavedStep(const std::string& log) {
+  static const std::regex re(R"(Saving checkpoints for (\d+) into)");
+  int64_t step = -1;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+       ++it) {
+    step = std::max<int64_t>(step, std::stoll((*it)[1]));
+  }
+  return step;
+}
+
+// Every "Saving dict for global step N" the evaluator logged, in order.
+std::vector<int64_t> EvaluatedSteps(const std::string& log) {
+  static const std::regex re(R"(Saving dict for global step (\d+))");
+  std::vector<int64_t> steps;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+       ++it) {
+    steps.push_back(std::stoll((*it)[1]));
+  }
+  return steps;
+}
+
+struct Disruption {
+  std::string victim;  // "ps_0", "worker_1", "chief_0", "evaluator_0"; "" for none.
+  int signal = SIGKILL;
+};
+
+struct Outcome {
+  double accuracy = -1;  // The evaluator's at max_steps.
+  std::vector<TaskRun> runs;  // The tasks that ran to the end (restarted ones included).
+  std::vector<TaskRun> killed;
+  int killed_code = -1;
+};
+
+class RecoveryTest : public ::testing::Test {
+ protected:
+  // Runs the job; once the chief saved a checkpoint at or past kMaxSteps / 3, stops
+  // the victim with its signal, waits two seconds and starts it again.
+  Outcome Run(const Disruption& d) {
+    const std::string model_dir = tmp_.path() + "/" + (d.victim.empty() ? "calm" : d.victim) +
+                                  "_" + std::to_string(d.signal) + "/model";
+    std::filesystem::create_directories(model_dir);
+    json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(2)}, {"ps", Addresses(1)}};
+    const std::vector<std::pair<std::string, int>> tasks = {
+        {"ps", 0}, {"chief", 0}, {"worker", 0}, {"worker", 1}, {"evaluator", 0}};
+    Outcome out;
+    out.runs = StartTasks(cluster, json::object(), tasks, model_dir);
+    if (!d.victim.empty()) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+      while (SavedStep(Find(out.runs, "chief_0").process->Stderr()) < kMaxSteps / 3) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          ADD_FAILURE() << "the chief saved no checkpoint past " << kMaxSteps / 3;
+          return out;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      auto it = std::find_if(out.runs.begin(), out.runs.end(),
+                             [&](const TaskRun& r) { return r.name == d.victim; });
+      EXPECT_NE(it, out.runs.end());
+      if (it == out.runs.end()) return out;
+      it->process->Kill(d.signal);
+      out.killed_code = it->process->Wait(std::chrono::seconds(30));
+      const std::string type = d.victim.substr(0, d.victim.find('_'));
+      const int index = std::stoi(d.victim.substr(d.victim.find('_') + 1));
+      out.killed.push_back(std::move(*it));
+      out.runs.erase(it);
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      std::vector<TaskRun> again = StartTasks(cluster, json::object(), {{type, index}}, model_dir,
+                                              /*log_suffix=*/".restarted");
+      out.runs.push_back(std::move(again[0]));
+    }
+    ExpectAllExitZero(out.runs);
+    ExpectFinalCheckpoint(model_dir, 1);
+    int64_t step;
+    std::tie(out.accuracy, step) = FinalEvaluation(Find(out.runs, "evaluator_0").process->Stdout());
+    EXPECT_GE(step, kMaxSteps);
+    // No checkpoint evaluated twice, across a restart too.
+    std::vector<int64_t> evaluated;
+    for (const auto* list : {&out.killed, &out.runs}) {
+      for (const TaskRun& r : *list) {
+        if (r.name != "evaluator_0") continue;
+        for (int64_t s : EvaluatedSteps(r.process->Stderr())) evaluated.push_back(s);
+      }
+    }
+    EXPECT_EQ(std::set<int64_t>(evaluated.begin(), evaluated.end()).size(), evaluated.size())
+        << ::testing::PrintToString(evaluated);
+    EXPECT_EQ(EventAccuracy(model_dir).second, step);
+    return out;
+  }
+
+  // The accuracy of the same job undisturbed, run once per test binary.
+  double Baseline() {
+    static double accuracy = -1;
+    if (accuracy < 0) {
+      accuracy = Run({}).accuracy;
+      std::printf("undisturbed accuracy: %.4f\n", accuracy);
+    }
+    return accuracy;
+  }
+
+  void ExpectCloseToBaseline(const Outcome& out) {
+    const double baseline = Baseline();
+    ASSERT_GT(baseline, 0.85);
+    EXPECT_NEAR(out.accuracy, baseline, 0.01);
+    std::printf("accuracy after the disruption: %.4f (undisturbed %.4f)\n", out.accuracy, baseline);
+  }
+
+  TempDir tmp_;
+};
+
+TEST_F(RecoveryTest, PsKilledAndRestarted) {
+  Outcome out = Run({"ps_0", SIGKILL});
+  EXPECT_EQ(out.killed_code, 128 + SIGKILL);
+  // The chief restored the newest checkpoint onto the new ps; the workers waited.
+  const std::string chief = Find(out.runs, "chief_0").process->Stderr();
+  EXPECT_THAT(chief, HasSubstr("recreating the session after"));
+  EXPECT_THAT(chief, HasSubstr("Restoring parameters from"));
+  ExpectCloseToBaseline(out);
+}
+
+TEST_F(RecoveryTest, WorkerKilledAndRestarted) {
+  Outcome out = Run({"worker_1", SIGKILL});
+  EXPECT_EQ(out.killed_code, 128 + SIGKILL);
+  EXPECT_THAT(Find(out.runs, "worker_1").process->Stderr(), HasSubstr("Training finished"));
+  ExpectCloseToBaseline(out);
+}
+
+TEST_F(RecoveryTest, ChiefKilledRestartsWithoutLosingThePsState) {
+  Outcome out = Run({"chief_0", SIGKILL});
+  EXPECT_EQ(out.killed_code, 128 + SIGKILL);
+  // The ps kept training with the workers: the new chief keeps those values.
+  EXPECT_THAT(Find(out.runs, "chief_0").process->Stderr(),
+              HasSubstr("Every variable is initialised (the ps tasks kept them)"));
+  ExpectCloseToBaseline(out);
+}
+
+TEST_F(RecoveryTest, ChiefTerminatedWritesACheckpointFirst) {
+  Outcome out = Run({"chief_0", SIGTERM});
+  EXPECT_EQ(out.killed_code, 128 + SIGTERM);
+  const std::string log = out.killed[0].process->Stderr();
+  EXPECT_THAT(log, HasSubstr("Training stops: Terminated (writing a checkpoint first)"));
+  EXPECT_THAT(log, HasSubstr("checkpoint saved"));
+  // The checkpoint written on the way out is the last one the stopped chief saved.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(stopped by Terminated at global step (\d+))")))
+      << log;
+  EXPECT_EQ(SavedStep(log), std::stoll(m[1]));
+  ExpectCloseToBaseline(out);
+}
+
+TEST_F(RecoveryTest, EvaluatorKilledResumesWithoutEvaluatingTwice) {
+  Outcome out = Run({"evaluator_0", SIGKILL});
+  EXPECT_EQ(out.killed_code, 128 + SIGKILL);
+  ExpectCloseToBaseline(out);
+}
+
+}  // namespace
+}  // namespace tandem
