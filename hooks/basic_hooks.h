@@ -152,8 +152,11 @@ class SummarySaverHook : public SessionRunHook {
  public:
   // Writes the graph's scalar summaries (ops::summary, collection kSummaries, found in
   // Begin) to the summary writer of `output_dir` when the timer fires.
+  // The first step of every session also writes SessionLog START at the step the
+  // session began from.
   SummarySaverHook(Every every, std::string output_dir);
   absl::Status Begin(Graph* graph) override;
+  absl::Status AfterCreateSession(Session* session) override;
   absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext& context) override;
   absl::Status AfterRun(SessionRunContext& context, const SessionRunValues& values) override;
   absl::Status End(Session* session) override;

@@ -4,7 +4,9 @@
 // the summaries when the timer would fire at the step this run is expected to produce
 // (next_step_ = the last seen global step + 1). The values are written at the global
 // step re-read after the run. Records are flushed after each write (they are rare) and
-// at End.
+// at End. The first step of each session (a start, a restart, a recovery) also writes
+// SessionLog START at the global step it began from, as TensorFlow's hook does, so
+// TensorBoard drops the events a previous run wrote past that step.
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/ops/summary_ops.h"
@@ -33,6 +35,11 @@ absl::Status SummarySaverHook::Begin(Graph* graph) {
   return absl::OkStatus();
 }
 
+absl::Status SummarySaverHook::AfterCreateSession(Session* session) {
+  next_step_ = -1;  // The session may have restored an older step.
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SessionRunArgs> SummarySaverHook::BeforeRun(SessionRunContext& context) {
   request_summary_ = next_step_ < 0 || timer_.ShouldTrigger(next_step_);
   SessionRunArgs args;
@@ -48,6 +55,12 @@ absl::Status SummarySaverHook::AfterRun(SessionRunContext& context,
   if (writer_ == nullptr) return absl::OkStatus();
   TANDEM_ASSIGN_OR_RETURN(int64_t stale, ScalarToInt64(values.results.at(0), global_step_tensor_));
   int64_t global_step = stale + 1;
+  if (next_step_ < 0) {
+    proto::Event start;
+    start.set_step(stale);
+    start.mutable_session_log()->set_status(proto::SessionLog::START);
+    TANDEM_RETURN_IF_ERROR(writer_->AddEvent(std::move(start)));
+  }
   if (next_step_ < 0 || request_summary_) {
     TANDEM_ASSIGN_OR_RETURN(global_step, ReadInt64(context.session(), global_step_tensor_));
   }

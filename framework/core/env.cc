@@ -1,9 +1,11 @@
 #include "framework/core/env.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -40,10 +42,37 @@ std::string DirName(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+double MemoryLimitBytes() {
+  double limit =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    limit = std::min(limit, static_cast<double>(as.rlim_cur));
+  }
+  return limit;
+}
+
+bool AppendBounded(std::string* out, absl::string_view data, size_t max_bytes) {
+  const size_t need = out->size() + data.size();
+  if (need > max_bytes) return false;
+  if (need > out->capacity()) {
+    out->reserve(std::min(max_bytes, std::max(need, out->capacity() + out->capacity() / 2)));
+  }
+  out->append(data.data(), data.size());
+  return true;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
+  static const uint64_t default_max = static_cast<uint64_t>(MemoryLimitBytes() / 4);
+  if (max_bytes == 0) max_bytes = default_max;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError("open", path, errno);
   std::string out;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<uint64_t>(st.st_size) <= max_bytes) {
+    out.reserve(static_cast<size_t>(st.st_size));
+  }
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof(buf));
@@ -54,7 +83,12 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
       return ErrnoError("read", path, err);
     }
     if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    if (!AppendBounded(&out, absl::string_view(buf, static_cast<size_t>(n)), max_bytes)) {
+      ::close(fd);
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path, ": the file holds more than ", max_bytes >> 20,
+                       " MiB (a quarter of the memory this process may use), or never ends"));
+    }
   }
   ::close(fd);
   return out;

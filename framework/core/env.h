@@ -19,7 +19,16 @@
 
 namespace tandem::env {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// The bytes this process may allocate: physical memory, or less under RLIMIT_AS.
+double MemoryLimitBytes();
+// Appends `data` to `out` unless `out` would then hold more than `max_bytes` (false,
+// nothing appended). The buffer grows by half at most and never past `max_bytes`, so
+// growing it never holds more than twice `max_bytes` at once.
+bool AppendBounded(std::string* out, absl::string_view data, size_t max_bytes);
+// The whole file. RESOURCE_EXHAUSTED naming it when it holds more than `max_bytes`
+// (default: a quarter of MemoryLimitBytes(), read once), so an endless file (a
+// device, a pipe) or a huge one ends in an error, not in std::bad_alloc.
+absl::StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes = 0);
 // Writes `contents` to `path` so that readers see either the old file or the whole
 // new one, never a prefix: writes "path.tmp.<random>", fsyncs it, renames it over
 // `path` and fsyncs the directory.

@@ -9,28 +9,18 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "framework/core/env.h"
 #include "framework/core/random.h"
 #include "framework/core/status.h"
 
 namespace tandem::data {
 namespace {
 
-// The bytes this process may allocate: physical memory, or less under RLIMIT_AS.
-double MemoryLimitBytes() {
-  double limit =
-      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-  rlimit as{};
-  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-    limit = std::min(limit, static_cast<double>(as.rlim_cur));
-  }
-  return limit;
-}
-
 // RESOURCE_EXHAUSTED when a batch of `rows` rows of `row_bytes` bytes would take more
-// than half of MemoryLimitBytes(), instead of an uncaught std::bad_alloc.
+// than half of env::MemoryLimitBytes(), instead of an uncaught std::bad_alloc.
 absl::Status CheckBatchFits(size_t rows, size_t row_bytes) {
   const double need = static_cast<double>(rows) * static_cast<double>(row_bytes);
-  static const double limit = MemoryLimitBytes();  // Not two syscalls per batch.
+  static const double limit = env::MemoryLimitBytes();  // Not two syscalls per batch.
   if (need <= limit / 2) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "Batch: a batch of ", rows, " rows of ", row_bytes, " bytes needs ",

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,8 @@ absl::StatusOr<std::string> MaybeGunzip(absl::string_view bytes, const std::stri
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
     return absl::InternalError(absl::StrCat(name, ": inflateInit failed"));
   }
+  static const size_t max_out = static_cast<size_t>(
+      std::min(env::MemoryLimitBytes() / 4, static_cast<double>(size_t{1} << 33)));
   std::string out;
   char buf[1 << 16];
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
@@ -32,10 +35,11 @@ absl::StatusOr<std::string> MaybeGunzip(absl::string_view bytes, const std::stri
       inflateEnd(&zs);
       return absl::DataLossError(absl::StrCat(name, ": corrupt gzip data (zlib error ", rc, ")"));
     }
-    out.append(buf, sizeof(buf) - zs.avail_out);
-    if (out.size() > (size_t{1} << 33)) {
+    if (!env::AppendBounded(&out, absl::string_view(buf, sizeof(buf) - zs.avail_out), max_out)) {
       inflateEnd(&zs);
-      return absl::InvalidArgumentError(absl::StrCat(name, ": decompresses to over 8 GiB"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(name, ": decompresses to more than ", max_out >> 20,
+                       " MiB (a quarter of the memory this process may use, at most 8 GiB)"));
     }
   } while (rc != Z_STREAM_END && (zs.avail_in > 0 || zs.avail_out == 0));
   inflateEnd(&zs);

@@ -22,6 +22,8 @@ absl::StatusOr<Tensor> ReadIdxFile(const std::string& path);
 // Decodes IDX bytes already in memory (after decompression); `name` is for errors.
 absl::StatusOr<Tensor> DecodeIdx(absl::string_view bytes, const std::string& name);
 // Decompresses gzip bytes (or returns plain bytes unchanged when not gzip).
+// RESOURCE_EXHAUSTED naming `name` when the data inflates past a quarter of the
+// memory this process may use (env::MemoryLimitBytes) or 8 GiB: a gzip bomb.
 absl::StatusOr<std::string> MaybeGunzip(absl::string_view bytes, const std::string& name);
 
 }  // namespace tandem::data

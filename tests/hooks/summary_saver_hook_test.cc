@@ -67,6 +67,33 @@ TEST(SummarySaverHookTest, WritesEveryScalarSummaryAtTheExpectedSteps) {
   }
 }
 
+// Each session's first step writes SessionLog START at the step it began from, so
+// TensorBoard drops what an earlier run wrote past it (a restart from a checkpoint).
+TEST(SummarySaverHookTest, EverySessionStartsWithASessionLogStart) {
+  TempDir dir;
+  TrainGraph g;
+  ops::summary::Scalar(g.root, "five", ops::Const(g.root, 5.0f));
+  ASSERT_TRUE(g.root.ok()) << g.root.status();
+  auto hook = std::make_shared<SummarySaverHook>(Every::Steps(2), dir.path());
+  TrainSteps(g, {hook}, 3);
+  TrainSteps(g, {hook}, 2);  // A new session: its variables start over at step 0.
+
+  std::vector<int64_t> starts;
+  auto files = ListEventFiles(dir.path());
+  ASSERT_TRUE(files.ok()) << files.status();
+  for (const std::string& f : *files) {
+    auto events = ReadEventFile(f);
+    ASSERT_TRUE(events.ok()) << events.status();
+    for (const proto::Event& e : *events) {
+      if (e.has_session_log()) {
+        EXPECT_EQ(e.session_log().status(), proto::SessionLog::START);
+        starts.push_back(e.step());
+      }
+    }
+  }
+  EXPECT_THAT(starts, ElementsAre(0, 0));
+}
+
 TEST(SummarySaverHookTest, SharesOneEventFileWithStepCounterHook) {
   TempDir dir;
   TrainGraph g;

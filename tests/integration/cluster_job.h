@@ -87,10 +87,11 @@ inline std::vector<TaskRun> StartTasks(const json& cluster, const json& extra,
     tf["task"]["type"] = type;
     tf["task"]["index"] = index;
     const std::string name = absl::StrCat(type, "_", index);
-    runs.push_back({name, std::make_unique<Subprocess>(
-                              JobArgs("train_and_evaluate", model_dir),
-                              (std::filesystem::path(model_dir).parent_path() / (name + log_suffix)).string(),
-                              std::vector<std::string>{"TF_CONFIG=" + tf.dump()})});
+    runs.push_back(
+        {name, std::make_unique<Subprocess>(
+                   JobArgs("train_and_evaluate", model_dir),
+                   (std::filesystem::path(model_dir).parent_path() / (name + log_suffix)).string(),
+                   std::vector<std::string>{"TF_CONFIG=" + tf.dump()})});
   }
   return runs;
 }

@@ -30,13 +30,13 @@
 namespace tandem {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Addresses;
+using testing::EventAccuracy;
 using testing::ExpectAllExitZero;
 using testing::ExpectFinalCheckpoint;
-using testing::EventAccuracy;
 using testing::FinalEvaluation;
 using testing::Find;
+using ::testing::HasSubstr;
 using testing::JobArgs;
 using testing::kJobDeadline;
 using testing::kMaxSteps;

@@ -28,13 +28,13 @@
 namespace tandem {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Addresses;
 using testing::EventAccuracy;
 using testing::ExpectAllExitZero;
 using testing::ExpectFinalCheckpoint;
 using testing::FinalEvaluation;
 using testing::Find;
+using ::testing::HasSubstr;
 using testing::kMaxSteps;
 using testing::StartTasks;
 using testing::Subprocess;
@@ -70,7 +70,7 @@ struct Disruption {
 };
 
 struct Outcome {
-  double accuracy = -1;  // The evaluator's at max_steps.
+  double accuracy = -1;       // The evaluator's at max_steps.
   std::vector<TaskRun> runs;  // The tasks that ran to the end (restarted ones included).
   std::vector<TaskRun> killed;
   int killed_code = -1;
@@ -81,8 +81,8 @@ class RecoveryTest : public ::testing::Test {
   // Runs the job; once the chief saved a checkpoint at or past kMaxSteps / 3, stops
   // the victim with its signal, waits two seconds and starts it again.
   Outcome Run(const Disruption& d) {
-    const std::string model_dir = tmp_.path() + "/" + (d.victim.empty() ? "calm" : d.victim) +
-                                  "_" + std::to_string(d.signal) + "/model";
+    const std::string model_dir = tmp_.path() + "/" + (d.victim.empty() ? "calm" : d.victim) + "_" +
+                                  std::to_string(d.signal) + "/model";
     std::filesystem::create_directories(model_dir);
     json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(2)}, {"ps", Addresses(1)}};
     const std::vector<std::pair<std::string, int>> tasks = {
@@ -192,7 +192,8 @@ TEST_F(RecoveryTest, ChiefTerminatedWritesACheckpointFirst) {
   EXPECT_THAT(log, HasSubstr("checkpoint saved"));
   // The checkpoint written on the way out is the last one the stopped chief saved.
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(stopped by Terminated at global step (\d+))")))
+  ASSERT_TRUE(
+      std::regex_search(log, m, std::regex(R"(stopped by Terminated at global step (\d+))")))
       << log;
   EXPECT_EQ(SavedStep(log), std::stoll(m[1]));
   ExpectCloseToBaseline(out);

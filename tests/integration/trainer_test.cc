@@ -1,9 +1,13 @@
 // The trainer binary as a user runs it: train / evaluate / predict on the
 // linear_regression example, resume after SIGKILL (global step continues, variables
 // restored, a corrupted newest checkpoint skipped by name), and a dozen malformed
-// configs and command lines, each failing with an error that names the key.
+// configs and command lines, each failing with an error that names the key, and data
+// files that would exhaust memory (a gzip bomb, an endless file) under a 6 GiB limit.
 //
 // TANDEM_TRAINER and TANDEM_SOURCE_DIR are set by CMake.
+#include <unistd.h>
+#include <zlib.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -340,6 +344,63 @@ max_steps = 10
     EXPECT_THAT(err, HasSubstr("error: ")) << c.what;
     EXPECT_THAT(err, HasSubstr(c.expect)) << c.what << ":\n" << err;
     EXPECT_THAT(err, ::testing::Not(HasSubstr("Check failed"))) << c.what;
+  }
+}
+
+// A gzip stream of `bytes` zeros: a few MB that inflate to `bytes`.
+std::string GzipBomb(size_t bytes) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, 1, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  const std::string zeros(1 << 20, '\0');
+  std::string out;
+  std::vector<char> buf(1 << 20);
+  for (size_t done = 0; done <= bytes; done += zeros.size()) {
+    const bool last = done + zeros.size() > bytes;
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
+    zs.avail_in = last ? 0 : static_cast<uInt>(zeros.size());
+    do {
+      zs.next_out = reinterpret_cast<Bytef*>(buf.data());
+      zs.avail_out = static_cast<uInt>(buf.size());
+      deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
+      out.append(buf.data(), buf.size() - zs.avail_out);
+    } while (zs.avail_out == 0);
+  }
+  deflateEnd(&zs);
+  return out;
+}
+
+// Data files that would exhaust memory end in a clear error (exit 1, the file named),
+// under the 6 GiB address-space limit a small machine or a container gives: a gzip
+// bomb (2 GiB of zeros in 2 MB, over the quarter of memory a data file may take)
+// and a file that never ends (/dev/zero).
+TEST_F(TrainerTest, HostileDataFilesEndInAnError) {
+  const std::string mlp = std::string(TANDEM_SOURCE_DIR) + "/configs/fashion_mlp.toml";
+  struct Case {
+    std::string what, file, expect;
+  };
+  for (const Case& c :
+       {Case{"gzip bomb", "train-images-idx3-ubyte.gz", "decompresses to more than"},
+        Case{"endless file", "train-images-idx3-ubyte", "or never ends"}}) {
+    SCOPED_TRACE(c.what);
+    const std::string data = dir_ + "/data_" + c.file;
+    ASSERT_TRUE(env::MakeDirs(data).ok());
+    if (c.what == "gzip bomb") {
+      ASSERT_TRUE(env::WriteFileAtomic(data + "/" + c.file, GzipBomb(size_t{2} << 30)).ok());
+    } else {
+      ASSERT_EQ(symlink("/dev/zero", (data + "/" + c.file).c_str()), 0);
+    }
+    std::string command = "ulimit -v 6291456 && exec";
+    for (const std::string& a : {kTrainer, std::string("train"), std::string("--config"), mlp,
+                                 std::string("--set"), "run.model_dir=\"" + model_dir_ + "\"",
+                                 std::string("--set"), "data.data_dir=\"" + data + "\""}) {
+      command += " '" + a + "'";
+    }
+    Subprocess p({"/bin/sh", "-c", command}, data + "/run");
+    const int code = p.Wait(kTimeout);
+    const std::string err = p.Stderr();
+    EXPECT_EQ(code, 1) << err;
+    EXPECT_THAT(err, HasSubstr(c.file));
+    EXPECT_THAT(err, HasSubstr(c.expect));
   }
 }
 
