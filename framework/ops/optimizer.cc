@@ -11,6 +11,7 @@
 #include "framework/ops/array_ops.h"
 #include "framework/ops/gradients.h"
 #include "framework/ops/math_ops.h"
+#include "framework/ops/sync_replicas.h"
 
 namespace tandem::ops {
 namespace {
@@ -349,6 +350,35 @@ absl::StatusOr<Node*> Optimizer::ApplyGradients(const Scope& scope,
           "ApplyGradients: global_step must be an int64 (or int32) variable"));
     }
   }
+  if (SyncReplicasEnabled(*scope.graph())) {
+    if (global_step == nullptr) {
+      return fail(absl::InvalidArgumentError(
+          "synchronous replicas need the global step: ApplyGradients(..., &global_step)"));
+    }
+    std::vector<Output> dense = grads;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      if (sparse[i] != nullptr) dense[i] = IndexedSlicesToDense(scope, *sparse[i]);
+    }
+    absl::StatusOr<Node*> train = internal::BuildSyncReplicas(
+        scope, vars, dense, *global_step, name, [&](const std::vector<Output>& means) {
+          return BuildUpdates(scope, vars, means,
+                              std::vector<const IndexedSlices*>(vars.size(), nullptr), global_step,
+                              absl::StrCat(name, "_sync_update"));
+        });
+    if (!train.ok()) return fail(train.status());
+    return train;
+  }
+  return BuildUpdates(scope, vars, grads, sparse, global_step, name);
+}
+
+absl::StatusOr<Node*> Optimizer::BuildUpdates(const Scope& scope, const std::vector<Variable>& vars,
+                                              const std::vector<Output>& grads,
+                                              const std::vector<const IndexedSlices*>& sparse,
+                                              const Variable* global_step, absl::string_view name) {
+  auto fail = [&scope](absl::Status s) {
+    scope.UpdateStatus(s);
+    return s;
+  };
   graph_ = scope.graph();
   if (absl::Status s = CreateSlots(vars); !s.ok()) return fail(s);
   Prepare(scope, name);

@@ -123,7 +123,9 @@ class Optimizer {
       const Scope& scope, Output loss, const std::vector<Variable>& var_list = {});
 
   // Adds the update ops for every pair with a gradient (pairs without one are skipped)
-  // and returns the train op, a NoOp named `name`. If `global_step` is given it is
+  // and returns the train op, a NoOp named `name`. On a graph marked with
+  // EnableSyncReplicas (sync_replicas.h) the gradients go to accumulators instead and
+  // these updates apply their means (global_step required). If `global_step` is given it is
   // incremented by 1 after all the updates. Not owned; may be null. Sparse gradients
   // update only the rows they name where the optimizer supports it (ApplySparse); a pair
   // with both a dense and a sparse gradient is INVALID_ARGUMENT.
@@ -188,6 +190,11 @@ class Optimizer {
   static IndexedSlices DeduplicateIndexedSlices(const Scope& scope, const IndexedSlices& grad);
 
  private:
+  // The updates of ApplyGradients once its arguments are checked.
+  absl::StatusOr<Node*> BuildUpdates(const Scope& scope, const std::vector<Variable>& vars,
+                                     const std::vector<Output>& grads,
+                                     const std::vector<const IndexedSlices*>& sparse,
+                                     const Variable* global_step, absl::string_view name);
   // The collection mapping (this optimizer, slot, var) to the slot variable's name.
   std::string SlotKey(absl::string_view slot, const std::string& var_name) const;
 

@@ -118,7 +118,8 @@ struct Scalar {
   double wall_time;
 };
 
-// Decodes every Event after the first as {step, summary.value[*]}.
+// Decodes every Event after the first as {step, summary.value[*]}, skipping
+// SessionLog events (field 7).
 inline std::vector<Scalar> Scalars(const std::vector<std::string>& records) {
   std::vector<Scalar> out;
   for (size_t i = 1; i < records.size(); ++i) {
@@ -126,6 +127,10 @@ inline std::vector<Scalar> Scalars(const std::vector<std::string>& records) {
     EXPECT_EQ(event.wire_type[1], 1);  // wall_time: double
     if (event.wire_type.count(2)) {
       EXPECT_EQ(event.wire_type[2], 0);  // step: varint
+    }
+    if (event.wire_type.count(7)) {
+      EXPECT_EQ(event.wire_type[7], 2);  // session_log: message
+      continue;
     }
     EXPECT_EQ(event.wire_type[5], 2);  // summary: message
     auto summary = event.bytes.find(5);

@@ -9,6 +9,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterCpuRandomKernels(r);
   RegisterCpuStateKernels(r);
   RegisterCpuSummaryKernels(r);
+  RegisterCpuSyncReplicasKernels(r);
   RegisterCpuTrainingKernels(r);
 }
 

@@ -16,6 +16,7 @@ void RegisterCpuNnKernels(KernelRegistry* registry);
 void RegisterCpuRandomKernels(KernelRegistry* registry);
 void RegisterCpuStateKernels(KernelRegistry* registry);
 void RegisterCpuSummaryKernels(KernelRegistry* registry);
+void RegisterCpuSyncReplicasKernels(KernelRegistry* registry);
 void RegisterCpuTrainingKernels(KernelRegistry* registry);
 
 }  // namespace tandem

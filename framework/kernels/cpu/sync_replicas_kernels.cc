@@ -1,0 +1,451 @@
+// framework/kernels/cpu/sync_replicas_kernels.cc
+//
+// CPU kernels of the synchronous-replicas ops (framework/ops/sync_replicas.h): a
+// GradientAccumulator per variable and one StepBarrier, both resources of the device
+// they run on (a ps), found by the node's `shared_name` and created on first use.
+//
+//   GradientAccumulator: the sum of the gradients of its current step, the replicas
+//     that sent them, its step, and counts of stale and duplicate gradients. Take
+//     returns the mean, clears the sum and advances the step by one.
+//   StepBarrier: the global step of the last aggregated update; replicas wait on it
+//     for the next one.
+//
+// The waiting ops (AccumulatorWait, SyncStepWait) are asynchronous: they park a
+// callback, completed by the op that satisfies them or by a shared timer thread at
+// their timeout, and hold no executor thread meanwhile.
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "framework/core/status.h"
+#include "framework/kernels/cpu/cpu_kernels.h"
+#include "framework/kernels/kernel_registry.h"
+#include "framework/kernels/op_kernel.h"
+#include "framework/kernels/resource_mgr.h"
+
+namespace tandem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One thread running callbacks at their deadlines (the timeouts of waiting ops).
+class Timer {
+ public:
+  static Timer& Get() {
+    static Timer* timer = new Timer;  // Never destroyed: waits may outlive main.
+    return *timer;
+  }
+  // Runs `fn` at `when` unless Cancel(id) came first.
+  int64_t Schedule(Clock::time_point when, std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t id = next_id_++;
+    queue_.emplace(std::make_pair(when, id), std::move(fn));
+    cv_.notify_one();
+    return id;
+  }
+  // True if the callback was removed before it ran.
+  bool Cancel(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if (it->first.second == id) {
+        queue_.erase(it);
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  Timer() {
+    std::thread([this] { Loop(); }).detach();
+  }
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      if (queue_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      auto first = queue_.begin();
+      if (Clock::now() < first->first.first) {
+        cv_.wait_until(lock, first->first.first);
+        continue;
+      }
+      std::function<void()> fn = std::move(first->second);
+      queue_.erase(first);
+      lock.unlock();
+      fn();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<Clock::time_point, int64_t>, std::function<void()>> queue_;
+  int64_t next_id_ = 0;
+};
+
+// A parked waiter: `ready` decides, under the resource's lock, whether it may
+// complete; `finish` completes it (outside the lock). Completed exactly once: by the
+// resource when ready, or by the timer.
+struct Waiter {
+  std::function<bool()> ready;
+  std::function<void(bool timed_out)> finish;
+  int64_t timer_id = -1;
+  bool done = false;
+};
+
+// Waiters of one resource, completed when a change makes them ready.
+class WaiterList {
+ public:
+  // Parks `w` (its timeout after `timeout_ms`), or completes it at once when ready.
+  void Add(std::mutex* mu, std::shared_ptr<Waiter> w, int64_t timeout_ms) {
+    {
+      std::lock_guard<std::mutex> lock(*mu);
+      if (!w->ready()) {
+        waiters_.push_back(w);
+        w->timer_id =
+            Timer::Get().Schedule(Clock::now() + std::chrono::milliseconds(timeout_ms), [mu, w] {
+              {
+                std::lock_guard<std::mutex> lock(*mu);
+                if (w->done) return;
+                w->done = true;
+              }
+              w->finish(/*timed_out=*/true);
+            });
+        return;
+      }
+      w->done = true;
+    }
+    w->finish(false);
+  }
+  // Under the resource's lock: removes the waiters now ready and returns them; the
+  // caller finishes them after unlocking.
+  std::vector<std::shared_ptr<Waiter>> TakeReady() {
+    std::vector<std::shared_ptr<Waiter>> ready;
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if ((*it)->done) {
+        it = waiters_.erase(it);
+      } else if ((*it)->ready()) {
+        (*it)->done = true;
+        Timer::Get().Cancel((*it)->timer_id);
+        ready.push_back(*it);
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return ready;
+  }
+
+ private:
+  std::vector<std::shared_ptr<Waiter>> waiters_;
+};
+
+void FinishAll(const std::vector<std::shared_ptr<Waiter>>& ready) {
+  for (const auto& w : ready) w->finish(false);
+}
+
+class GradientAccumulator : public ResourceBase {
+ public:
+  explicit GradientAccumulator(TensorShape shape) : shape_(std::move(shape)) {}
+  std::string DebugString() const override {
+    return absl::StrCat("GradientAccumulator", shape_.DebugString());
+  }
+  const TensorShape& shape() const { return shape_; }
+
+  std::mutex mu;
+  int64_t step = 0;
+  int64_t count = 0;
+  int64_t stale = 0;
+  int64_t duplicates = 0;
+  std::set<int64_t> replicas;  // Those that sent a gradient at `step`.
+  Tensor sum;
+  WaiterList waiters;
+
+ private:
+  const TensorShape shape_;
+};
+
+class StepBarrier : public ResourceBase {
+ public:
+  std::string DebugString() const override { return "StepBarrier"; }
+  std::mutex mu;
+  int64_t step = -1;  // -1 until the chief sets it.
+  WaiterList waiters;
+};
+
+absl::Status ScalarInput(const OpKernelContext& ctx, int i, DType dtype, const char* what) {
+  const Tensor& t = ctx.input(i);
+  if (t.dtype() != dtype || t.NumElements() != 1) {
+    return ctx.Error(absl::StrCat(what, " must be a ", DTypeName(dtype), " scalar, got ",
+                                  DTypeName(t.dtype()), t.shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+// The GradientAccumulator a node names by its shared_name and shape attrs.
+struct AccumulatorRef {
+  std::string name;
+  TensorShape shape;
+
+  absl::Status Init(const Node& node) {
+    TANDEM_ASSIGN_OR_RETURN(name, GetAttr<std::string>(node.attrs(), "shared_name"));
+    TANDEM_ASSIGN_OR_RETURN(PartialShape partial, GetAttr<PartialShape>(node.attrs(), "shape"));
+    if (!partial.IsFullyDefined()) {
+      return absl::InvalidArgumentError(absl::StrCat(node.name(), ": the accumulator's shape ",
+                                                     partial.DebugString(),
+                                                     " is not fully defined"));
+    }
+    TANDEM_ASSIGN_OR_RETURN(shape, TensorShape::Create(partial.dims()));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::shared_ptr<GradientAccumulator>> Get(OpKernelContext& ctx) const {
+    TANDEM_ASSIGN_OR_RETURN(
+        auto acc, ctx.resources()->LookupOrCreate<GradientAccumulator>(
+                      "", name, [this] { return std::make_shared<GradientAccumulator>(shape); }));
+    if (acc->shape() != shape) {
+      return ctx.Error(absl::StrCat("accumulator ", name, " has shape ", acc->shape().DebugString(),
+                                    ", not ", shape.DebugString()));
+    }
+    return acc;
+  }
+};
+
+class AccumulatorKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override { return ref_.Init(node); }
+
+ protected:
+  absl::StatusOr<std::shared_ptr<GradientAccumulator>> Get(OpKernelContext& ctx) const {
+    return ref_.Get(ctx);
+  }
+  AccumulatorRef ref_;
+};
+
+// Inputs: local_step (int64), replica (int64), gradient (float32).
+class AccumulatorApplyGradientKernel : public AccumulatorKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt64, "local_step"));
+    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 1, DType::kInt64, "replica"));
+    const Tensor& grad = ctx.input(2);
+    if (grad.dtype() != DType::kFloat || grad.shape() != ref_.shape) {
+      return ctx.Error(absl::StrCat("gradient must be float32", ref_.shape.DebugString(), ", got ",
+                                    DTypeName(grad.dtype()), grad.shape().DebugString()));
+    }
+    TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
+    const int64_t local_step = ctx.input(0).scalar<int64_t>();
+    const int64_t replica = ctx.input(1).scalar<int64_t>();
+    std::vector<std::shared_ptr<Waiter>> ready;
+    {
+      std::lock_guard<std::mutex> lock(acc->mu);
+      if (local_step < acc->step) {
+        ++acc->stale;
+      } else if (!acc->replicas.insert(replica).second) {
+        ++acc->duplicates;
+      } else {
+        if (acc->count == 0) {
+          acc->sum = grad.DeepCopy();
+        } else {
+          float* sum = acc->sum.data<float>();
+          const float* g = grad.data<float>();
+          for (int64_t i = 0; i < grad.NumElements(); ++i) sum[i] += g[i];
+        }
+        ++acc->count;
+        ready = acc->waiters.TakeReady();
+      }
+    }
+    FinishAll(ready);
+    return absl::OkStatus();
+  }
+};
+
+// Input: num_required (int32). Output: the mean of the accumulated gradients; clears
+// them and advances the accumulator's step. FAILED_PRECONDITION when fewer than
+// num_required are there (the caller waits with AccumulatorWait first).
+class AccumulatorTakeGradientKernel : public AccumulatorKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt32, "num_required"));
+    const int64_t required = std::max<int64_t>(1, ctx.input(0).scalar<int32_t>());
+    TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
+    std::lock_guard<std::mutex> lock(acc->mu);
+    if (acc->count < required) {
+      return absl::FailedPreconditionError(absl::StrCat(ref_.name, ": ", acc->count,
+                                                        " gradients accumulated at step ",
+                                                        acc->step, ", ", required, " required"));
+    }
+    Tensor mean = std::move(acc->sum);
+    float* m = mean.data<float>();
+    const float scale = 1.0f / static_cast<float>(acc->count);
+    for (int64_t i = 0; i < mean.NumElements(); ++i) m[i] *= scale;
+    acc->sum = Tensor();
+    acc->count = 0;
+    acc->replicas.clear();
+    ++acc->step;
+    ctx.set_output(0, std::move(mean));
+    return absl::OkStatus();
+  }
+};
+
+// Input: num_required (int32). Output: the number accumulated (int64) once it reaches
+// num_required, or at the `timeout_ms` attr, whichever comes first.
+class AccumulatorWaitKernel : public AsyncOpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    TANDEM_RETURN_IF_ERROR(acc_.Init(node));
+    TANDEM_ASSIGN_OR_RETURN(timeout_ms_, GetAttr<int64_t>(node.attrs(), "timeout_ms"));
+    return absl::OkStatus();
+  }
+  void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
+    absl::Status s = ScalarInput(ctx, 0, DType::kInt32, "num_required");
+    if (!s.ok()) return done(s);
+    absl::StatusOr<std::shared_ptr<GradientAccumulator>> acc = acc_.Get(ctx);
+    if (!acc.ok()) return done(acc.status());
+    const int64_t required = ctx.input(0).scalar<int32_t>();
+    auto w = std::make_shared<Waiter>();
+    GradientAccumulator* a = acc->get();
+    w->ready = [a, required] { return a->count >= required; };
+    w->finish = [&ctx, done, acc = *acc](bool) {
+      int64_t count;
+      {
+        std::lock_guard<std::mutex> lock(acc->mu);
+        count = acc->count;
+      }
+      ctx.set_output(0, Tensor::Scalar<int64_t>(count));
+      done(absl::OkStatus());
+    };
+    a->waiters.Add(&a->mu, w, timeout_ms_);
+  }
+
+ private:
+  AccumulatorRef acc_;
+  int64_t timeout_ms_ = 1000;
+};
+
+// Input: step (int64). Sets the accumulator's step; the gradients it holds are kept
+// when the step is unchanged (a restarted chief) and dropped otherwise.
+class AccumulatorSetGlobalStepKernel : public AccumulatorKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt64, "step"));
+    TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
+    std::lock_guard<std::mutex> lock(acc->mu);
+    const int64_t step = ctx.input(0).scalar<int64_t>();
+    if (step != acc->step) {
+      acc->step = step;
+      acc->sum = Tensor();
+      acc->count = 0;
+      acc->replicas.clear();
+    }
+    return absl::OkStatus();
+  }
+};
+
+// Output: int64 [4]: {step, accumulated, stale gradients dropped, duplicates ignored}.
+class AccumulatorStatsKernel : public AccumulatorKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
+    Tensor out(DType::kInt64, TensorShape({4}));
+    std::lock_guard<std::mutex> lock(acc->mu);
+    int64_t* o = out.data<int64_t>();
+    o[0] = acc->step;
+    o[1] = acc->count;
+    o[2] = acc->stale;
+    o[3] = acc->duplicates;
+    ctx.set_output(0, std::move(out));
+    return absl::OkStatus();
+  }
+};
+
+absl::StatusOr<std::shared_ptr<StepBarrier>> GetBarrier(OpKernelContext& ctx,
+                                                        const std::string& name) {
+  return ctx.resources()->LookupOrCreate<StepBarrier>(
+      "", name, [] { return std::make_shared<StepBarrier>(); });
+}
+
+// Input: step (int64). Sets the barrier's step and releases the replicas waiting for
+// a step past theirs. Output: the step.
+class SyncStepAdvanceKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    TANDEM_ASSIGN_OR_RETURN(name_, GetAttr<std::string>(node.attrs(), "shared_name"));
+    return absl::OkStatus();
+  }
+  absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt64, "step"));
+    TANDEM_ASSIGN_OR_RETURN(auto barrier, GetBarrier(ctx, name_));
+    std::vector<std::shared_ptr<Waiter>> ready;
+    {
+      std::lock_guard<std::mutex> lock(barrier->mu);
+      barrier->step = ctx.input(0).scalar<int64_t>();
+      ready = barrier->waiters.TakeReady();
+    }
+    FinishAll(ready);
+    ctx.set_output(0, ctx.input(0));
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string name_;
+};
+
+// Input: local_step (int64). Output: the barrier's step once it passes local_step, or
+// at the `timeout_ms` attr whatever it is then (a replica then sends its gradient
+// again, or, behind, catches up).
+class SyncStepWaitKernel : public AsyncOpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    TANDEM_ASSIGN_OR_RETURN(name_, GetAttr<std::string>(node.attrs(), "shared_name"));
+    TANDEM_ASSIGN_OR_RETURN(timeout_ms_, GetAttr<int64_t>(node.attrs(), "timeout_ms"));
+    return absl::OkStatus();
+  }
+  void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
+    absl::Status s = ScalarInput(ctx, 0, DType::kInt64, "local_step");
+    if (!s.ok()) return done(s);
+    absl::StatusOr<std::shared_ptr<StepBarrier>> barrier = GetBarrier(ctx, name_);
+    if (!barrier.ok()) return done(barrier.status());
+    const int64_t local_step = ctx.input(0).scalar<int64_t>();
+    StepBarrier* b = barrier->get();
+    auto w = std::make_shared<Waiter>();
+    w->ready = [b, local_step] { return b->step > local_step; };
+    w->finish = [&ctx, done, barrier = *barrier](bool) {
+      int64_t step;
+      {
+        std::lock_guard<std::mutex> lock(barrier->mu);
+        step = barrier->step;
+      }
+      ctx.set_output(0, Tensor::Scalar<int64_t>(step));
+      done(absl::OkStatus());
+    };
+    b->waiters.Add(&b->mu, w, timeout_ms_);
+  }
+
+ private:
+  std::string name_;
+  int64_t timeout_ms_ = 1000;
+};
+
+}  // namespace
+
+void RegisterCpuSyncReplicasKernels(KernelRegistry* r) {
+  r->Register<AccumulatorApplyGradientKernel>("AccumulatorApplyGradient", kDeviceCpu);
+  r->Register<AccumulatorTakeGradientKernel>("AccumulatorTakeGradient", kDeviceCpu);
+  r->Register<AccumulatorWaitKernel>("AccumulatorWait", kDeviceCpu);
+  r->Register<AccumulatorSetGlobalStepKernel>("AccumulatorSetGlobalStep", kDeviceCpu);
+  r->Register<AccumulatorStatsKernel>("AccumulatorStats", kDeviceCpu);
+  r->Register<SyncStepAdvanceKernel>("SyncStepAdvance", kDeviceCpu);
+  r->Register<SyncStepWaitKernel>("SyncStepWait", kDeviceCpu);
+}
+
+}  // namespace tandem
