@@ -19,6 +19,7 @@
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/core/termination.h"
+#include "framework/distributed/cluster_control.h"
 #include "framework/distributed/grpc_session.h"
 #include "framework/distributed/replica_device_setter.h"
 #include "framework/distributed/server.h"
@@ -26,7 +27,9 @@
 #include "framework/ops/optimizer.h"
 #include "framework/ops/state_ops.h"
 #include "framework/ops/summary_ops.h"
+#include "framework/ops/sync_replicas.h"
 #include "glog/logging.h"
+#include "hooks/sync_replicas_hook.h"
 
 namespace tandem {
 namespace {
@@ -101,6 +104,7 @@ absl::Status BuildModeGraph(const EstimatorOptions& o, ModeKey mode, const OpenI
     TANDEM_RETURN_IF_ERROR(AnnotateStatus(g->root.status(), "replica device setter"));
   }
   g->global_step = ops::GetOrCreateGlobalStep(g->root);
+  if (on_cluster && mode == ModeKey::kTrain && o.sync_replicas) ops::EnableSyncReplicas(g->root);
   Features features;
   Output labels;
   const data::Element& first = *in.first;
@@ -228,6 +232,42 @@ std::unique_ptr<ChiefSessionCreator> RestoringCreator(const SessionCreatorOption
   return std::make_unique<ChiefSessionCreator>(options, model_dir, "");
 }
 
+// The sync replicas hook of this task: the chief's runner sessions come from
+// `factory`; missing replicas are the chief and worker tasks that do not answer.
+SyncReplicasHookOptions SyncReplicasOptionsFor(const RunConfig& config,
+                                               const SyncReplicasSettings& sync,
+                                               const SessionFactory& factory,
+                                               const TransportSecurity& security) {
+  SyncReplicasHookOptions o;
+  o.is_chief = config.is_chief();
+  o.replica_id = config.global_id_in_cluster().value_or(0);
+  o.total_num_replicas = config.num_worker_replicas();
+  o.replicas_to_aggregate =
+      sync.replicas_to_aggregate > 0 ? sync.replicas_to_aggregate : o.total_num_replicas;
+  o.on_missing = sync.continue_when_missing ? SyncReplicasHookOptions::OnMissing::kContinue
+                                            : SyncReplicasHookOptions::OnMissing::kWait;
+  o.patience_secs = sync.patience_secs;
+  o.factory = factory;
+  o.session_options = MakeSessionOptions(config, /*on_cluster=*/true);
+  o.summary_dir = config.model_dir();
+  const ClusterSpec cluster = config.cluster_spec();
+  const TaskId self = config.task();
+  o.missing_replicas = [cluster, self, security] {
+    std::vector<std::string> missing;
+    for (absl::string_view job : {kJobChief, kJobMaster, kJobWorker}) {
+      for (int index : cluster.TaskIndices(job)) {
+        if (job == self.job && index == self.index) continue;
+        absl::StatusOr<std::string> address = cluster.TaskAddress(job, index);
+        if (address.ok() && !ProbeTask(*address, security, /*timeout_ms=*/2000).ok()) {
+          missing.push_back(absl::StrCat(job, ":", index, " (", *address, ")"));
+        }
+      }
+    }
+    return missing;
+  };
+  return o;
+}
+
 bool Recoverable(const absl::Status& s) {
   return s.code() == absl::StatusCode::kAborted || s.code() == absl::StatusCode::kUnavailable;
 }
@@ -238,6 +278,9 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
   if (!options.model_fn) return absl::InvalidArgumentError("Estimator: model_fn is required");
   if (options.config.model_dir().empty()) {
     return absl::InvalidArgumentError("Estimator: [run] model_dir is required");
+  }
+  if (options.sync_replicas) {
+    TANDEM_RETURN_IF_ERROR(AsConfigError(SyncReplicasAllowed()));
   }
   std::unique_ptr<Estimator> e(new Estimator(std::move(options)));
   const RunConfig& config = e->options_.config;
@@ -348,6 +391,10 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
                                                        {"step", g.global_step.value().name()}},
       Every::Steps(config.log_step_count_steps())));
   mts.hooks.insert(mts.hooks.end(), g.spec.training_hooks.begin(), g.spec.training_hooks.end());
+  if (on_cluster && options_.sync_replicas) {
+    mts.hooks.push_back(std::make_shared<SyncReplicasHook>(
+        SyncReplicasOptionsFor(config, *options_.sync_replicas, factory, options_.security)));
+  }
   mts.chief_only_hooks = g.spec.training_chief_hooks;
   if (config.checkpoints_enabled()) {
     Every every = config.save_checkpoints_steps() ? Every::Steps(*config.save_checkpoints_steps())

@@ -103,6 +103,15 @@ struct PredictOptions {
 using PredictionCallback =
     std::function<absl::Status(const std::map<std::string, Tensor>& predictions)>;
 
+// Synchronous replicas on a cluster (framework/ops/sync_replicas.h,
+// hooks/sync_replicas_hook.h): every replica's ops::Optimizer aggregates through the
+// ps, the chief applies one update per replicas_to_aggregate gradients.
+struct SyncReplicasSettings {
+  int replicas_to_aggregate = 0;       // 0: every replica (chief and workers).
+  bool continue_when_missing = false;  // Else wait for missing replicas.
+  double patience_secs = 0;            // Waiting: 0 = no bound.
+};
+
 struct EstimatorOptions {
   ModelFn model_fn;
   RunConfig config;
@@ -115,6 +124,8 @@ struct EstimatorOptions {
   // prediction always read their whole input.
   InputContext input_context;
   TransportSecurity security;  // This task's server and sessions on a cluster.
+  // Set: training on a cluster is synchronous. Ignored by local training.
+  std::optional<SyncReplicasSettings> sync_replicas;
 };
 
 class Estimator {

@@ -2,6 +2,7 @@
 #include "estimator/job_config.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -88,6 +89,9 @@ std::vector<Section> Sections(JobConfig& c) {
        {{"strategy", &c.distribute.strategy, kNoMin, {"auto", "none", "parameter_server"}},
         {"sync", &c.distribute.sync},
         {"replicas_to_aggregate", &c.distribute.replicas_to_aggregate, 0},
+        {"total_num_replicas", &c.distribute.total_num_replicas, 0},
+        {"on_missing_replicas", &c.distribute.on_missing_replicas, kNoMin, {"wait", "continue"}},
+        {"missing_replicas_patience_secs", &c.distribute.missing_replicas_patience_secs, 0},
         {"partitioner", &c.distribute.partitioner, kNoMin, {"none", "fixed", "min_max"}},
         {"num_shards", &c.distribute.num_shards, 0}}},
   };
@@ -543,15 +547,37 @@ absl::Status CheckDistribute(const JobConfig& c,
                     absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
     return ConfigError(absl::StrCat(where("distribute." + key), ": [distribute] ", message), code);
   };
+  const int64_t replicas = TrainingTasks(c.cluster);
   if (d.sync) {
-    return refuse("sync",
-                  "sync = true: synchronous replicas are not implemented; training on a "
-                  "cluster is asynchronous (set sync = false)",
-                  absl::StatusCode::kUnimplemented);
-  }
-  if (d.replicas_to_aggregate != 0) {
-    return refuse("replicas_to_aggregate",
-                  "replicas_to_aggregate applies only with sync = true (synchronous replicas)");
+    if (absl::Status allowed = SyncReplicasAllowed(); !allowed.ok()) {
+      return refuse("sync", absl::StrCat("sync = true: ", allowed.message()),
+                    absl::StatusCode::kUnimplemented);
+    }
+    if (c.cluster.NumTasks(kJobPs) == 0) {
+      return refuse("sync",
+                    "sync = true trains synchronous replicas on a cluster with ps tasks (TF_CONFIG "
+                    "or [cluster]); this job has none");
+    }
+    if (d.total_num_replicas != 0 && d.total_num_replicas != replicas) {
+      return refuse(
+          "total_num_replicas",
+          absl::StrCat("total_num_replicas = ", d.total_num_replicas, " but the cluster has ",
+                       replicas, " replicas (chief and workers); leave it unset"));
+    }
+    if (d.replicas_to_aggregate > replicas) {
+      return refuse("replicas_to_aggregate",
+                    absl::StrCat("replicas_to_aggregate = ", d.replicas_to_aggregate,
+                                 " exceeds the cluster's ", replicas,
+                                 " replicas (chief and workers): no step could ever aggregate"));
+    }
+  } else {
+    for (const auto& [key, set] : std::vector<std::pair<std::string, bool>>{
+             {"replicas_to_aggregate", d.replicas_to_aggregate != 0},
+             {"total_num_replicas", d.total_num_replicas != 0},
+             {"on_missing_replicas", d.on_missing_replicas != "wait"},
+             {"missing_replicas_patience_secs", d.missing_replicas_patience_secs != 0}}) {
+      if (set) return refuse(key, key + " applies only with sync = true (synchronous replicas)");
+    }
   }
   if (d.partitioner != "none" || d.num_shards != 0) {
     return refuse(d.partitioner != "none" ? "partitioner" : "num_shards",
@@ -591,6 +617,15 @@ absl::Status CheckDistribute(const JobConfig& c,
 }
 
 }  // namespace
+
+absl::Status SyncReplicasAllowed() {
+  const char* experimental = std::getenv("TANDEM_EXPERIMENTAL_SYNC_REPLICAS");
+  if (experimental != nullptr && std::string(experimental) == "1") return absl::OkStatus();
+  return absl::UnimplementedError(
+      "synchronous replicas are experimental: on a cluster a step can hang for good (a lost "
+      "step completion in the distributed runtime that is not found yet); set "
+      "TANDEM_EXPERIMENTAL_SYNC_REPLICAS=1 to run them anyway");
+}
 
 absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
                                            absl::string_view source_name,
@@ -718,12 +753,13 @@ std::string JobConfig::DescribeRole() const {
     return absl::StrCat(type, " (", where,
                         "): initialises or restores, trains, writes "
                         "checkpoints and summaries, ",
+                        distribute.sync ? "aggregates the replicas' gradients, " : "",
                         eval.final_on_chief ? "evaluates the final checkpoint, " : "",
                         "then shuts the ps tasks down");
   }
-  return absl::StrCat(type, " (", where,
-                      "): trains asynchronously on its input shard until "
-                      "global_step reaches max_steps");
+  return absl::StrCat(type, " (", where, "): trains ",
+                      distribute.sync ? "synchronously" : "asynchronously",
+                      " on its input shard until global_step reaches max_steps");
 }
 
 absl::StatusOr<JobConfig> JobConfig::Load(const std::string& path,

@@ -39,8 +39,15 @@
 //     "parameter_server": the same, but a cluster with ps tasks is required; "none":
 //     local training only, so a cluster of more than one task is refused. A cluster
 //     with training tasks but no ps task is refused (no collective strategy exists).
-//   sync = true and replicas_to_aggregate: synchronous replicas are not implemented
-//     (UNIMPLEMENTED); replicas_to_aggregate without sync is refused.
+//   sync = true: synchronous replicas (framework/ops/sync_replicas.h), on a cluster
+//     with ps tasks only; experimental: refused (UNIMPLEMENTED) unless the environment
+//     has TANDEM_EXPERIMENTAL_SYNC_REPLICAS=1, because a step can hang on a cluster.
+//     replicas_to_aggregate (default: every replica) may be fewer than the replicas (the rest are
+//     backups), never more; total_num_replicas, if set, must be the cluster's chief + workers. When
+//     fewer replicas are up than replicas_to_aggregate, on_missing_replicas = "wait" (default)
+//     waits, naming them every 30 s, for at most missing_replicas_patience_secs (0: no bound), and
+//     "continue" aggregates what the live replicas send. These keys without sync
+//     are refused.
 //   partitioner / num_shards: the model layers create whole variables and no scope
 //     partitions them, so anything but "none" / 0 is refused (UNIMPLEMENTED).
 //
@@ -174,7 +181,10 @@ struct EvalSection {
 struct DistributeSection {
   std::string strategy = "auto";
   bool sync = false;
-  int64_t replicas_to_aggregate = 0;
+  int64_t replicas_to_aggregate = 0;  // 0: every replica.
+  int64_t total_num_replicas = 0;     // 0: the chief and the workers.
+  std::string on_missing_replicas = "wait";
+  int64_t missing_replicas_patience_secs = 0;  // 0: wait as long as it takes.
   std::string partitioner = "none";
   int64_t num_shards = 0;  // 0: one per ps task.
   bool operator==(const DistributeSection& o) const = default;
@@ -191,6 +201,10 @@ struct TaskSection {
 // are ignored. Used by `trainer serve --cluster FILE.toml`.
 absl::Status ParseClusterToml(absl::string_view toml_text, absl::string_view source_name,
                               ClusterSpec* cluster, TaskSection* task);
+
+// OK when TANDEM_EXPERIMENTAL_SYNC_REPLICAS=1 is set; else UNIMPLEMENTED saying why
+// synchronous replicas are experimental.
+absl::Status SyncReplicasAllowed();
 
 class JobConfig {
  public:

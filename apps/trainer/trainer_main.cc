@@ -162,6 +162,13 @@ int Run(const std::string& command, const Flags& flags,
   eo.config = job->run_config();
   eo.params = job->model;
   eo.security = SecurityFromEnvironment();
+  if (job->distribute.sync) {
+    SyncReplicasSettings sync;
+    sync.replicas_to_aggregate = static_cast<int>(job->distribute.replicas_to_aggregate);
+    sync.continue_when_missing = job->distribute.on_missing_replicas == "continue";
+    sync.patience_secs = static_cast<double>(job->distribute.missing_replicas_patience_secs);
+    eo.sync_replicas = sync;
+  }
   absl::StatusOr<std::unique_ptr<Estimator>> estimator = Estimator::Create(std::move(eo));
   if (!estimator.ok()) return Fail(kUsageError, estimator.status());
   InputFn input_fn = BindInputFn(model->get(), &*job);

@@ -18,6 +18,7 @@ void EnsureStandardOps() {
     RegisterTrainingOps(r);
     RegisterRuntimeOps(r);
     RegisterSummaryOps(r);
+    RegisterSyncReplicasOps(r);
     GradientRegistry* g = GradientRegistry::Global();
     RegisterArrayGradients(g);
     RegisterMathGradients(g);

@@ -28,6 +28,7 @@ void RegisterRandomOps(OpRegistry* r);
 void RegisterTrainingOps(OpRegistry* r);
 void RegisterRuntimeOps(OpRegistry* r);
 void RegisterSummaryOps(OpRegistry* r);
+void RegisterSyncReplicasOps(OpRegistry* r);
 
 void RegisterArrayGradients(GradientRegistry* r);
 void RegisterMathGradients(GradientRegistry* r);

@@ -35,10 +35,10 @@ absl::Status AccumulatorShape(InferenceContext& ctx, PartialShape* shape) {
   return absl::OkStatus();
 }
 
-void RegisterOps() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    OpRegistry* r = OpRegistry::Global();
+}  // namespace
+
+void RegisterSyncReplicasOps(OpRegistry* r) {
+  {
     const AttrMap acc = {{"shared_name", std::string()}, {"shape", PartialShape()}};
     AttrMap acc_wait = acc;
     acc_wait["timeout_ms"] = int64_t{1000};
@@ -122,12 +122,13 @@ void RegisterOps() {
                    ctx.AddOutput(DType::kInt64, TensorShape());
                    return absl::OkStatus();
                  }});
-  });
+  }
 }
+
+namespace {
 
 Node* BuildSyncOp(const Scope& scope, absl::string_view op, std::vector<Output> inputs,
                   AttrMap attrs) {
-  RegisterOps();
   return internal::BuildNode(scope, op, std::move(inputs), std::move(attrs));
 }
 

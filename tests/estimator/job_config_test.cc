@@ -5,6 +5,8 @@
 // the key and where it came from.
 #include "estimator/job_config.h"
 
+#include <stdlib.h>
+
 #include <string>
 #include <vector>
 
@@ -283,6 +285,12 @@ TEST(JobConfigTest, BadTfConfigIsNamed) {
 
 // [distribute] is honoured or refused: each refusal is a config error naming the key.
 TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
+  unsetenv("TANDEM_EXPERIMENTAL_SYNC_REPLICAS");
+  absl::StatusOr<JobConfig> experimental =
+      Parse(std::string(kMinimal) + "[distribute]\nsync = true\n");
+  EXPECT_EQ(experimental.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(experimental.status().message(), HasSubstr("TANDEM_EXPERIMENTAL_SYNC_REPLICAS=1"));
+  setenv("TANDEM_EXPERIMENTAL_SYNC_REPLICAS", "1", 1);
   const std::string cluster =
       "\n[cluster]\nchief = [\"c:1\"]\nworker = [\"w:1\"]\nps = [\"p:1\"]\n[task]\ntype = "
       "\"worker\"\nindex = 0\n";
@@ -292,8 +300,17 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
     const char* says;
   };
   const std::vector<Case> cases = {
-      {"[distribute]\nsync = true\n", absl::StatusCode::kUnimplemented,
-       "job.toml:18:8: [distribute] sync = true: synchronous replicas are not implemented"},
+      {"[distribute]\nsync = true\n", absl::StatusCode::kInvalidArgument,
+       "job.toml:18:8: [distribute] sync = true trains synchronous replicas on a cluster with "
+       "ps tasks"},
+      {"[distribute]\nsync = true\nreplicas_to_aggregate = 3\n" + cluster,
+       absl::StatusCode::kInvalidArgument,
+       "replicas_to_aggregate = 3 exceeds the cluster's 2 replicas"},
+      {"[distribute]\nsync = true\ntotal_num_replicas = 5\n" + cluster,
+       absl::StatusCode::kInvalidArgument, "total_num_replicas = 5 but the cluster has 2"},
+      {"[distribute]\non_missing_replicas = \"continue\"\n", absl::StatusCode::kInvalidArgument,
+       "on_missing_replicas applies only with sync = true"},
+
       {"[distribute]\nreplicas_to_aggregate = 2\n", absl::StatusCode::kInvalidArgument,
        "replicas_to_aggregate applies only with sync = true"},
       {"[distribute]\npartitioner = \"fixed\"\n", absl::StatusCode::kUnimplemented,
@@ -318,6 +335,12 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
   absl::StatusOr<JobConfig> ok = Parse(std::string(kMinimal) + cluster);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_TRUE(ok->run_config().TrainsOnCluster());
+  // Synchronous, with a backup replica.
+  absl::StatusOr<JobConfig> sync = Parse(
+      std::string(kMinimal) + "[distribute]\nsync = true\nreplicas_to_aggregate = 1\n" + cluster);
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  EXPECT_THAT(sync->DescribeRole(), HasSubstr("trains synchronously"));
+  unsetenv("TANDEM_EXPERIMENTAL_SYNC_REPLICAS");
 }
 
 TEST(JobConfigTest, PrintedConfigSaysTheRole) {

@@ -50,17 +50,24 @@ class TempDir {
 };
 
 // The job every task runs: fashion_mlp to kMaxSteps, one thread per task, the
-// evaluator without delay or throttle.
-inline std::vector<std::string> JobArgs(const std::string& command, const std::string& model_dir) {
-  return {TANDEM_TRAINER, command,
-          "--config",     Config(),
-          "--set",        absl::StrCat("run.model_dir=\"", model_dir, "\""),
-          "--set",        absl::StrCat("train.max_steps=", kMaxSteps),
-          "--set",        "run.save_checkpoints_steps=1000",
-          "--set",        "run.intra_op_threads=1",
-          "--set",        "run.inter_op_threads=1",
-          "--set",        "eval.start_delay_secs=0",
-          "--set",        "eval.throttle_secs=0"};
+// evaluator without delay or throttle; `sets` ("section.key=value") come last and win.
+inline std::vector<std::string> JobArgs(const std::string& command, const std::string& model_dir,
+                                        const std::vector<std::string>& sets = {}) {
+  std::vector<std::string> args = {
+      TANDEM_TRAINER, command,
+      "--config",     Config(),
+      "--set",        absl::StrCat("run.model_dir=\"", model_dir, "\""),
+      "--set",        absl::StrCat("train.max_steps=", kMaxSteps),
+      "--set",        "run.save_checkpoints_steps=1000",
+      "--set",        "run.intra_op_threads=1",
+      "--set",        "run.inter_op_threads=1",
+      "--set",        "eval.start_delay_secs=0",
+      "--set",        "eval.throttle_secs=0"};
+  for (const std::string& set : sets) {
+    args.push_back("--set");
+    args.push_back(set);
+  }
+  return args;
 }
 
 inline json Addresses(int n) {
@@ -79,7 +86,8 @@ struct TaskRun {
 inline std::vector<TaskRun> StartTasks(const json& cluster, const json& extra,
                                        const std::vector<std::pair<std::string, int>>& tasks,
                                        const std::string& model_dir,
-                                       const std::string& log_suffix = "") {
+                                       const std::string& log_suffix = "",
+                                       const std::vector<std::string>& sets = {}) {
   std::vector<TaskRun> runs;
   for (const auto& [type, index] : tasks) {
     json tf = extra;
@@ -89,7 +97,7 @@ inline std::vector<TaskRun> StartTasks(const json& cluster, const json& extra,
     const std::string name = absl::StrCat(type, "_", index);
     runs.push_back(
         {name, std::make_unique<Subprocess>(
-                   JobArgs("train_and_evaluate", model_dir),
+                   JobArgs("train_and_evaluate", model_dir, sets),
                    (std::filesystem::path(model_dir).parent_path() / (name + log_suffix)).string(),
                    std::vector<std::string>{"TF_CONFIG=" + tf.dump()})});
   }
@@ -146,11 +154,12 @@ inline std::string LatestPrefix(const std::string& model_dir) {
 }
 
 // The final checkpoint: at or past max_steps, one shard per ps task, and it verifies.
-inline void ExpectFinalCheckpoint(const std::string& model_dir, int num_ps) {
+inline void ExpectFinalCheckpoint(const std::string& model_dir, int num_ps,
+                                  int64_t max_steps = kMaxSteps) {
   const std::string prefix = LatestPrefix(model_dir);
   ASSERT_FALSE(prefix.empty()) << "no checkpoint state in " << model_dir;
   const int64_t step = std::stoll(prefix.substr(prefix.rfind('-') + 1));
-  EXPECT_GE(step, kMaxSteps);
+  EXPECT_GE(step, max_steps);
   for (int k = 0; k < num_ps; ++k) {
     char shard[64];
     std::snprintf(shard, sizeof(shard), "-%05d-of-%05d.safetensors", k, num_ps);

@@ -148,7 +148,7 @@ def main():
     p.add_argument("--config", default=os.path.join(here, "..", "..", "configs", "fashion_mlp.toml"))
     p.add_argument("--out", default="/tmp/tandem_soak", help="logs and model_dirs")
     p.add_argument("--kills", type=int, default=20)
-    p.add_argument("--max_steps", type=int, default=40000)
+    p.add_argument("--max_steps", type=int, default=30000)
     p.add_argument("--save_steps", type=int, default=1000)
     p.add_argument("--min_gap", type=float, default=2.0, help="seconds between kills, at least")
     p.add_argument("--max_gap", type=float, default=8.0, help="seconds between kills, at most")
