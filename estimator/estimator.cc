@@ -7,7 +7,9 @@
 
 #include <string.h>
 
+#include <chrono>
 #include <regex>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -411,7 +413,20 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
   mts.factory = factory;
   mts.keep_ready_variables = on_cluster;
 
-  TANDEM_ASSIGN_OR_RETURN(auto session, NewMonitoredTrainingSession(g.root.graph(), mts));
+  // On a cluster a task may die while this one creates its session (a ps restarting):
+  // that is recoverable here as it is between steps.
+  absl::StatusOr<std::unique_ptr<MonitoredSession>> created;
+  for (int attempt = 1;; ++attempt) {
+    created = NewMonitoredTrainingSession(g.root.graph(), mts);
+    if (created.ok() || !on_cluster || !Recoverable(created.status()) ||
+        attempt >= kMaxConsecutiveRecoveries || termination::Requested()) {
+      break;
+    }
+    LOG(WARNING) << "Creating the training session failed (attempt " << attempt << " of "
+                 << kMaxConsecutiveRecoveries << "), retrying in a second: " << created.status();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  TANDEM_ASSIGN_OR_RETURN(auto session, std::move(created));
   const SessionRunRequest base{{}, {}, {g.spec.train_op->name()}};
   int failures = 0;
   int64_t local_steps = 0;  // Steps this task ran (on a cluster, its share of global_step).
