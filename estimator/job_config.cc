@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "estimator/internal/did_you_mean.h"
+#include "estimator/internal/distribute_config.h"
 #include "estimator/internal/toml_limits.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
@@ -532,101 +533,6 @@ absl::Status ParseClusterToml(absl::string_view toml_text, absl::string_view sou
   return Decoder(name, {}).DecodeClusterAndTask(root, *cluster, *task);
 }
 
-namespace {
-
-// Chief, master and worker tasks: the tasks that train.
-int TrainingTasks(const ClusterSpec& cluster) {
-  return cluster.NumTasks(kJobChief) + cluster.NumTasks(kJobMaster) + cluster.NumTasks(kJobWorker);
-}
-
-// The [distribute] rules of job_config.h against the cluster.
-absl::Status CheckDistribute(const JobConfig& c,
-                             const std::function<std::string(const std::string&)>& where) {
-  const DistributeSection& d = c.distribute;
-  auto refuse = [&](const std::string& key, absl::string_view message,
-                    absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
-    return ConfigError(absl::StrCat(where("distribute." + key), ": [distribute] ", message), code);
-  };
-  const int64_t replicas = TrainingTasks(c.cluster);
-  if (d.sync) {
-    if (absl::Status allowed = SyncReplicasAllowed(); !allowed.ok()) {
-      return refuse("sync", absl::StrCat("sync = true: ", allowed.message()),
-                    absl::StatusCode::kUnimplemented);
-    }
-    if (c.cluster.NumTasks(kJobPs) == 0) {
-      return refuse("sync",
-                    "sync = true trains synchronous replicas on a cluster with ps tasks (TF_CONFIG "
-                    "or [cluster]); this job has none");
-    }
-    if (d.total_num_replicas != 0 && d.total_num_replicas != replicas) {
-      return refuse(
-          "total_num_replicas",
-          absl::StrCat("total_num_replicas = ", d.total_num_replicas, " but the cluster has ",
-                       replicas, " replicas (chief and workers); leave it unset"));
-    }
-    if (d.replicas_to_aggregate > replicas) {
-      return refuse("replicas_to_aggregate",
-                    absl::StrCat("replicas_to_aggregate = ", d.replicas_to_aggregate,
-                                 " exceeds the cluster's ", replicas,
-                                 " replicas (chief and workers): no step could ever aggregate"));
-    }
-  } else {
-    for (const auto& [key, set] : std::vector<std::pair<std::string, bool>>{
-             {"replicas_to_aggregate", d.replicas_to_aggregate != 0},
-             {"total_num_replicas", d.total_num_replicas != 0},
-             {"on_missing_replicas", d.on_missing_replicas != "wait"},
-             {"missing_replicas_patience_secs", d.missing_replicas_patience_secs != 0}}) {
-      if (set) return refuse(key, key + " applies only with sync = true (synchronous replicas)");
-    }
-  }
-  if (d.partitioner != "none" || d.num_shards != 0) {
-    return refuse(d.partitioner != "none" ? "partitioner" : "num_shards",
-                  "variable partitioning from the config is not implemented: the layers create "
-                  "whole variables (a model may build ops::PartitionedVariable itself); use "
-                  "partitioner = \"none\" and num_shards = 0",
-                  absl::StatusCode::kUnimplemented);
-  }
-  const int training = TrainingTasks(c.cluster);
-  if (training <= 1 && c.cluster.NumTasks(kJobPs) == 0) {
-    if (d.strategy == "parameter_server" && !c.cluster.empty()) {
-      return refuse("strategy",
-                    "strategy = \"parameter_server\" needs a cluster with ps tasks; this one "
-                    "has only " +
-                        c.cluster.DebugString());
-    }
-    if (d.strategy == "parameter_server") {
-      return refuse("strategy",
-                    "strategy = \"parameter_server\" needs a cluster (TF_CONFIG or [cluster]) "
-                    "with ps tasks; use \"auto\" to train locally without one");
-    }
-    return absl::OkStatus();
-  }
-  if (d.strategy == "none") {
-    return refuse("strategy",
-                  absl::StrCat("strategy = \"none\" trains locally, but the cluster "
-                               "has several tasks: ",
-                               c.cluster.DebugString(), "; use \"auto\" or \"parameter_server\""));
-  }
-  if (c.cluster.NumTasks(kJobPs) == 0) {
-    return ConfigError(absl::StrCat(
-        where("cluster"), ": the cluster ", c.cluster.DebugString(),
-        " has training tasks but no ps task; tandem trains on a cluster with parameter servers "
-        "only (no collective all-reduce strategy exists)"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::Status SyncReplicasAllowed() {
-  const char* experimental = std::getenv("TANDEM_EXPERIMENTAL_SYNC_REPLICAS");
-  if (experimental != nullptr && std::string(experimental) == "1") return absl::OkStatus();
-  return absl::UnimplementedError(
-      "synchronous replicas are experimental: on a cluster a step can hang for good (a lost "
-      "step completion in the distributed runtime that is not found yet); set "
-      "TANDEM_EXPERIMENTAL_SYNC_REPLICAS=1 to run them anyway");
-}
-
 absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
                                            absl::string_view source_name,
                                            absl::Span<const std::string> overrides,
@@ -717,7 +623,7 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
   // The resolved checkpoint cadence (both unset: every 600 seconds).
   c.run.save_checkpoints_steps = c.run_config_.save_checkpoints_steps();
   c.run.save_checkpoints_secs = c.run_config_.save_checkpoints_secs();
-  TANDEM_RETURN_IF_ERROR(CheckDistribute(c, where));
+  TANDEM_RETURN_IF_ERROR(internal::CheckDistribute(c, where));
   return c;
 }
 

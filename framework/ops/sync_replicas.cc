@@ -37,92 +37,75 @@ absl::Status AccumulatorShape(InferenceContext& ctx, PartialShape* shape) {
 
 }  // namespace
 
+namespace {
+
+// What an op with at most one scalar input returns.
+enum class Out { kNone, kScalarInt64, kAccumulatorShaped, kStats };
+
+// Registers a stateful op with one scalar input of dtype `input` (none for
+// kInvalid) and the output `out`; ops with a "shape" attr name an accumulator, whose
+// shape must be fully defined.
+void RegisterScalarInputOp(OpRegistry* r, const char* name, AttrMap attrs, DType input, Out out) {
+  const bool accumulator = attrs.count("shape") > 0;
+  const int inputs = input == DType::kInvalid ? 0 : 1;
+  r->Register({.name = name,
+               .min_inputs = inputs,
+               .max_inputs = inputs,
+               .default_attrs = std::move(attrs),
+               .stateful = true,
+               .infer = [accumulator, input, out](InferenceContext& ctx) -> absl::Status {
+                 PartialShape shape;
+                 if (accumulator) TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
+                 if (input != DType::kInvalid) TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, input));
+                 switch (out) {
+                   case Out::kNone:
+                     break;
+                   case Out::kScalarInt64:
+                     ctx.AddOutput(DType::kInt64, TensorShape());
+                     break;
+                   case Out::kAccumulatorShaped:
+                     ctx.AddOutput(DType::kFloat, shape);
+                     break;
+                   case Out::kStats:
+                     ctx.AddOutput(DType::kInt64, TensorShape({4}));
+                     break;
+                 }
+                 return absl::OkStatus();
+               }});
+}
+
+}  // namespace
+
 void RegisterSyncReplicasOps(OpRegistry* r) {
-  {
-    const AttrMap acc = {{"shared_name", std::string()}, {"shape", PartialShape()}};
-    AttrMap acc_wait = acc;
-    acc_wait["timeout_ms"] = int64_t{1000};
-    r->Register({.name = "AccumulatorApplyGradient",
-                 .min_inputs = 3,
-                 .max_inputs = 3,
-                 .default_attrs = acc,
-                 .stateful = true,
-                 .infer = [](InferenceContext& ctx) -> absl::Status {
-                   PartialShape shape;
-                   TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
-                   TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt64));
-                   TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 1, DType::kInt64));
-                   TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(2, DType::kFloat));
-                   if (!shape.IsCompatibleWith(ctx.input_shape(2))) {
-                     return ctx.Error(absl::StrCat(
-                         "the gradient must have the accumulator's shape ", shape.DebugString()));
-                   }
-                   return absl::OkStatus();
-                 }});
-    r->Register({.name = "AccumulatorTakeGradient",
-                 .min_inputs = 1,
-                 .max_inputs = 1,
-                 .default_attrs = acc,
-                 .stateful = true,
-                 .infer = [](InferenceContext& ctx) -> absl::Status {
-                   PartialShape shape;
-                   TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
-                   TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt32));
-                   ctx.AddOutput(DType::kFloat, shape);
-                   return absl::OkStatus();
-                 }});
-    r->Register({.name = "AccumulatorWait",
-                 .min_inputs = 1,
-                 .max_inputs = 1,
-                 .default_attrs = acc_wait,
-                 .stateful = true,
-                 .infer = [](InferenceContext& ctx) -> absl::Status {
-                   PartialShape shape;
-                   TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
-                   TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt32));
-                   ctx.AddOutput(DType::kInt64, TensorShape());
-                   return absl::OkStatus();
-                 }});
-    r->Register({.name = "AccumulatorSetGlobalStep",
-                 .min_inputs = 1,
-                 .max_inputs = 1,
-                 .default_attrs = acc,
-                 .stateful = true,
-                 .infer = [](InferenceContext& ctx) -> absl::Status {
-                   PartialShape shape;
-                   TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
-                   return ScalarOf(ctx, 0, DType::kInt64);
-                 }});
-    r->Register({.name = "AccumulatorStats",
-                 .default_attrs = acc,
-                 .stateful = true,
-                 .infer = [](InferenceContext& ctx) -> absl::Status {
-                   PartialShape shape;
-                   TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
-                   ctx.AddOutput(DType::kInt64, TensorShape({4}));
-                   return absl::OkStatus();
-                 }});
-    r->Register({.name = "SyncStepAdvance",
-                 .min_inputs = 1,
-                 .max_inputs = 1,
-                 .default_attrs = {{"shared_name", std::string()}},
-                 .stateful = true,
-                 .infer = [](InferenceContext& ctx) -> absl::Status {
-                   TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt64));
-                   ctx.AddOutput(DType::kInt64, TensorShape());
-                   return absl::OkStatus();
-                 }});
-    r->Register({.name = "SyncStepWait",
-                 .min_inputs = 1,
-                 .max_inputs = 1,
-                 .default_attrs = {{"shared_name", std::string()}, {"timeout_ms", int64_t{1000}}},
-                 .stateful = true,
-                 .infer = [](InferenceContext& ctx) -> absl::Status {
-                   TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt64));
-                   ctx.AddOutput(DType::kInt64, TensorShape());
-                   return absl::OkStatus();
-                 }});
-  }
+  const AttrMap acc = {{"shared_name", std::string()}, {"shape", PartialShape()}};
+  AttrMap acc_wait = acc;
+  acc_wait["timeout_ms"] = int64_t{1000};
+  const AttrMap barrier = {{"shared_name", std::string()}};
+  AttrMap barrier_wait = barrier;
+  barrier_wait["timeout_ms"] = int64_t{1000};
+  r->Register({.name = "AccumulatorApplyGradient",
+               .min_inputs = 3,
+               .max_inputs = 3,
+               .default_attrs = acc,
+               .stateful = true,
+               .infer = [](InferenceContext& ctx) -> absl::Status {
+                 PartialShape shape;
+                 TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
+                 TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt64));
+                 TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 1, DType::kInt64));
+                 TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(2, DType::kFloat));
+                 if (!shape.IsCompatibleWith(ctx.input_shape(2))) {
+                   return ctx.Error(absl::StrCat("the gradient must have the accumulator's shape ",
+                                                 shape.DebugString()));
+                 }
+                 return absl::OkStatus();
+               }});
+  RegisterScalarInputOp(r, "AccumulatorTakeGradient", acc, DType::kInt32, Out::kAccumulatorShaped);
+  RegisterScalarInputOp(r, "AccumulatorWait", acc_wait, DType::kInt32, Out::kScalarInt64);
+  RegisterScalarInputOp(r, "AccumulatorSetGlobalStep", acc, DType::kInt64, Out::kNone);
+  RegisterScalarInputOp(r, "AccumulatorStats", acc, DType::kInvalid, Out::kStats);
+  RegisterScalarInputOp(r, "SyncStepAdvance", barrier, DType::kInt64, Out::kScalarInt64);
+  RegisterScalarInputOp(r, "SyncStepWait", barrier_wait, DType::kInt64, Out::kScalarInt64);
 }
 
 namespace {
