@@ -152,8 +152,8 @@ class SummarySaverHook : public SessionRunHook {
  public:
   // Writes the graph's scalar summaries (ops::summary, collection kSummaries, found in
   // Begin) to the summary writer of `output_dir` when the timer fires.
-  // The first step of every session also writes SessionLog START at the step the
-  // session began from.
+  // Every session created also writes SessionLog START at the global step it starts
+  // from.
   SummarySaverHook(Every every, std::string output_dir);
   absl::Status Begin(Graph* graph) override;
   absl::Status AfterCreateSession(Session* session) override;

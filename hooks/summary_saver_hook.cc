@@ -4,9 +4,10 @@
 // the summaries when the timer would fire at the step this run is expected to produce
 // (next_step_ = the last seen global step + 1). The values are written at the global
 // step re-read after the run. Records are flushed after each write (they are rare) and
-// at End. The first step of each session (a start, a restart, a recovery) also writes
-// SessionLog START at the global step it began from, as TensorFlow's hook does, so
-// TensorBoard drops the events a previous run wrote past that step.
+// at End. Each session (a start, a restart, a recovery) begins with SessionLog START
+// at the global step it starts from (read when it is created; TensorFlow's hook
+// writes it at the first step), so TensorBoard drops the events a previous run wrote
+// past that step.
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/ops/summary_ops.h"
@@ -37,7 +38,12 @@ absl::Status SummarySaverHook::Begin(Graph* graph) {
 
 absl::Status SummarySaverHook::AfterCreateSession(Session* session) {
   next_step_ = -1;  // The session may have restored an older step.
-  return absl::OkStatus();
+  if (writer_ == nullptr) return absl::OkStatus();
+  TANDEM_ASSIGN_OR_RETURN(int64_t step, ReadInt64(session, global_step_tensor_));
+  proto::Event start;
+  start.set_step(step);
+  start.mutable_session_log()->set_status(proto::SessionLog::START);
+  return writer_->AddEvent(std::move(start));
 }
 
 absl::StatusOr<SessionRunArgs> SummarySaverHook::BeforeRun(SessionRunContext& context) {
@@ -55,12 +61,6 @@ absl::Status SummarySaverHook::AfterRun(SessionRunContext& context,
   if (writer_ == nullptr) return absl::OkStatus();
   TANDEM_ASSIGN_OR_RETURN(int64_t stale, ScalarToInt64(values.results.at(0), global_step_tensor_));
   int64_t global_step = stale + 1;
-  if (next_step_ < 0) {
-    proto::Event start;
-    start.set_step(stale);
-    start.mutable_session_log()->set_status(proto::SessionLog::START);
-    TANDEM_RETURN_IF_ERROR(writer_->AddEvent(std::move(start)));
-  }
   if (next_step_ < 0 || request_summary_) {
     TANDEM_ASSIGN_OR_RETURN(global_step, ReadInt64(context.session(), global_step_tensor_));
   }
