@@ -53,7 +53,7 @@ struct ConvShape {
     dnnl::convolution_forward::desc d(
         dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_md(),
         any_weights_md(), dst_md(), strides(), dilates(), pad_l(), pad_r());
-    return dnnl::convolution_forward::primitive_desc(d, onednn::CpuEngine());
+    return dnnl::convolution_forward::primitive_desc(d, onednn::Attr(), onednn::CpuEngine());
   }
 };
 
@@ -111,8 +111,8 @@ absl::StatusOr<TensorShape> ShapeFromTensor(const OpKernelContext& ctx, int i) {
 // Reorders between a user layout and the primitive's, when they differ.
 std::optional<dnnl::reorder> MaybeReorder(const memory::desc& from, const memory::desc& to) {
   if (from == to) return std::nullopt;
-  return dnnl::reorder(
-      dnnl::reorder::primitive_desc(onednn::CpuEngine(), from, onednn::CpuEngine(), to));
+  return dnnl::reorder(dnnl::reorder::primitive_desc(onednn::CpuEngine(), from, onednn::CpuEngine(),
+                                                     to, onednn::Attr()));
 }
 
 // A scratch tensor big enough for `md`.
@@ -229,7 +229,8 @@ class Conv2DBackpropInputKernel : public ConvKernelBase {
           dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, s.src_md(),
                                                   s.any_weights_md(), s.dst_md(), s.strides(),
                                                   s.dilates(), s.pad_l(), s.pad_r());
-          dnnl::convolution_backward_data::primitive_desc pd(d, onednn::CpuEngine(), s.ForwardPd());
+          dnnl::convolution_backward_data::primitive_desc pd(d, onednn::Attr(), onednn::CpuEngine(),
+                                                             s.ForwardPd());
           e.prim = dnnl::convolution_backward_data(pd);
           e.SetLayouts(s, pd.weights_desc());
           return e;
@@ -273,8 +274,8 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
           dnnl::convolution_backward_weights::desc d(
               dnnl::algorithm::convolution_direct, s.src_md(), s.any_weights_md(), s.dst_md(),
               s.strides(), s.dilates(), s.pad_l(), s.pad_r());
-          dnnl::convolution_backward_weights::primitive_desc pd(d, onednn::CpuEngine(),
-                                                                s.ForwardPd());
+          dnnl::convolution_backward_weights::primitive_desc pd(d, onednn::Attr(),
+                                                                onednn::CpuEngine(), s.ForwardPd());
           e.prim = dnnl::convolution_backward_weights(pd);
           e.src_md = s.src_md();
           e.dst_md = s.dst_md();

@@ -59,7 +59,8 @@ class MatMulKernel : public OpKernel {
           p.b_md = onednn::StridedDesc({k, n}, tb ? memory::dims{1, k} : memory::dims{n, 1});
           p.c_md = onednn::StridedDesc({m, n}, {n, 1});
           dnnl::matmul::desc d(p.a_md, p.b_md, p.c_md);
-          p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, onednn::CpuEngine()));
+          p.prim =
+              dnnl::matmul(dnnl::matmul::primitive_desc(d, onednn::Attr(), onednn::CpuEngine()));
           return p;
         }));
     return onednn::Guard(ctx, [&]() {

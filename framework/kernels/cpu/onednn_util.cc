@@ -3,6 +3,9 @@
 // The engine, per-thread streams and the primitive cache of onednn_util.h.
 #include "framework/kernels/cpu/onednn_util.h"
 
+#include <cstdlib>
+#include <new>
+
 namespace tandem::onednn {
 
 const dnnl::engine& CpuEngine() {
@@ -36,21 +39,66 @@ PrimitiveCache* PrimitiveCache::Global() {
   return cache;
 }
 
-void Execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args) {
-  dnnl::stream& s = ThreadStream();
-  prim.execute(s, args);
-  s.wait();
+const dnnl::primitive_attr& Attr() {
+  static const dnnl::primitive_attr* attr = [] {
+    auto* a = new dnnl::primitive_attr;
+    a->set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return a;
+  }();
+  return *attr;
 }
 
-void ExecuteCached(const dnnl::primitive& prim, std::initializer_list<Arg> args) {
-  thread_local absl::flat_hash_map<const void*, std::unordered_map<int, dnnl::memory>> cache;
-  std::unordered_map<int, dnnl::memory>& mems = cache[&prim];
-  if (mems.size() != args.size()) {
-    mems.clear();
-    for (const Arg& a : args) mems.emplace(a.id, dnnl::memory(a.md, CpuEngine(), DNNL_MEMORY_NONE));
+namespace {
+
+// This thread's scratchpad, grown to the largest any primitive has asked for.
+void* ThreadScratchpad(size_t bytes) {
+  struct Buffer {
+    void* data = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffer;
+  if (bytes > buffer.size) {
+    std::free(buffer.data);
+    constexpr size_t kAlign = 64;
+    buffer.size = (bytes + kAlign - 1) / kAlign * kAlign;
+    buffer.data = std::aligned_alloc(kAlign, buffer.size);
+    if (buffer.data == nullptr) {
+      buffer.size = 0;
+      throw std::bad_alloc();
+    }
   }
-  for (const Arg& a : args) mems.at(a.id).set_data_handle(const_cast<void*>(a.data));
-  Execute(prim, mems);
+  return buffer.data;
+}
+
+}  // namespace
+
+void ExecuteCached(const dnnl::primitive& prim, std::initializer_list<Arg> args) {
+  struct Memories {
+    std::unordered_map<int, dnnl::memory> args;
+    size_t scratchpad_bytes = 0;
+  };
+  thread_local absl::flat_hash_map<const void*, Memories> cache;
+  Memories& mems = cache[&prim];
+  if (mems.args.empty()) {
+    for (const Arg& a : args) {
+      mems.args.emplace(a.id, dnnl::memory(a.md, CpuEngine(), DNNL_MEMORY_NONE));
+    }
+    const dnnl_memory_desc_t* sd =
+        dnnl_primitive_desc_query_md(prim.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+    mems.scratchpad_bytes = sd == nullptr ? 0 : dnnl_memory_desc_get_size(sd);
+    if (mems.scratchpad_bytes > 0) {
+      mems.args.emplace(DNNL_ARG_SCRATCHPAD,
+                        dnnl::memory(dnnl::memory::desc(*sd), CpuEngine(), DNNL_MEMORY_NONE));
+    }
+  }
+  for (const Arg& a : args) mems.args.at(a.id).set_data_handle(const_cast<void*>(a.data));
+  if (mems.scratchpad_bytes > 0) {
+    mems.args.at(DNNL_ARG_SCRATCHPAD).set_data_handle(ThreadScratchpad(mems.scratchpad_bytes));
+  }
+  dnnl::stream& s = ThreadStream();
+  prim.execute(s, mems.args);
+  s.wait();
 }
 
 }  // namespace tandem::onednn

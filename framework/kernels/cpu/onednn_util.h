@@ -7,8 +7,12 @@
 // exception escapes a kernel.
 //
 // Thread safety: every function here may be called from any thread. Cached
-// primitives are immutable and may run concurrently (oneDNN's library-managed
-// scratchpad makes execute() thread-safe).
+// primitives are immutable and may run on several threads at once: they are created
+// with Attr() (a user-managed scratchpad) and ExecuteCached hands each execution its
+// thread's own scratchpad. oneDNN's default, library-managed scratchpad is shared by
+// the primitives of the thread that created them, so a primitive run from another
+// thread, or from two at once, races on it: two towers of one shape in one process
+// produced each other's results.
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_ONEDNN_UTIL_H_
 #define TANDEM_FRAMEWORK_KERNELS_CPU_ONEDNN_UTIL_H_
 
@@ -34,6 +38,9 @@ namespace tandem::onednn {
 const dnnl::engine& CpuEngine();
 // This thread's stream on CpuEngine(). Execution on it is synchronous (OpenMP runtime).
 dnnl::stream& ThreadStream();
+
+// The attributes every cached primitive is created with: a user-managed scratchpad.
+const dnnl::primitive_attr& Attr();
 
 // A dense f32 memory descriptor with explicit strides.
 dnnl::memory::desc StridedDesc(const dnnl::memory::dims& dims, const dnnl::memory::dims& strides);
@@ -103,19 +110,17 @@ absl::Status Guard(const OpKernelContext& ctx, F&& fn) {
   }
 }
 
-// Executes `prim` on this thread's stream and waits.
-void Execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args);
-
 // One argument of ExecuteCached: the DNNL_ARG_* id, its layout and the buffer.
 struct Arg {
   int id;
   const dnnl::memory::desc& md;
   const void* data;  // Written through when the primitive writes this argument.
 };
-// As Execute, but reuses this thread's dnnl::memory objects for `prim` (only their data
-// handles change), which saves creating memory objects on every call (about 2us for
-// three). REQUIRES: `prim` outlives the thread's use of it (cached primitives live for
-// the process) and is always called with the same ids and descriptors.
+// Executes `prim` (created with Attr()) on this thread's stream with this thread's
+// scratchpad, and waits. Reuses this thread's dnnl::memory objects for `prim` (only
+// their data handles change), which saves creating memory objects on every call (about
+// 2us for three). REQUIRES: `prim` outlives the thread's use of it (cached primitives
+// live for the process) and is always called with the same ids and descriptors.
 void ExecuteCached(const dnnl::primitive& prim, std::initializer_list<Arg> args);
 
 }  // namespace tandem::onednn

@@ -78,14 +78,14 @@ class AvgPoolKernel : public PoolKernelBase {
     TANDEM_ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(ctx, attrs_, input.shape()));
     Tensor* out = ctx.allocate_output(0, s.output_shape());
     if (out->NumElements() == 0) return absl::OkStatus();
-    TANDEM_ASSIGN_OR_RETURN(
-        auto e, onednn::Cached<PoolFwdEntry>(ctx, Key(s, "avgpool"), [&] {
-          auto d = ForwardDesc(s, dnnl::prop_kind::forward_inference,
-                               dnnl::algorithm::pooling_avg_exclude_padding);
-          return PoolFwdEntry{
-              dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, onednn::CpuEngine())),
-              SrcDesc(s), DstDesc(s)};
-        }));
+    TANDEM_ASSIGN_OR_RETURN(auto e, onednn::Cached<PoolFwdEntry>(ctx, Key(s, "avgpool"), [&] {
+                              auto d = ForwardDesc(s, dnnl::prop_kind::forward_inference,
+                                                   dnnl::algorithm::pooling_avg_exclude_padding);
+                              return PoolFwdEntry{
+                                  dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(
+                                      d, onednn::Attr(), onednn::CpuEngine())),
+                                  SrcDesc(s), DstDesc(s)};
+                            }));
     return onednn::Guard(ctx, [&]() {
       onednn::ExecuteCached(e->prim, {{DNNL_ARG_SRC, e->src_md, input.raw_data()},
                                       {DNNL_ARG_DST, e->dst_md, out->raw_data()}});
@@ -136,7 +136,7 @@ class AvgPoolGradKernel : public PoolKernelBase {
               {attrs_.second_h, attrs_.second_w}, {s.dim_h.pad_before, s.dim_w.pad_before},
               {s.dim_h.pad_after, s.dim_w.pad_after});
           return PoolBwdEntry{dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(
-                                  d, onednn::CpuEngine(), hint)),
+                                  d, onednn::Attr(), onednn::CpuEngine(), hint)),
                               SrcDesc(s), DstDesc(s)};
         }));
     return onednn::Guard(ctx, [&]() {
