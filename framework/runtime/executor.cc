@@ -3,6 +3,8 @@
 #include <omp.h>
 #include <pthread.h>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
@@ -20,6 +22,28 @@ void UseOmpThreads(int n) {
     omp_set_num_threads(n);
     current = n;
   }
+}
+
+// True when `a` and `b` have the same op and attributes.
+bool SameDefinition(const Node& a, const Node& b) {
+  if (a.op() != b.op() || a.attrs().size() != b.attrs().size()) return false;
+  for (auto ia = a.attrs().begin(), ib = b.attrs().begin(); ia != a.attrs().end(); ++ia, ++ib) {
+    if (ia->first != ib->first ||
+        AttrValueDebugString(ia->second) != AttrValueDebugString(ib->second)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Kernels that keep state across steps are shared by the executors of a session.
+// _Send and _Recv are stateful (never pruned or merged) but keep none: each carries its
+// partition's rendezvous key, and partitions of different plans may give an edge the
+// same node name with another key, so each gets its own kernel.
+bool SharesKernel(const Node& node) {
+  static const absl::flat_hash_set<std::string>* const kUnshared =
+      new absl::flat_hash_set<std::string>{"_Arg", "_Retval", "_Send", "_Recv"};
+  return node.op_def().stateful && !kUnshared->contains(node.op());
 }
 
 }  // namespace
@@ -220,7 +244,15 @@ absl::StatusOr<std::shared_ptr<OpKernel>> KernelCache::GetOrCreate(const Node& n
                                                                    const KernelRegistry* registry) {
   absl::MutexLock lock(&mu_);
   auto it = kernels_.find(node.name());
-  if (it != kernels_.end()) return it->second;
+  if (it != kernels_.end()) {
+    if (!SameDefinition(it->second->node(), node)) {
+      return absl::InternalError(absl::StrCat(
+          "stateful node '", node.name(), "' (", node.op(),
+          ") was registered before in this session with another op or other attributes; "
+          "its kernel cannot be shared"));
+    }
+    return it->second;
+  }
   TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> k, registry->Create(node, device));
   std::shared_ptr<OpKernel> shared(std::move(k));
   kernels_.emplace(node.name(), shared);
@@ -245,9 +277,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
   for (int id = 0; id < n; ++id) {
     const Node& node = *graph->nodes()[id];
     Item& item = exec->items_[id];
-    const bool share = shared != nullptr && node.op_def().stateful && node.op() != "_Arg" &&
-                       node.op() != "_Retval";
-    if (share) {
+    if (shared != nullptr && SharesKernel(node)) {
       TANDEM_ASSIGN_OR_RETURN(item.kernel, shared->GetOrCreate(node, device->type(), registry));
     } else {
       TANDEM_ASSIGN_OR_RETURN(item.kernel, registry->Create(node, device->type()));

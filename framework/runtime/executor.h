@@ -52,8 +52,11 @@ struct ExecutorArgs {
 // Kernels of stateful ops (random generators, dropout, variables) shared by every
 // executor of one session, keyed by node name, so that their state (e.g. a random
 // stream) carries on across Run signatures as in TensorFlow. The runtime's own frame
-// ops (_Arg, _Retval) are never shared. A shared kernel refers to the node of the
-// first graph that made it; that graph must live as long as the cache.
+// ops (_Arg, _Retval, _Send, _Recv) are never shared: they keep no state across
+// steps, and an edge's _Send or _Recv may have the same name with another rendezvous
+// key in another plan's partition. A name registered again with another op or other
+// attributes is an INTERNAL error, never a silently shared kernel. A shared kernel refers to the
+// node of the first graph that made it; that graph must live as long as the cache.
 class KernelCache {
  public:
   absl::StatusOr<std::shared_ptr<OpKernel>> GetOrCreate(const Node& node, const DeviceType& device,

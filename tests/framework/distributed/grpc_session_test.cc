@@ -249,6 +249,33 @@ TEST(GrpcSessionTest, VariablesOnPsComputedOnWorkers) {
 }
 
 // A second client (its own graph and master) sees the variables the first created.
+// Two plans send one ps value to different tasks: their ps partitions give the edge's
+// _Send the same node name with different rendezvous keys. Each plan must use its own
+// (a kernel shared by name sent the second plan's value under the first plan's key, and
+// the step never ended).
+TEST(GrpcSessionTest, PlansSendingOneValueToDifferentTasksEachUseTheirOwnKey) {
+  auto servers = StartCluster({{"ps", 1}, {"worker", 2}});
+  Scope root = Scope::NewRootScope();
+  Scope on_ps = root.WithDevice("/job:ps/task:0");
+  ops::Variable w(on_ps, "w", ops::Const(on_ps, {2.0f, 4.0f}, TensorShape({2})));
+  Output on_0 = ops::Neg(root.WithDevice("/job:worker/task:0"), w.value());
+  Output on_1 = ops::Square(root.WithDevice("/job:worker/task:1"), w.value());
+  Node* init = ops::GlobalVariablesInitializer(root);
+  auto session = Connect(servers[1]->target(), root);
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session->Run({}, {}, {init->name()}).ok());
+  RunOptions bounded;
+  bounded.timeout_ms = 10000;
+  for (int round = 0; round < 2; ++round) {
+    auto a = session->Run({}, {on_0.name()}, {}, bounded, nullptr);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_THAT((*a)[0].flat<float>(), ElementsAre(-2, -4));
+    auto b = session->Run({}, {on_1.name()}, {}, bounded, nullptr);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_THAT((*b)[0].flat<float>(), ElementsAre(4, 16));
+  }
+}
+
 TEST(GrpcSessionTest, PsVariablesOutliveAndAreSharedAcrossClients) {
   auto servers = StartCluster({{"ps", 1}, {"worker", 2}});
   auto build = [](Scope& root, Output* value, Node** init, Output* inc) {
