@@ -281,9 +281,6 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
   if (options.config.model_dir().empty()) {
     return absl::InvalidArgumentError("Estimator: [run] model_dir is required");
   }
-  if (options.sync_replicas) {
-    TANDEM_RETURN_IF_ERROR(AsConfigError(SyncReplicasAllowed()));
-  }
   std::unique_ptr<Estimator> e(new Estimator(std::move(options)));
   const RunConfig& config = e->options_.config;
   if (config.TrainsOnCluster()) {

@@ -40,8 +40,7 @@
 //     local training only, so a cluster of more than one task is refused. A cluster
 //     with training tasks but no ps task is refused (no collective strategy exists).
 //   sync = true: synchronous replicas (framework/ops/sync_replicas.h), on a cluster
-//     with ps tasks only; experimental: refused (UNIMPLEMENTED) unless the environment
-//     has TANDEM_EXPERIMENTAL_SYNC_REPLICAS=1, because a step can hang on a cluster.
+//     with ps tasks only.
 //     replicas_to_aggregate (default: every replica) may be fewer than the replicas (the rest are
 //     backups), never more; total_num_replicas, if set, must be the cluster's chief + workers. When
 //     fewer replicas are up than replicas_to_aggregate, on_missing_replicas = "wait" (default)
@@ -201,10 +200,6 @@ struct TaskSection {
 // are ignored. Used by `trainer serve --cluster FILE.toml`.
 absl::Status ParseClusterToml(absl::string_view toml_text, absl::string_view source_name,
                               ClusterSpec* cluster, TaskSection* task);
-
-// OK when TANDEM_EXPERIMENTAL_SYNC_REPLICAS=1 is set; else UNIMPLEMENTED saying why
-// synchronous replicas are experimental.
-absl::Status SyncReplicasAllowed();
 
 class JobConfig {
  public:

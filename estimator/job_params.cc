@@ -2,7 +2,6 @@
 //
 // ParamValue and the typed [model.params] lookups of ModelSection (estimator/job_config.h).
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <string>
 #include <utility>
@@ -42,15 +41,6 @@ absl::Status ConfigError(absl::string_view message, absl::StatusCode code) {
 absl::Status AsConfigError(absl::Status status) {
   if (!status.ok()) status.SetPayload(kConfigErrorUrl, absl::Cord("1"));
   return status;
-}
-
-absl::Status SyncReplicasAllowed() {
-  const char* experimental = std::getenv("TANDEM_EXPERIMENTAL_SYNC_REPLICAS");
-  if (experimental != nullptr && std::string(experimental) == "1") return absl::OkStatus();
-  return absl::UnimplementedError(
-      "synchronous replicas are experimental: on a cluster a step can hang for good (a lost "
-      "step completion in the distributed runtime that is not found yet); set "
-      "TANDEM_EXPERIMENTAL_SYNC_REPLICAS=1 to run them anyway");
 }
 
 bool IsConfigError(const absl::Status& status) {

@@ -27,10 +27,6 @@ absl::Status CheckDistribute(const JobConfig& c,
   };
   const int64_t replicas = TrainingTasks(c.cluster);
   if (d.sync) {
-    if (absl::Status allowed = SyncReplicasAllowed(); !allowed.ok()) {
-      return refuse("sync", absl::StrCat("sync = true: ", allowed.message()),
-                    absl::StatusCode::kUnimplemented);
-    }
     if (c.cluster.NumTasks(kJobPs) == 0) {
       return refuse("sync",
                     "sync = true trains synchronous replicas on a cluster with ps tasks (TF_CONFIG "

@@ -285,12 +285,6 @@ TEST(JobConfigTest, BadTfConfigIsNamed) {
 
 // [distribute] is honoured or refused: each refusal is a config error naming the key.
 TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
-  unsetenv("TANDEM_EXPERIMENTAL_SYNC_REPLICAS");
-  absl::StatusOr<JobConfig> experimental =
-      Parse(std::string(kMinimal) + "[distribute]\nsync = true\n");
-  EXPECT_EQ(experimental.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(experimental.status().message(), HasSubstr("TANDEM_EXPERIMENTAL_SYNC_REPLICAS=1"));
-  setenv("TANDEM_EXPERIMENTAL_SYNC_REPLICAS", "1", 1);
   const std::string cluster =
       "\n[cluster]\nchief = [\"c:1\"]\nworker = [\"w:1\"]\nps = [\"p:1\"]\n[task]\ntype = "
       "\"worker\"\nindex = 0\n";
@@ -340,7 +334,6 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
       std::string(kMinimal) + "[distribute]\nsync = true\nreplicas_to_aggregate = 1\n" + cluster);
   ASSERT_TRUE(sync.ok()) << sync.status();
   EXPECT_THAT(sync->DescribeRole(), HasSubstr("trains synchronously"));
-  unsetenv("TANDEM_EXPERIMENTAL_SYNC_REPLICAS");
 }
 
 TEST(JobConfigTest, PrintedConfigSaysTheRole) {

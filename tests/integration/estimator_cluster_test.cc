@@ -215,7 +215,7 @@ TEST(EstimatorClusterTest, ConfigErrorsExitTwoAtOnce) {
   sync.insert(sync.end(), {"--set", "distribute.sync=true"});
   std::tie(code, err) = RunTrainer(sync, "", tmp.path() + "/sync");
   EXPECT_EQ(code, 2);
-  EXPECT_THAT(err, HasSubstr("synchronous replicas are experimental"));
+  EXPECT_THAT(err, HasSubstr("sync = true trains synchronous replicas on a cluster with ps tasks"));
 
   std::vector<std::string> typo = JobArgs("train", model_dir);
   typo.insert(typo.end(), {"--set", "model.params.hiden_units=[64]"});

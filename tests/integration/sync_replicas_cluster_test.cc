@@ -38,12 +38,7 @@ using testing::TaskRun;
 using testing::TempDir;
 using json = nlohmann::json;
 
-// Synchronous replicas are experimental (a step can hang on a cluster): this test is
-// in the "experimental" tier and turns them on for the trainers it starts.
-class SyncReplicasClusterTest : public ::testing::Test {
- protected:
-  void SetUp() override { setenv("TANDEM_EXPERIMENTAL_SYNC_REPLICAS", "1", 1); }
-};
+class SyncReplicasClusterTest : public ::testing::Test {};
 
 constexpr int64_t kSyncSteps = 1500;  // Aggregated updates; 0.883 and 0.884 in two runs.
 

@@ -14,7 +14,8 @@ three outcomes issue 13 asks for and prints them:
   3. `ckpt verify` passes on every checkpoint the model_dir lists.
 
 Exit status 0 when all three hold, 1 otherwise. Logs and model_dirs stay under --out.
-Standard library only:
+--roles limits the victims to tasks of those types (one kill of one role:
+--kills 1 --roles ps). Standard library only:
 
   python3 tests/soak/soak.py --build build --kills 20
 """
@@ -122,7 +123,11 @@ def run_job(args, name, kills, rng):
             if chief.poll() is not None or not alive:
                 print(f"  the job ended after {k} kills", flush=True)
                 break
-            victim = rng.choice(alive)
+            victims = [t for t in alive if t[0] in args.roles]
+            if not victims:
+                print(f"  no task of {args.roles} is running after {k} kills", flush=True)
+                break
+            victim = rng.choice(victims)
             job.procs[victim].send_signal(signal.SIGKILL)
             job.procs[victim].wait()
             events.append((round(time.time() - t0, 1), f"{victim[0]}:{victim[1]}"))
@@ -157,8 +162,15 @@ def main():
     p.add_argument("--tolerance", type=float, default=0.01, help="accuracy difference allowed")
     p.add_argument("--baseline", type=float, help="undisturbed accuracy (skips that run)")
     p.add_argument("--seed", type=int, default=int(time.time()))
+    p.add_argument("--roles", default="ps,chief,worker,evaluator",
+                   help="comma-separated task types the kills choose from")
     args = p.parse_args()
     args.build = os.path.abspath(args.build)
+    args.roles = [r for r in args.roles.split(",") if r]
+    unknown = set(args.roles) - {t for t, _ in ROLES}
+    if unknown or not args.roles:
+        p.error(f"--roles: unknown task types {sorted(unknown)}; choose from ps, chief, worker, "
+                "evaluator")
     rng = random.Random(args.seed)
     print(f"soak: seed {args.seed}, {args.kills} kills, max_steps {args.max_steps}, out {args.out}")
 
@@ -186,7 +198,7 @@ def main():
         "every listed checkpoint verifies": ok_verify,
     }
     print(json.dumps({
-        "seed": args.seed, "kills": len(events), "restarts": restarts, "seconds": round(secs),
+        "seed": args.seed, "roles": args.roles, "kills": len(events), "restarts": restarts, "seconds": round(secs),
         "final_step": step, "accuracy": accuracy, "undisturbed_accuracy": baseline,
         "bad_exits": bad_exits, "outcomes": outcomes}, indent=2))
     if not ok_verify:
