@@ -15,7 +15,8 @@ three outcomes issue 13 asks for and prints them:
 
 Exit status 0 when all three hold, 1 otherwise. Logs and model_dirs stay under --out.
 --roles limits the victims to tasks of those types (one kill of one role:
---kills 1 --roles ps). Standard library only:
+--kills 1 --roles ps); --set passes config overrides to every task (synchronous
+replicas: --set distribute.sync=true). Standard library only:
 
   python3 tests/soak/soak.py --build build --kills 20
 """
@@ -65,7 +66,8 @@ class Job:
                 "--set", f"train.max_steps={a.max_steps}",
                 "--set", f"run.save_checkpoints_steps={a.save_steps}",
                 "--set", "run.intra_op_threads=1", "--set", "run.inter_op_threads=1",
-                "--set", "eval.start_delay_secs=0", "--set", "eval.throttle_secs=0"]
+                "--set", "eval.start_delay_secs=0", "--set", "eval.throttle_secs=0"] + [
+                    x for kv in a.set for x in ("--set", kv)]
 
     def start(self, task):
         n = self.starts.get(task, 0)
@@ -162,6 +164,8 @@ def main():
     p.add_argument("--tolerance", type=float, default=0.01, help="accuracy difference allowed")
     p.add_argument("--baseline", type=float, help="undisturbed accuracy (skips that run)")
     p.add_argument("--seed", type=int, default=int(time.time()))
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="another config override for every task (e.g. distribute.sync=true)")
     p.add_argument("--roles", default="ps,chief,worker,evaluator",
                    help="comma-separated task types the kills choose from")
     args = p.parse_args()
@@ -198,7 +202,7 @@ def main():
         "every listed checkpoint verifies": ok_verify,
     }
     print(json.dumps({
-        "seed": args.seed, "roles": args.roles, "kills": len(events), "restarts": restarts, "seconds": round(secs),
+        "seed": args.seed, "roles": args.roles, "sets": args.set, "kills": len(events), "restarts": restarts, "seconds": round(secs),
         "final_step": step, "accuracy": accuracy, "undisturbed_accuracy": baseline,
         "bad_exits": bad_exits, "outcomes": outcomes}, indent=2))
     if not ok_verify:
