@@ -190,12 +190,14 @@ TEST_F(RecoveryTest, ChiefTerminatedWritesACheckpointFirst) {
   const std::string log = out.killed[0].process->Stderr();
   EXPECT_THAT(log, HasSubstr("Training stops: Terminated (writing a checkpoint first)"));
   EXPECT_THAT(log, HasSubstr("checkpoint saved"));
-  // The checkpoint written on the way out is the last one the stopped chief saved.
+  // The checkpoint written on the way out is the last one the stopped chief saved: at
+  // or after the step it stopped at (the workers train on until the save reads
+  // global_step, so it may be a few steps later).
   std::smatch m;
   ASSERT_TRUE(
       std::regex_search(log, m, std::regex(R"(stopped by Terminated at global step (\d+))")))
       << log;
-  EXPECT_EQ(SavedStep(log), std::stoll(m[1]));
+  EXPECT_GE(SavedStep(log), std::stoll(m[1]));
   ExpectCloseToBaseline(out);
 }
 
