@@ -145,6 +145,12 @@ Saver::Saver(SaverOptions options, std::vector<SavedVariable> vars,
       restore_op_(std::move(restore_op)),
       retention_(options_.max_to_keep, options_.keep_checkpoint_every_n_hours) {}
 
+std::map<std::string, std::string> Saver::RestoreFeeds() const {
+  std::map<std::string, std::string> feeds;
+  for (const SavedVariable& v : vars_) feeds[v.name] = v.restore_feed;
+  return feeds;
+}
+
 std::vector<std::string> Saver::VariableNames() const {
   std::vector<std::string> names;
   for (const SavedVariable& v : vars_) names.push_back(v.name);

@@ -130,6 +130,8 @@ class Saver {
   // Number of shards a save writes (distinct devices of the variables).
   int NumShards() const { return static_cast<int>(shard_devices_.size()); }
   const std::string& restore_op_name() const { return restore_op_; }
+  // Variable name -> the placeholder tensor Restore feeds its value into.
+  std::map<std::string, std::string> RestoreFeeds() const;
 
  private:
   struct SavedVariable {

@@ -1,6 +1,6 @@
 # `cmake --install` layout of the tandem package:
 #   <prefix>/lib/libtandem_*.a                   the layer libraries
-#   <prefix>/include/{framework,checkpoint,hooks,estimator}/**.h, framework/protos/*.pb.h,
+#   <prefix>/include/{framework,checkpoint,serving,hooks,estimator}/**.h, framework/protos/*.pb.h,
 #   <prefix>/include/apps/trainer/trainer_main.h public headers, paths as in the tree
 #   <prefix>/lib/cmake/tandem/                   tandemConfig.cmake (+ version, targets,
 #                                                TandemTrainer.cmake)
@@ -15,7 +15,7 @@ set(TANDEM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/tandem)
 set(_tandem_libraries
     tandem_core tandem_protos tandem_tensor tandem_graph tandem_kernels tandem_cpu_kernels
     tandem_ops tandem_runtime tandem_data tandem_distributed_base tandem_distributed
-    tandem_distributed_rpc tandem_checkpoint
+    tandem_distributed_rpc tandem_checkpoint tandem_serving tandem_serving_rest
     tandem_hooks tandem_estimator tandem_trainer_main)
 set(_tandem_installed)
 foreach(_lib ${_tandem_libraries})
@@ -41,7 +41,7 @@ if(TARGET trainer)
 endif()
 
 # Public headers, paths kept so "estimator/model.h" resolves against <prefix>/include.
-foreach(_dir framework checkpoint hooks estimator)
+foreach(_dir framework checkpoint serving hooks estimator)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
           FILES_MATCHING PATTERN "*.h")
