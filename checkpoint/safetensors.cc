@@ -345,16 +345,18 @@ absl::StatusOr<SafetensorsEntry> SafetensorsFile::Info(const std::string& name) 
   return it->second;
 }
 
-absl::StatusOr<Tensor> SafetensorsFile::Read(const std::string& name) const {
+absl::StatusOr<Tensor> SafetensorsFile::Read(const std::string& name, CrcCheck check) const {
   TANDEM_ASSIGN_OR_RETURN(SafetensorsEntry entry, Info(name));
   const char* src = bytes_.data() + data_start_ + entry.begin;
   const size_t n = entry.end - entry.begin;
   auto crc_it = metadata_.find(absl::StrCat(kCrcMetadataPrefix, name));
-  uint32_t want_crc;
-  if (crc_it == metadata_.end() || !absl::SimpleAtoi(crc_it->second, &want_crc)) {
+  uint32_t want_crc = 0;
+  const bool has_crc = crc_it != metadata_.end();
+  if ((has_crc || check == CrcCheck::kRequired) &&
+      (!has_crc || !absl::SimpleAtoi(crc_it->second, &want_crc))) {
     return CorruptTensor(path_, name, "no valid crc32c entry in __metadata__");
   }
-  const uint32_t got_crc = crc32c::Value(src, n);
+  const uint32_t got_crc = has_crc ? crc32c::Value(src, n) : 0;
   if (got_crc != want_crc) {
     return CorruptTensor(
         path_, name,

@@ -11,7 +11,8 @@
 //              this block, contiguous, in order, and cover it exactly.
 //
 // tandem stores a CRC32C of every tensor's bytes in __metadata__ as
-// "crc32c:<tensor name>": "<decimal uint32>" and requires it when reading, so a flipped
+// "crc32c:<tensor name>": "<decimal uint32>" and requires it when reading its own
+// files (checkpoints, exports), so a flipped
 // bit anywhere in the data is reported as DATA_LOSS naming the file and the tensor,
 // and a CRC32C of the header ("header_crc32c"), checked when present, so a flipped
 // byte in a tensor's name, dtype, shape or offsets is DATA_LOSS as well.
@@ -96,10 +97,14 @@ class SafetensorsFile {
   bool Contains(const std::string& name) const { return entries_.contains(name); }
   // NOT_FOUND naming the file and tensor if absent.
   absl::StatusOr<SafetensorsEntry> Info(const std::string& name) const;
+  // Whether Read insists on a tensor's CRC32C. kWhenPresent is for files from other
+  // writers (Python's safetensors, PyTorch, JAX): they carry no CRCs, and everything
+  // else (header bounds, dtypes, shapes, offsets) is validated all the same.
+  enum class CrcCheck { kRequired, kWhenPresent };
   // Copies the tensor out after checking its CRC32C. NOT_FOUND if absent; DATA_LOSS
-  // naming the file and the tensor if its CRC is missing or wrong, or a BOOL byte is
-  // not 0 or 1.
-  absl::StatusOr<Tensor> Read(const std::string& name) const;
+  // naming the file and the tensor if its CRC is wrong, missing (under kRequired) or
+  // malformed, or a BOOL byte is not 0 or 1.
+  absl::StatusOr<Tensor> Read(const std::string& name, CrcCheck check = CrcCheck::kRequired) const;
   // __metadata__, including the crc32c entries.
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 

@@ -171,7 +171,7 @@ absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& t
       }
     }
     last_start = Clock::now();
-    absl::StatusOr<EvalResult> r = EvaluateCheckpoint(estimator, eval_spec, latest);
+    absl::StatusOr<EvalResult> r = EvaluateCheckpoint(estimator, eval_spec, latest, max_steps);
     if (!r.ok()) {
       // Retention may delete a checkpoint while it is read; a newer one replaces it.
       if (IsConfigError(r.status()) || ++failures > kMaxEvaluationFailures) return r.status();

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include <chrono>
-#include <regex>
 #include <thread>
 #include <utility>
 
@@ -17,7 +16,9 @@
 #include "checkpoint/checkpoint_index.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
+#include "estimator/internal/mode_graph.h"
 #include "estimator/internal/task_server.h"
+#include "estimator/internal/warm_start.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/core/termination.h"
@@ -36,120 +37,14 @@
 namespace tandem {
 namespace {
 
+using internal::Feeds;
+using internal::ModeGraph;
+using internal::OpenInput;
+
 // Consecutive recoverable step failures (ABORTED/UNAVAILABLE) tolerated before giving up.
 constexpr int kMaxConsecutiveRecoveries = 10;
 // How long creating a session on a cluster waits for the ps tasks to answer.
 constexpr int64_t kWaitForClusterMs = 300000;
-
-template <typename T>
-absl::StatusOr<T> Annotated(absl::StatusOr<T> value, absl::string_view context) {
-  if (!value.ok()) return AnnotateStatus(value.status(), context);
-  return value;
-}
-
-// The graph of one mode: placeholders fed from the input, the spec, the global step.
-struct ModeGraph {
-  Scope root = Scope::NewRootScope();
-  std::vector<std::string> feed_names;  // Per element component; "" = not fed.
-  EstimatorSpec spec;
-  ops::Variable global_step;
-};
-
-// The input of one call: an iterator with its first batch already taken (to shape the
-// placeholders).
-struct OpenInput {
-  InputData data;
-  std::unique_ptr<data::Iterator> iterator;
-  std::optional<data::Element> first;
-
-  absl::StatusOr<std::optional<data::Element>> Next() {
-    if (first) {
-      std::optional<data::Element> e = std::move(first);
-      first.reset();
-      return e;
-    }
-    return iterator->GetNext();
-  }
-};
-
-absl::StatusOr<OpenInput> Open(const InputFn& input_fn, ModeKey mode, const InputContext& context) {
-  const std::string where = absl::StrCat("input_fn(", ModeKeyName(mode), ")");
-  TANDEM_ASSIGN_OR_RETURN(InputData data, Annotated(input_fn(mode, context), where));
-  if (data.dataset == nullptr) return absl::InvalidArgumentError(where + " returned no dataset");
-  OpenInput in;
-  TANDEM_ASSIGN_OR_RETURN(in.iterator, data.dataset->MakeIterator());
-  TANDEM_ASSIGN_OR_RETURN(in.first, in.iterator->GetNext());
-  if (!in.first) {
-    return absl::FailedPreconditionError(absl::StrCat(where, ": the dataset is empty"));
-  }
-  const size_t want = data.feature_names.size() + (data.has_labels ? 1 : 0);
-  if (data.feature_names.empty() || in.first->size() != want) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": dataset elements have ", in.first->size(), " components, but feature_names has ",
-        data.feature_names.size(), data.has_labels ? " (+1 for the labels)" : ""));
-  }
-  in.data = std::move(data);
-  return in;
-}
-
-// Builds the graph of `mode` with placeholders like `first`. On a cluster every node
-// goes through the replica device setter: variables on the ps tasks, the rest on this
-// task.
-absl::Status BuildModeGraph(const EstimatorOptions& o, ModeKey mode, const OpenInput& in,
-                            bool on_cluster, ModeGraph* g) {
-  if (o.config.tf_random_seed()) g->root.graph()->set_seed(*o.config.tf_random_seed());
-  if (on_cluster) {
-    ReplicaDeviceSetterOptions rds;
-    rds.cluster = o.config.cluster_spec();
-    rds.worker_device = o.config.task_device_name();
-    g->root = WithReplicaDeviceSetter(g->root, rds);
-    TANDEM_RETURN_IF_ERROR(AnnotateStatus(g->root.status(), "replica device setter"));
-  }
-  g->global_step = ops::GetOrCreateGlobalStep(g->root);
-  if (on_cluster && mode == ModeKey::kTrain && o.sync_replicas) ops::EnableSyncReplicas(g->root);
-  Features features;
-  Output labels;
-  const data::Element& first = *in.first;
-  for (size_t i = 0; i < first.size(); ++i) {
-    const bool is_label = i == in.data.feature_names.size();
-    if (is_label && mode == ModeKey::kPredict) {
-      g->feed_names.push_back("");  // PREDICT ignores labels, as TensorFlow does.
-      continue;
-    }
-    const std::string name = is_label ? "labels" : in.data.feature_names[i];
-    Dims dims = first[i].shape().dims();
-    if (!dims.empty()) dims[0] = -1;
-    Output p = ops::Placeholder(g->root.WithOpName("input/" + name), first[i].dtype(),
-                                PartialShape(absl::MakeConstSpan(dims)));
-    g->feed_names.push_back(p.name());
-    if (is_label) {
-      labels = p;
-    } else if (!features.emplace(name, p).second) {
-      return absl::InvalidArgumentError(absl::StrCat("input_fn: duplicate feature '", name, "'"));
-    }
-  }
-  TANDEM_RETURN_IF_ERROR(g->root.status());
-  // As TensorFlow's Estimator does, the model is built under a control dependency on
-  // the global step's read, so hooks fetching that read see the step before this run's
-  // increment: "loss = 2.31, step = 0" for the first step.
-  const Scope model_scope = g->root.WithControlDependencies({g->global_step.value()});
-  TANDEM_ASSIGN_OR_RETURN(g->spec, o.model_fn(model_scope, features, labels, mode, o.params));
-  TANDEM_RETURN_IF_ERROR(AnnotateStatus(g->root.status(), "model_fn"));
-  if (g->spec.mode != mode) {
-    return absl::InvalidArgumentError(absl::StrCat("model_fn returned a spec for mode ",
-                                                   ModeKeyName(g->spec.mode), " when asked for ",
-                                                   ModeKeyName(mode)));
-  }
-  return g->spec.Validate();
-}
-
-FeedMap Feeds(const ModeGraph& g, const data::Element& element) {
-  FeedMap feeds;
-  for (size_t i = 0; i < element.size() && i < g.feed_names.size(); ++i) {
-    if (!g.feed_names[i].empty()) feeds.emplace_back(g.feed_names[i], element[i]);
-  }
-  return feeds;
-}
 
 // A session in this process, or (on_cluster) one to this task's master that sees the
 // devices the RunConfig's filters name.
@@ -173,56 +68,6 @@ checkpoint::SaverOptions MakeSaverOptions(const RunConfig& config) {
   so.max_to_keep = config.keep_checkpoint_max();
   so.keep_checkpoint_every_n_hours = config.keep_checkpoint_every_n_hours();
   return so;
-}
-
-// The checkpoint prefix of `path`: itself, or the latest checkpoint when it is a
-// directory.
-absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
-  if (env::IsDirectory(path)) return checkpoint::LatestCheckpoint(path);
-  return path;
-}
-
-// Warm start as the Scaffold's init_fn: feed checkpoint values to the matching
-// variables' initializers.
-std::function<absl::Status(Session*)> WarmStartFn(Graph* graph, WarmStartSettings ws) {
-  return [graph, ws](Session* session) -> absl::Status {
-    TANDEM_ASSIGN_OR_RETURN(std::string prefix,
-                            Annotated(ResolveCheckpoint(ws.ckpt_to_initialize_from),
-                                      "warm start from " + ws.ckpt_to_initialize_from));
-    TANDEM_ASSIGN_OR_RETURN(auto reader,
-                            Annotated(checkpoint::CheckpointReader::Open(prefix),
-                                      "warm start from " + ws.ckpt_to_initialize_from));
-    TANDEM_ASSIGN_OR_RETURN(
-        auto vars, ops::VariablesInCollection(graph, ws.trainable_only ? ops::kTrainableVariables
-                                                                       : ops::kGlobalVariables));
-    std::regex pattern;
-    try {
-      pattern = std::regex(ws.vars_to_warm_start);
-    } catch (const std::regex_error& e) {
-      return absl::InvalidArgumentError(absl::StrCat("warm start: vars_to_warm_start '",
-                                                     ws.vars_to_warm_start,
-                                                     "' is not a regex: ", e.what()));
-    }
-    int warmed = 0;
-    for (const ops::Variable& v : vars) {
-      if (!std::regex_search(v.name(), pattern, std::regex_constants::match_continuous)) continue;
-      TANDEM_ASSIGN_OR_RETURN(Tensor value,
-                              Annotated(reader->Read(v.name()),
-                                        absl::StrCat("warm start of variable '", v.name(), "'")));
-      if (value.dtype() != v.dtype() || !v.shape().IsCompatibleWith(value.shape())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("warm start of variable '", v.name(), "': ", prefix, " holds ",
-                         DTypeName(value.dtype()), value.shape().DebugString(), ", the model has ",
-                         DTypeName(v.dtype()), v.shape().DebugString()));
-      }
-      TANDEM_RETURN_IF_ERROR(
-          session->Run({{v.initializer()->input(1).name(), value}}, {}, {v.initializer()->name()})
-              .status());
-      ++warmed;
-    }
-    LOG(INFO) << "Warm-started " << warmed << " variables from " << prefix;
-    return absl::OkStatus();
-  };
 }
 
 // Restores `checkpoint` when given; else the latest checkpoint of `model_dir`, falling
@@ -341,9 +186,11 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
         "Train: saving_listeners need checkpoints (set save_checkpoints_steps or _secs)");
   }
   const bool on_cluster = config.TrainsOnCluster();
-  TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kTrain, train_input_context_));
+  TANDEM_ASSIGN_OR_RETURN(OpenInput in,
+                          internal::OpenInputFn(input_fn, ModeKey::kTrain, train_input_context_));
   ModeGraph g;
-  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kTrain, in, on_cluster, &g));
+  TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(options_, ModeKey::kTrain, in.FeatureSpec(),
+                                                  in.LabelSpec(), on_cluster, &g));
   TANDEM_RETURN_IF_ERROR(options_.params.CheckEveryKeyRead());
   ops::summary::Scalar(g.root, "loss", g.spec.loss);
   TANDEM_RETURN_IF_ERROR(g.root.status());
@@ -367,7 +214,7 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
     ScaffoldOptions so;
     so.saver_options = MakeSaverOptions(config);
     if (!options_.warm_start.ckpt_to_initialize_from.empty()) {
-      so.init_fn = WarmStartFn(g.root.graph(), options_.warm_start);
+      so.init_fn = internal::WarmStartFn(g.root.graph(), options_.warm_start);
     }
     scaffold = std::make_shared<Scaffold>(std::move(so));
   } else if (!options_.warm_start.ckpt_to_initialize_from.empty()) {
@@ -499,9 +346,11 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,
     return absl::FailedPreconditionError(
         absl::StrCat("Evaluate: could not find a trained model (no checkpoint) in ", model_dir()));
   }
-  TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kEval, options_.input_context));
+  TANDEM_ASSIGN_OR_RETURN(OpenInput in,
+                          internal::OpenInputFn(input_fn, ModeKey::kEval, options_.input_context));
   ModeGraph g;
-  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kEval, in, /*on_cluster=*/false, &g));
+  TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(options_, ModeKey::kEval, in.FeatureSpec(),
+                                                  in.LabelSpec(), /*on_cluster=*/false, &g));
   if (g.spec.eval_metric_ops.count("loss")) {
     return absl::InvalidArgumentError(
         "EstimatorSpec: metric name 'loss' is reserved for the Estimator's mean loss");
@@ -579,9 +428,11 @@ absl::Status Estimator::Predict(const InputFn& input_fn, const PredictionCallbac
                                 const PredictOptions& options) {
   std::string checkpoint_path = options.checkpoint_path;
   if (checkpoint_path.empty()) checkpoint_path = LatestCheckpoint();
-  TANDEM_ASSIGN_OR_RETURN(OpenInput in, Open(input_fn, ModeKey::kPredict, options_.input_context));
+  TANDEM_ASSIGN_OR_RETURN(
+      OpenInput in, internal::OpenInputFn(input_fn, ModeKey::kPredict, options_.input_context));
   ModeGraph g;
-  TANDEM_RETURN_IF_ERROR(BuildModeGraph(options_, ModeKey::kPredict, in, /*on_cluster=*/false, &g));
+  TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(options_, ModeKey::kPredict, in.FeatureSpec(),
+                                                  in.LabelSpec(), /*on_cluster=*/false, &g));
   std::vector<std::string> keys, fetches;
   for (const auto& [key, tensor] : g.spec.predictions) {
     if (!options.predict_keys.empty() &&

@@ -24,9 +24,11 @@
 //
 // Warm start (tf.estimator.WarmStartSettings): when variables are initialised (not
 // restored), the variables whose names match `vars_to_warm_start` (a regex, default all
-// trainable) take their values from `ckpt_to_initialize_from` (a checkpoint prefix or a
-// model_dir, whose latest checkpoint is used). A matching variable missing from that
-// checkpoint, or one of another shape, is an error naming it.
+// trainable) take their values from `ckpt_to_initialize_from` (a checkpoint prefix, a
+// model_dir, whose latest checkpoint is used, or a .safetensors file from any writer),
+// under the names var_name_to_prev_var_name gives. A matching variable missing from
+// the source, or one of another shape, is an error naming it
+// (estimator/internal/warm_start.h).
 //
 // On a cluster (RunConfig from TF_CONFIG: a chief, master or worker task of a cluster
 // of more than one task), Train starts this task's Server once (kept for the
@@ -68,9 +70,12 @@ namespace tandem {
 class Server;
 
 struct WarmStartSettings {
-  std::string ckpt_to_initialize_from;  // "" = no warm start.
+  // "" = no warm start. A model_dir, a checkpoint prefix, or a .safetensors file.
+  std::string ckpt_to_initialize_from;
   std::string vars_to_warm_start = ".*";
   bool trainable_only = true;  // Match only trainable variables (TensorFlow's default).
+  // Model variable -> its name in the source, where they differ.
+  std::map<std::string, std::string> var_name_to_prev_var_name;
 };
 
 struct TrainOptions {
@@ -97,6 +102,21 @@ struct PredictOptions {
   std::string checkpoint_path;            // "" = latest in model_dir.
   std::vector<std::string> predict_keys;  // Empty: all predictions.
   std::vector<std::shared_ptr<SessionRunHook>> hooks;
+};
+
+// One input of a served model: a feature the model function receives, per example
+// (without the batch dimension, which serving leaves open).
+struct ServingInput {
+  std::string name;
+  DType dtype = DType::kFloat;
+  PartialShape shape;
+};
+using ServingInputSpec = std::vector<ServingInput>;
+
+struct ExportOptions {
+  std::string checkpoint_path;            // "" = latest in model_dir (FAILED_PRECONDITION if none).
+  std::string model_name;                 // "" = "model".
+  std::map<std::string, double> metrics;  // Recorded in the signature (e.g. eval results).
 };
 
 // Predictions of one batch: key -> tensor [batch, ...].
@@ -138,6 +158,16 @@ class Estimator {
   absl::StatusOr<EvalResult> Evaluate(const InputFn& input_fn, const EvalOptions& options = {});
   absl::Status Predict(const InputFn& input_fn, const PredictionCallback& on_batch,
                        const PredictOptions& options = {});
+
+  // Export for serving (tf.estimator's export_saved_model; format: serving/signature.h):
+  // builds the PREDICT graph with a placeholder per `inputs` entry, takes the weights
+  // from the checkpoint and writes a new version under `export_dir_base`, returning
+  // its directory. The signature's outputs are the spec's predictions.
+  absl::StatusOr<std::string> ExportSavedModel(const std::string& export_dir_base,
+                                               const ServingInputSpec& inputs,
+                                               const ExportOptions& options = {});
+  // The features of the PREDICT input's first batch, as a serving input spec.
+  static absl::StatusOr<ServingInputSpec> ServingInputFromInputFn(const InputFn& input_fn);
 
   // The newest checkpoint prefix in model_dir, or "" when there is none.
   std::string LatestCheckpoint() const;

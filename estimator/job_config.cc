@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "estimator/internal/did_you_mean.h"
 #include "estimator/internal/distribute_config.h"
+#include "estimator/internal/export_config.h"
 #include "estimator/internal/toml_limits.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
@@ -43,7 +44,9 @@ int64_t MaxThreads() {
 // One typed key of a section.
 struct Field {
   const char* key;
-  std::variant<int64_t*, std::optional<int64_t>*, double*, bool*, std::string*> target;
+  std::variant<int64_t*, std::optional<int64_t>*, double*, bool*, std::string*,
+               std::map<std::string, std::string>*>
+      target;
   int64_t min = kNoMin;              // Integers: smallest allowed value.
   std::vector<const char*> choices;  // Strings: allowed values; empty = any.
   int64_t max = kNoMax;              // Integers: largest allowed value.
@@ -79,13 +82,23 @@ std::vector<Section> Sections(JobConfig& c) {
         {"intra_op_threads", &c.run.intra_op_threads, 0, {}, MaxThreads()}}},
       {"train",
        {{"max_steps", &c.train.max_steps, 1},
-        {"batch_size", &c.train.batch_size, 1, {}, kMaxBatchSize}}},
+        {"batch_size", &c.train.batch_size, 1, {}, kMaxBatchSize},
+        {"warm_start_from", &c.train.warm_start_from},
+        {"warm_start_vars", &c.train.warm_start_vars},
+        {"warm_start_map", &c.train.warm_start_map}}},
       {"eval",
        {{"steps", &c.eval.steps, 0},
         {"start_delay_secs", &c.eval.start_delay_secs, 0},
         {"throttle_secs", &c.eval.throttle_secs, 0},
         {"name", &c.eval.name},
         {"final_on_chief", &c.eval.final_on_chief}}},
+      {"export",
+       {{"strategy", &c.export_.strategy, kNoMin, {"none", "final", "latest", "best"}},
+        {"name", &c.export_.name},
+        {"keep", &c.export_.keep, 1, {}, 1000},
+        {"model_name", &c.export_.model_name},
+        {"metric", &c.export_.metric},
+        {"metric_mode", &c.export_.metric_mode, kNoMin, {"", "min", "max"}}}},
       {"distribute",
        {{"strategy", &c.distribute.strategy, kNoMin, {"auto", "none", "parameter_server"}},
         {"sync", &c.distribute.sync},
@@ -270,6 +283,18 @@ class Decoder {
     if (auto* p = std::get_if<bool*>(&f.target)) {
       if (!node.is_boolean()) return wrong_type("a boolean (true or false)");
       **p = node.as_boolean()->get();
+      return absl::OkStatus();
+    }
+    if (auto* p = std::get_if<std::map<std::string, std::string>*>(&f.target)) {
+      if (!node.is_table()) return wrong_type("a table of strings");
+      for (auto&& [key, value] : *node.as_table()) {
+        if (!value.is_string()) {
+          return Error(path, value.source(),
+                       absl::StrCat("[", section, "] ", f.key, ".", std::string(key.str()),
+                                    " must be a string, got ", TypeName(value)));
+        }
+        (**p)[std::string(key.str())] = value.as_string()->get();
+      }
       return absl::OkStatus();
     }
     std::string* p = std::get<std::string*>(f.target);
@@ -624,6 +649,7 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
   c.run.save_checkpoints_steps = c.run_config_.save_checkpoints_steps();
   c.run.save_checkpoints_secs = c.run_config_.save_checkpoints_secs();
   TANDEM_RETURN_IF_ERROR(internal::CheckDistribute(c, where));
+  TANDEM_RETURN_IF_ERROR(internal::CheckExportAndWarmStart(c, where));
   return c;
 }
 
@@ -692,6 +718,10 @@ std::string JobConfig::ToToml() const {
             using T = std::remove_pointer_t<decltype(p)>;
             if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
               if (p->has_value()) table.insert_or_assign(f.key, **p);
+            } else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) {
+              toml::table map;
+              for (const auto& [key, value] : *p) map.insert_or_assign(key, value);
+              table.insert_or_assign(f.key, std::move(map));
             } else {
               table.insert_or_assign(f.key, *p);
             }

@@ -10,9 +10,12 @@
 //   [run]         model_dir, save_checkpoints_steps | save_checkpoints_secs,
 //                 keep_checkpoint_max, keep_checkpoint_every_n_hours, log_step_count_steps,
 //                 save_summary_steps, random_seed, inter_op_threads, intra_op_threads
-//   [train]       max_steps, batch_size
+//   [train]       max_steps, batch_size, warm_start_from, warm_start_vars,
+//                 [train.warm_start_map] "model/var" = "name/in/source"
 //   [eval]        steps (0: until the eval input ends), start_delay_secs, throttle_secs, name,
 //                 final_on_chief (on a cluster the chief evaluates the final checkpoint)
+//   [export]      strategy ("none" | "final" | "latest" | "best"), name, keep,
+//                 model_name, metric and metric_mode (strategy "best" only)
 //   [distribute]  strategy ("auto" | "none" | "parameter_server"), sync,
 //                 replicas_to_aggregate, partitioner ("none" | "fixed" | "min_max"),
 //                 num_shards
@@ -162,6 +165,11 @@ struct RunSection {
 struct TrainSection {
   std::optional<int64_t> max_steps;  // Unset: until the input ends.
   int64_t batch_size = 32;
+  // Warm start (estimator/internal/warm_start.h): a model_dir, a checkpoint prefix or a
+  // .safetensors file; "" = none. The other two keys need it.
+  std::string warm_start_from;
+  std::string warm_start_vars = ".*";                 // TF's vars_to_warm_start.
+  std::map<std::string, std::string> warm_start_map;  // Model variable -> source name.
   bool operator==(const TrainSection& o) const = default;
 };
 
@@ -175,6 +183,19 @@ struct EvalSection {
   // cluster), evaluates it too; set false when one runs and the chief should not.
   bool final_on_chief = true;
   bool operator==(const EvalSection& o) const = default;
+};
+
+struct ExportSection {
+  // "none", or TensorFlow's exporters: "final" (once, after the final evaluation),
+  // "latest" (after every evaluation), "best" (after an evaluation better than every
+  // earlier one by `metric`).
+  std::string strategy = "none";
+  std::string name = "exporter";  // model_dir/export/<name>/<version>.
+  int64_t keep = 5;               // Versions kept (TF's exports_to_keep).
+  std::string model_name;         // In the signature and URLs; "" = [model] name.
+  std::string metric = "loss";    // "best" only.
+  std::string metric_mode;        // "best" only: "min" | "max"; "" = "min" for loss.
+  bool operator==(const ExportSection& o) const = default;
 };
 
 struct DistributeSection {
@@ -229,6 +250,7 @@ class JobConfig {
   RunSection run;
   TrainSection train;
   EvalSection eval;
+  ExportSection export_;  // [export] ("export" is a C++ keyword).
   DistributeSection distribute;
   ClusterSpec cluster;
   TaskSection task;

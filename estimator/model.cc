@@ -50,8 +50,9 @@ absl::Status EstimatorSpec::Validate() const {
       return absl::InvalidArgumentError(absl::StrCat(where, "prediction '", key, "' is invalid"));
     }
     if (tensor.shape().known_rank() && tensor.shape().rank() == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, "prediction '", key, "' must have the batch as its first dimension, got a scalar"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "prediction '", key,
+                       "' must have the batch as its first dimension, got a scalar"));
     }
   }
   for (const auto& [name, metric] : eval_metric_ops) {
@@ -77,8 +78,7 @@ absl::StatusOr<std::unique_ptr<Model>> ModelRegistry::Create(const std::string& 
   if (it == factories_.end()) {
     return absl::NotFoundError(absl::StrCat("[model] name: unknown model '", name, "'",
                                             internal::DidYouMean(name, Names()),
-                                            "; registered models: ",
-                                            absl::StrJoin(Names(), ", ")));
+                                            "; registered models: ", absl::StrJoin(Names(), ", ")));
   }
   std::unique_ptr<Model> model = it->second();
   if (model == nullptr) {

@@ -18,8 +18,8 @@ namespace {
 
 class EvaluateAfterSave : public CheckpointSaverListener {
  public:
-  EvaluateAfterSave(Estimator* estimator, const EvalSpec* spec)
-      : estimator_(estimator), spec_(spec) {}
+  EvaluateAfterSave(Estimator* estimator, const EvalSpec* spec, std::optional<int64_t> max_steps)
+      : estimator_(estimator), spec_(spec), max_steps_(max_steps) {}
 
   absl::StatusOr<bool> AfterSave(Session* session, int64_t global_step,
                                  const std::string& prefix) override {
@@ -29,14 +29,14 @@ class EvaluateAfterSave : public CheckpointSaverListener {
     }
     const double now = Now();
     if (last_eval_time_ >= 0 && now - last_eval_time_ < spec_->throttle_secs) return false;
-    TANDEM_RETURN_IF_ERROR(Evaluate(prefix, global_step));
+    TANDEM_RETURN_IF_ERROR(Evaluate(prefix, global_step, max_steps_));
     return false;
   }
 
   absl::Status End(Session* session, int64_t global_step) override {
     // A SIGTERM leaves seconds to exit: the checkpoint is saved, evaluation is not urgent.
     if (last_eval_step_ == global_step || termination::Requested()) return absl::OkStatus();
-    return Evaluate(estimator_->LatestCheckpoint(), global_step);
+    return Evaluate(estimator_->LatestCheckpoint(), global_step, /*final_step=*/0);
   }
 
   const std::optional<EvalResult>& result() const { return result_; }
@@ -47,9 +47,10 @@ class EvaluateAfterSave : public CheckpointSaverListener {
         .count();
   }
 
-  absl::Status Evaluate(const std::string& prefix, int64_t global_step) {
+  absl::Status Evaluate(const std::string& prefix, int64_t global_step,
+                        std::optional<int64_t> final_step) {
     TANDEM_ASSIGN_OR_RETURN(EvalResult r,
-                            internal::EvaluateCheckpoint(*estimator_, *spec_, prefix));
+                            internal::EvaluateCheckpoint(*estimator_, *spec_, prefix, final_step));
     last_eval_time_ = Now();
     last_eval_step_ = global_step;
     result_ = std::move(r);
@@ -58,6 +59,7 @@ class EvaluateAfterSave : public CheckpointSaverListener {
 
   Estimator* estimator_;  // Not owned.
   const EvalSpec* spec_;  // Not owned.
+  const std::optional<int64_t> max_steps_;
   bool first_save_ = true;
   double last_eval_time_ = -1;
   int64_t last_eval_step_ = -1;
@@ -66,7 +68,7 @@ class EvaluateAfterSave : public CheckpointSaverListener {
 
 absl::StatusOr<TaskResult> TrainLocally(Estimator& estimator, const TrainSpec& train_spec,
                                         const EvalSpec& eval_spec) {
-  auto listener = std::make_shared<EvaluateAfterSave>(&estimator, &eval_spec);
+  auto listener = std::make_shared<EvaluateAfterSave>(&estimator, &eval_spec, train_spec.max_steps);
   TrainOptions to;
   to.max_steps = train_spec.max_steps;
   to.hooks = train_spec.hooks;
@@ -78,8 +80,8 @@ absl::StatusOr<TaskResult> TrainLocally(Estimator& estimator, const TrainSpec& t
     return result;
   }
   // Training was skipped (already at max_steps) or checkpoints are off: evaluate now.
-  TANDEM_ASSIGN_OR_RETURN(result.evaluation,
-                          internal::EvaluateCheckpoint(estimator, eval_spec, ""));
+  TANDEM_ASSIGN_OR_RETURN(result.evaluation, internal::EvaluateCheckpoint(estimator, eval_spec, "",
+                                                                          /*final_step=*/0));
   return result;
 }
 
@@ -95,8 +97,8 @@ absl::StatusOr<TaskResult> TrainOnCluster(Estimator& estimator, const TrainSpec&
   TANDEM_ASSIGN_OR_RETURN(result.global_step, estimator.Train(train_spec.input_fn, to));
   if (!config.is_chief()) return result;
   if (eval_spec != nullptr && eval_spec->final_on_chief) {
-    TANDEM_ASSIGN_OR_RETURN(result.evaluation,
-                            internal::EvaluateCheckpoint(estimator, *eval_spec, ""));
+    TANDEM_ASSIGN_OR_RETURN(result.evaluation, internal::EvaluateCheckpoint(estimator, *eval_spec,
+                                                                            "", /*final_step=*/0));
   }
   TANDEM_RETURN_IF_ERROR(internal::EndCluster(config, estimator.security()));
   return result;
@@ -117,13 +119,21 @@ absl::Status CheckSpecs(const TrainSpec& train_spec, const EvalSpec* eval_spec) 
 namespace internal {
 
 absl::StatusOr<EvalResult> EvaluateCheckpoint(Estimator& estimator, const EvalSpec& spec,
-                                              const std::string& checkpoint) {
+                                              const std::string& checkpoint,
+                                              std::optional<int64_t> final_step) {
   EvalOptions eo;
   eo.steps = spec.steps;
   eo.hooks = spec.hooks;
   eo.name = spec.name;
   eo.checkpoint_path = checkpoint;
-  return estimator.Evaluate(spec.input_fn, eo);
+  TANDEM_ASSIGN_OR_RETURN(EvalResult result, estimator.Evaluate(spec.input_fn, eo));
+  const bool is_final = final_step && result.global_step >= *final_step;
+  for (const std::shared_ptr<Exporter>& exporter : spec.exporters) {
+    TANDEM_RETURN_IF_ERROR(
+        AnnotateStatus(exporter->MaybeExport(estimator, result, is_final).status(),
+                       absl::StrCat("exporter '", exporter->name(), "'")));
+  }
+  return result;
 }
 
 }  // namespace internal

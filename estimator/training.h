@@ -34,6 +34,11 @@
 //     it skips checkpoints at or below the highest step model_dir/eval_<name> already
 //     holds (so none is evaluated twice), and returns at once when that is max_steps.
 //
+// Exporters (EvalSpec::exporters) run after each evaluation, in the task that made it:
+// the local process, the evaluator, or the chief for the final checkpoint when
+// final_on_chief (set it false when an evaluator exports, so one task writes each
+// export directory).
+//
 // Train (for `trainer train`) is the same without evaluation; an evaluator task is a
 // config error there (it has nothing to train).
 //
@@ -49,6 +54,7 @@
 
 #include "absl/status/statusor.h"
 #include "estimator/estimator.h"
+#include "estimator/exporter.h"
 
 namespace tandem {
 
@@ -67,6 +73,8 @@ struct EvalSpec {
   int64_t throttle_secs = 600;
   // On a cluster: the chief evaluates the final checkpoint after training.
   bool final_on_chief = true;
+  // Given each evaluation's result by the task that evaluated (estimator/exporter.h).
+  std::vector<std::shared_ptr<Exporter>> exporters;
 };
 
 // What this task did.
@@ -89,9 +97,12 @@ absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator,
                                               std::optional<int64_t> max_steps);
 absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& train_spec,
                                         const EvalSpec& eval_spec);
-// Evaluates `checkpoint` ("" = the latest) with the spec's steps, hooks and name.
+// Evaluates `checkpoint` ("" = the latest) with the spec's steps, hooks and name, then
+// hands the result to the spec's exporters; the evaluation is final (for kFinal
+// exporters) when its global step is at least `final_step`.
 absl::StatusOr<EvalResult> EvaluateCheckpoint(Estimator& estimator, const EvalSpec& spec,
-                                              const std::string& checkpoint);
+                                              const std::string& checkpoint,
+                                              std::optional<int64_t> final_step);
 // After the chief trained: waits for the workers to exit, then shuts the ps down.
 absl::Status EndCluster(const RunConfig& config, const TransportSecurity& security);
 }  // namespace internal

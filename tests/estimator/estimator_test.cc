@@ -4,6 +4,7 @@
 #include "estimator/estimator.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "checkpoint/checkpoint_reader.h"
@@ -17,56 +18,16 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hooks/summary.h"
+#include "tests/estimator/linear_model.h"
 
 namespace tandem {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::g_learning_rate;
 using ::testing::HasSubstr;
-
-// y = 2 x0 - x1 + 0.5, 512 examples, batches of 32.
-InputFn LinearInput(int64_t batch = 32, bool repeat = true) {
-  return [=](ModeKey mode, const InputContext&) -> absl::StatusOr<InputData> {
-    const int64_t n = 512;
-    Tensor x(DType::kFloat, TensorShape({n, 2}));
-    Tensor y(DType::kFloat, TensorShape({n, 1}));
-    std::mt19937 rng(mode == ModeKey::kTrain ? 1 : 2);
-    std::normal_distribution<float> normal;
-    for (int64_t i = 0; i < n; ++i) {
-      float a = normal(rng), b = normal(rng);
-      x.data<float>()[2 * i] = a;
-      x.data<float>()[2 * i + 1] = b;
-      y.data<float>()[i] = 2 * a - b + 0.5f;
-    }
-    auto ds = data::FromTensors({x, y});
-    if (!ds.ok()) return ds.status();
-    data::DatasetPtr d = (*ds)->Batch(batch);
-    if (mode == ModeKey::kTrain && repeat) d = d->Repeat(-1);
-    return InputData{d, {"x"}, true};
-  };
-}
-
-float g_learning_rate = 0.05f;
-
-absl::StatusOr<EstimatorSpec> LinearModelFn(const Scope& scope, const Features& features,
-                                            Output labels, ModeKey mode, const ModelSection&) {
-  EstimatorSpec spec;
-  spec.mode = mode;
-  Output pred = ops::Dense(scope, features.at("x"), 1);
-  spec.predictions["y"] = pred;
-  if (mode == ModeKey::kPredict) return spec;
-  spec.loss = ops::MeanSquaredError(scope, labels, pred);
-  if (mode == ModeKey::kEval) {
-    spec.eval_metric_ops["mse"] = ops::metrics::MeanSquaredError(scope, labels, pred);
-    return spec;
-  }
-  ops::GradientDescentOptimizer sgd(g_learning_rate);
-  std::optional<ops::Variable> step = ops::GetGlobalStep(scope.graph());
-  auto train = sgd.Minimize(scope, spec.loss, &*step);
-  if (!train.ok()) return train.status();
-  spec.train_op = *train;
-  return spec;
-}
+using testing::LinearInput;
+using testing::LinearModelFn;
 
 class EstimatorTest : public ::testing::Test {
  protected:
@@ -189,6 +150,64 @@ TEST_F(EstimatorTest, WarmStartCopiesTrainableVariables) {
   auto failed = broken->Train(LinearInput(), one);
   EXPECT_FALSE(failed.ok());
   EXPECT_THAT(failed.status().message(), HasSubstr("warm start")) << failed.status();
+}
+
+// The bytes Python's safetensors writes (no tandem CRCs; {"format": "pt"} metadata;
+// header padded with spaces to 8 bytes): fc.weight [2, 1] = (w0, w1), fc.bias [1] = b.
+std::string ForeignSafetensors(float w0, float w1, float b) {
+  std::string header =
+      R"({"__metadata__":{"format":"pt"},"fc.bias":{"dtype":"F32","shape":[1],)"
+      R"("data_offsets":[0,4]},"fc.weight":{"dtype":"F32","shape":[2,1],"data_offsets":[4,12]}})";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string bytes(8, '\0');
+  const uint64_t n = header.size();
+  std::memcpy(bytes.data(), &n, 8);
+  bytes += header;
+  for (float v : {b, w0, w1}) bytes.append(reinterpret_cast<const char*>(&v), 4);
+  return bytes;
+}
+
+TEST_F(EstimatorTest, WarmStartFromAForeignSafetensorsFileWithANameMap) {
+  const std::string file = env::JoinPath(dir_, "weights.safetensors");
+  ASSERT_TRUE(env::WriteFileAtomic(file, ForeignSafetensors(1.5f, -0.25f, 0.75f)).ok());
+  g_learning_rate = 1e-12f;  // Training barely moves the warm-started values.
+  WarmStartSettings ws;
+  ws.ckpt_to_initialize_from = file;
+  ws.var_name_to_prev_var_name = {{"dense/kernel", "fc.weight"}, {"dense/bias", "fc.bias"}};
+  auto est = Make(env::JoinPath(dir_, "m"), {}, ws);
+  TrainOptions one;
+  one.steps = 1;
+  ASSERT_TRUE(est->Train(LinearInput(), one).ok());
+  auto reader = checkpoint::CheckpointReader::Open(est->LatestCheckpoint());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto kernel = (*reader)->Read("dense/kernel");
+  auto bias = (*reader)->Read("dense/bias");
+  ASSERT_TRUE(kernel.ok() && bias.ok()) << kernel.status() << bias.status();
+  EXPECT_NEAR(kernel->data<float>()[0], 1.5f, 1e-6);
+  EXPECT_NEAR(kernel->data<float>()[1], -0.25f, 1e-6);
+  EXPECT_NEAR(bias->data<float>()[0], 0.75f, 1e-6);
+
+  auto fails = [&](const WarmStartSettings& w, const std::string& name) {
+    auto e = Make(env::JoinPath(dir_, name), {}, w);
+    absl::StatusOr<int64_t> r = e->Train(LinearInput(), one);
+    EXPECT_FALSE(r.ok()) << name;
+    return std::string(r.status().message());
+  };
+  WarmStartSettings unmapped = ws;  // Without the map the model's names are absent.
+  unmapped.var_name_to_prev_var_name.clear();
+  EXPECT_THAT(fails(unmapped, "unmapped"), HasSubstr("'dense/kernel'"));
+  WarmStartSettings stray = ws;
+  stray.var_name_to_prev_var_name["dense/nothing"] = "fc.other";
+  EXPECT_THAT(fails(stray, "stray"), HasSubstr("the variable-name map names dense/nothing"));
+  // A corrupt file: truncated data, then a damaged header.
+  std::string bytes = ForeignSafetensors(1, 2, 3);
+  ASSERT_TRUE(env::WriteFileAtomic(file, bytes.substr(0, bytes.size() - 2)).ok());
+  EXPECT_THAT(fails(ws, "truncated"), HasSubstr("weights.safetensors"));
+  bytes[8] = 'x';  // The header's opening brace.
+  ASSERT_TRUE(env::WriteFileAtomic(file, bytes).ok());
+  EXPECT_THAT(
+      fails(ws, "damaged"),
+      HasSubstr("weights.safetensors: corrupt safetensors shard: header is not valid JSON"));
 }
 
 TEST_F(EstimatorTest, TrainAndEvaluateEvaluatesAfterCheckpoints) {

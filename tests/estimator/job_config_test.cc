@@ -412,3 +412,57 @@ TEST(JobConfigTest, ParamsNobodyReadAreUnknownWithSuggestion) {
 
 }  // namespace
 }  // namespace tandem
+
+namespace tandem {
+namespace {
+
+TEST(JobConfigTest, ExportAndWarmStartKeysParseAndRoundTrip) {
+  absl::StatusOr<JobConfig> c = Parse(std::string(kMinimal) + R"(
+warm_start_from = "/w/weights.safetensors"
+warm_start_vars = "dense.*"
+[train.warm_start_map]
+"dense/kernel" = "fc1.weight"
+[export]
+strategy = "best"
+name = "serving"
+keep = 3
+metric = "accuracy"
+metric_mode = "max"
+)",
+                                      {"train.warm_start_map.dense/bias=fc1.bias"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->train.warm_start_from, "/w/weights.safetensors");
+  EXPECT_EQ(c->train.warm_start_vars, "dense.*");
+  EXPECT_EQ(c->train.warm_start_map,
+            (std::map<std::string, std::string>{{"dense/bias", "fc1.bias"},
+                                                {"dense/kernel", "fc1.weight"}}));
+  EXPECT_EQ(c->export_.strategy, "best");
+  EXPECT_EQ(c->export_.keep, 3);
+  const std::string text = c->ToToml();
+  absl::StatusOr<JobConfig> again = Parse(text);
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << text;
+  EXPECT_EQ(*again, *c) << text;
+}
+
+TEST(JobConfigTest, ExportAndWarmStartKeysThatCannotApplyAreRefused) {
+  const std::string base = kMinimal;
+  ExpectError(Parse(base, {"export.strategy=sometimes"}),
+              {"[export] strategy must be one of \"none\", \"final\", \"latest\", \"best\""});
+  ExpectError(Parse(base, {"export.metric=accuracy"}),
+              {"--set export.metric=accuracy", "applies to strategy = \"best\" only"});
+  ExpectError(Parse(base, {"export.strategy=best", "export.metric=accuracy"}),
+              {"metric_mode (\"min\" or \"max\") is required for metric 'accuracy'"});
+  ExpectError(Parse(base, {"export.name=../up"}), {"[export] name '../up' must be"});
+  ExpectError(Parse(base, {"export.keep=0"}), {"[export] keep must be >= 1"});
+  ExpectError(Parse(base, {"train.warm_start_vars=dense"}),
+              {"warm_start_vars needs warm_start_from"});
+  ExpectError(Parse(base, {"train.warm_start_from=/w", "train.warm_start_vars=(unclosed"}),
+              {"warm_start_vars '(unclosed' is not a regex"});
+  ExpectError(Parse(base, {"train.warm_start_from=/w", "train.warm_start_map.a=1"}),
+              {"[train] warm_start_map.a must be a string, got integer"});
+  ExpectError(Parse(base + "[train.warm_start_map]\nx = \"y\"\n"),
+              {"warm_start_map needs warm_start_from"});
+}
+
+}  // namespace
+}  // namespace tandem
