@@ -14,6 +14,7 @@
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/graph/graph.h"
+#include "framework/ops/standard_ops.h"
 
 namespace tandem::serving {
 namespace {
@@ -123,6 +124,7 @@ absl::StatusOr<std::unique_ptr<ExportedModel>> ExportedModel::Load(const std::st
   if (!def.ParseFromString(graph_bytes)) {
     return absl::DataLossError(absl::StrCat(graph_path, ": not a GraphDef"));
   }
+  ops::EnsureStandardOps();  // A process that only serves has built no graph yet.
   absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromGraphDef(def, OpRegistry::Global());
   if (!graph.ok()) return AnnotateStatus(graph.status(), graph_path);
   for (const auto* infos : {&sig.inputs, &sig.outputs}) {

@@ -92,11 +92,7 @@ int Serve(const ServeFlags& flags) {
   ServerOptions options;
   options.cluster = role.cluster;
   options.task = task;
-  options.security.token = flags.token;
-  if (options.security.token.empty()) {
-    const char* env_token = std::getenv("TANDEM_CLUSTER_TOKEN");
-    if (env_token != nullptr) options.security.token = env_token;
-  }
+  options.security.token = flags.token.empty() ? SecurityFromEnvironment().token : flags.token;
   options.security.cert_file = flags.tls_cert;
   options.security.key_file = flags.tls_key;
   options.security.ca_file = flags.tls_ca;

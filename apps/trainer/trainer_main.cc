@@ -15,8 +15,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "apps/trainer/exit_codes.h"
+#include "apps/trainer/export_commands.h"
+#include "apps/trainer/json_lines.h"
 #include "apps/trainer/launch.h"
 #include "apps/trainer/serve.h"
+#include "apps/trainer/serve_model.h"
 #include "estimator/estimator.h"
 #include "estimator/job_config.h"
 #include "estimator/training.h"
@@ -35,67 +38,8 @@ struct Flags {
   std::string checkpoint;
   std::string output = "-";
   std::vector<std::string> predict_keys;
-};
-
-// One JSON value per row of `t`: a number for a single element, else a flat list.
-nlohmann::json RowJson(const Tensor& t, int64_t row) {
-  const int64_t per_row = t.dim(0) == 0 ? 0 : t.NumElements() / t.dim(0);
-  nlohmann::json values = nlohmann::json::array();
-  for (int64_t j = row * per_row; j < (row + 1) * per_row; ++j) {
-    switch (t.dtype()) {
-      case DType::kFloat:
-        values.push_back(t.data<float>()[j]);
-        break;
-      case DType::kInt32:
-        values.push_back(t.data<int32_t>()[j]);
-        break;
-      case DType::kInt64:
-        values.push_back(t.data<int64_t>()[j]);
-        break;
-      case DType::kUInt8:
-        values.push_back(t.data<uint8_t>()[j]);
-        break;
-      case DType::kBool:
-        values.push_back(t.data<bool>()[j]);
-        break;
-      default:
-        values.push_back(nullptr);
-    }
-  }
-  if (per_row == 1 && t.shape().dims().size() == 1) return values[0];
-  return values;
-}
-
-// Writes each example of each batch as one JSON line.
-class JsonLinesWriter {
- public:
-  explicit JsonLinesWriter(std::ostream* out) : out_(out) {}
-  absl::Status Write(const std::map<std::string, Tensor>& batch) {
-    int64_t rows = -1;
-    for (const auto& [key, t] : batch) {
-      if (t.shape().dims().empty()) {
-        return absl::InvalidArgumentError(absl::StrCat("prediction '", key, "' is a scalar"));
-      }
-      if (rows >= 0 && t.dim(0) != rows) {
-        return absl::InvalidArgumentError(absl::StrCat("predictions disagree on the batch size: '",
-                                                       key, "' has ", t.dim(0), " rows"));
-      }
-      rows = t.dim(0);
-    }
-    for (int64_t i = 0; i < rows; ++i) {
-      nlohmann::json line = nlohmann::json::object();
-      for (const auto& [key, t] : batch) line[key] = RowJson(t, i);
-      *out_ << line.dump() << '\n';
-      ++count_;
-    }
-    if (!*out_) return absl::DataLossError("writing predictions failed");
-    return absl::OkStatus();
-  }
-  int64_t count() const { return count_; }
-
- private:
-  std::ostream* out_;
-  int64_t count_ = 0;
+  std::string exported;     // predict: an exported model instead of --config.
+  std::string input = "-";  // predict --exported: JSON Lines instances.
 };
 
 // One line per task for the log's end: what this task did.
@@ -139,6 +83,22 @@ int Run(const std::string& command, const Flags& flags,
     for (const std::string& name : registry.Names()) std::printf("%s\n", name.c_str());
     return 0;
   }
+  if (command == "predict" && !flags.exported.empty()) {
+    if (!flags.config.empty() || !flags.checkpoint.empty()) {
+      return Fail(kUsageError, absl::InvalidArgumentError(
+                                   "predict: give --exported (an exported model) or --config "
+                                   "(a job and its checkpoint), not both"));
+    }
+    absl::StatusOr<int64_t> n =
+        PredictExported(flags.exported, flags.input, flags.output, flags.predict_keys);
+    if (!n.ok()) return Fail(n.status());
+    LOG(INFO) << "Wrote " << *n << " predictions to " << flags.output;
+    return 0;
+  }
+  if (flags.config.empty()) {
+    return Fail(kUsageError,
+                absl::InvalidArgumentError(absl::StrCat(command, ": --config is required")));
+  }
   absl::StatusOr<JobConfig> job = JobConfig::LoadWithEnvironment(flags.config, flags.sets);
   if (!job.ok()) return Fail(kUsageError, job.status());
   if (flags.print_config) {
@@ -162,6 +122,7 @@ int Run(const std::string& command, const Flags& flags,
   eo.config = job->run_config();
   eo.params = job->model;
   eo.security = SecurityFromEnvironment();
+  if (!job->train.warm_start_from.empty()) eo.warm_start = WarmStartFromConfig(*job);
   if (job->distribute.sync) {
     SyncReplicasSettings sync;
     sync.replicas_to_aggregate = static_cast<int>(job->distribute.replicas_to_aggregate);
@@ -200,9 +161,20 @@ int Run(const std::string& command, const Flags& flags,
     es.start_delay_secs = job->eval.start_delay_secs;
     es.throttle_secs = job->eval.throttle_secs;
     es.final_on_chief = job->eval.final_on_chief;
+    if (auto exporter = ExporterFromConfig(*job, input_fn)) es.exporters.push_back(exporter);
     absl::StatusOr<TaskResult> r = TrainAndEvaluate(**estimator, ts, es);
     if (!r.ok()) return FailOrStopped(r.status());
     PrintTaskResult(*r, (*estimator)->model_dir());
+    return 0;
+  }
+  if (command == "export") {
+    if (flags.output == "-") {
+      return Fail(kUsageError, absl::InvalidArgumentError("export: --output DIR is required"));
+    }
+    absl::StatusOr<std::string> dir =
+        ExportCommand(**estimator, *job, input_fn, flags.checkpoint, flags.output);
+    if (!dir.ok()) return Fail(dir.status());
+    std::printf("exported: %s\n", dir->c_str());
     return 0;
   }
   if (command == "predict") {
@@ -243,8 +215,9 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tandem trainer ") + TANDEM_VERSION);
   Flags flags;
-  auto add_common = [&](CLI::App* sub) {
-    sub->add_option("--config", flags.config, "the TOML job config")->required();
+  auto add_common = [&](CLI::App* sub, bool config_required = true) {
+    CLI::Option* config = sub->add_option("--config", flags.config, "the TOML job config");
+    if (config_required) config->required();
     sub->add_option("--set", flags.sets,
                     "override a config value: section.key=value (TOML value; repeatable)");
     sub->add_flag("--print_config", flags.print_config,
@@ -259,12 +232,30 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
   CLI::App* tae = app.add_subcommand(
       "train_and_evaluate", "train, evaluating after checkpoints (throttled) and at the end");
   add_common(tae);
-  CLI::App* predict = app.add_subcommand("predict", "write predictions as JSON Lines");
-  add_common(predict);
+  CLI::App* predict = app.add_subcommand(
+      "predict",
+      "write predictions as JSON Lines: of a job's checkpoint (--config) or of an exported "
+      "model (--exported, with --input instances)");
+  add_common(predict, /*config_required=*/false);
+  predict->add_option("--exported", flags.exported,
+                      "an exported model: a version directory or an export base (its newest "
+                      "version); needs no --config");
+  predict
+      ->add_option("--input", flags.input,
+                   "with --exported: JSON Lines of instances (TensorFlow Serving's row "
+                   "format, one per line), '-' for stdin")
+      ->capture_default_str();
   predict->add_option("--checkpoint", flags.checkpoint, "checkpoint prefix (default: latest)");
   predict->add_option("--output", flags.output, "output file, '-' for stdout")
       ->capture_default_str();
   predict->add_option("--predict_keys", flags.predict_keys, "predictions to write (default all)");
+  CLI::App* export_cmd = app.add_subcommand(
+      "export",
+      "export a checkpoint (default: the latest) for serving: a new version directory under "
+      "--output with the PREDICT graph, the weights and signature.json");
+  add_common(export_cmd);
+  export_cmd->add_option("--checkpoint", flags.checkpoint, "checkpoint prefix (default: latest)");
+  export_cmd->add_option("--output", flags.output, "the export base directory")->required();
   ServeFlags serve_flags;
   int serve_task = -1;
   CLI::App* serve = app.add_subcommand(
@@ -296,6 +287,8 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
   app.add_subcommand("models", "list the registered models");
   LaunchFlags launch_flags;
   CLI::App* launch = AddLaunchCommand(app, launch_flags);
+  ServeModelFlags serve_model_flags;
+  CLI::App* serve_model = AddServeModelCommand(app, serve_model_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -310,6 +303,7 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
     return Serve(serve_flags);
   }
   if (command == launch->get_name()) return Launch(launch_flags);
+  if (command == serve_model->get_name()) return ServeModel(serve_model_flags);
   return Run(command, flags, register_models);
 }
 

@@ -6,6 +6,8 @@
 //   trainer train    --config job.toml [--set section.key=value ...]
 //   trainer evaluate --config job.toml [--checkpoint PREFIX] [--set ...]
 //   trainer predict  --config job.toml --output predictions.jsonl [--checkpoint PREFIX]
+//   trainer predict  --exported DIR --input instances.jsonl [--output F]
+//   trainer export   --config job.toml --output DIR [--checkpoint PREFIX]
 //   trainer train_and_evaluate --config job.toml [--set ...]
 //   trainer launch --ps N --workers M [--evaluator] --config job.toml [--set ...]
 //   trainer serve  --cluster ... --job ps --task 0   one bare task of a cluster

@@ -48,8 +48,8 @@ bool Request(int sig) {
 void Watch(sigset_t set, double grace_secs) {
   int sig = 0;
   if (sigwait(&set, &sig) != 0) return;
-  LOG(WARNING) << "Received " << strsignal(sig) << ": stopping (the chief writes a checkpoint "
-               << "first); the process ends in at most " << grace_secs << " secs";
+  LOG(WARNING) << "Received " << strsignal(sig) << ": stopping; the process ends in at most "
+               << grace_secs << " secs";
   // The grace timer runs beside the callbacks, which may block.
   std::thread([set]() mutable {
     int again = 0;

@@ -72,3 +72,9 @@ done
 if [[ "${2:-}" != "--e2e" && -x "$build/tests/bench/distributed_bench" ]]; then
   "$build/tests/bench/distributed_bench" --threads 2
 fi
+
+# The REST predict server (`trainer serve_model`): requests/s and latency over HTTP with
+# and without batching, against ExportedModel::Predict in process (no PyTorch peer).
+if [[ "${2:-}" != "--e2e" && -x "$build/tests/bench/serving_bench" ]]; then
+  "$build/tests/bench/serving_bench" --model cnn --seconds 5
+fi

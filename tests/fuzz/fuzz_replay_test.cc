@@ -18,6 +18,7 @@
 #include "framework/protos/worker.pb.h"
 #include "framework/tensor/tensor_codec.h"
 #include "gtest/gtest.h"
+#include "serving/signature.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 namespace tandem::fuzz {
@@ -299,6 +300,23 @@ TEST(FuzzReplayTest, TfConfigMutations) {
   EXPECT_GT(depth[2], 50);
 }
 
+TEST(FuzzReplayTest, SignatureMutations) {
+  serving::Signature sig;
+  sig.model_name = "m";
+  sig.global_step = 3;
+  sig.inputs["x"] = {"input/x:0", DType::kFloat, PartialShape({-1, 3})};
+  sig.outputs["y"] = {"y:0", DType::kInt64, PartialShape({-1})};
+  sig.restore_op = "save/restore_all";
+  sig.restore_feeds["w"] = "save/restore_value:0";
+  sig.metrics["loss"] = 0.5;
+  const std::string seed = serving::SignatureToJson(sig);
+  EXPECT_EQ(Feed(FuzzSignature, seed), 2);
+  auto depth = Campaign(FuzzSignature, seed, 3000, 15);
+  EXPECT_GT(depth[0], 500);
+  EXPECT_GT(depth[2], 50);  // Many mutations still parse, and every one round-trips.
+  EXPECT_EQ(depth[1], 0);
+}
+
 TEST(FuzzReplayTest, CheckpointShardAndIndexMutations) {
   // A real checkpoint of a small model is the seed.
   Scope root = Scope::NewRootScope();
@@ -360,6 +378,50 @@ TEST(FuzzReplayTest, WorkerRequestMutations) {
   WireMessage<proto::CleanupGraphRequest> cleanup;
   cleanup.proto.set_step_id(9);
   Campaign(FuzzWorkerRequest, WorkerRequestSeed(3, EncodeWireFlat(cleanup)), 300, 20);
+}
+
+TEST(FuzzReplayTest, PredictRequestMutations) {
+  const std::vector<std::string> seeds = {
+      R"({"instances": [{"x": [1, 2.5, -3], "n": 4}, {"x": [0, 0, 1e-3], "n": -9}]})",
+      R"({"signature_name": "serving_default", "inputs": {"x": [[1, 2, 3], [4, 5, 6]],
+          "n": [7, 9223372036854775807]}})"};
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    EXPECT_EQ(Feed(FuzzPredictRequest, seeds[i]), 2) << seeds[i];
+    auto depth = Campaign(FuzzPredictRequest, seeds[i], 3000, 21 + i);
+    EXPECT_GT(depth[0], 300) << seeds[i];  // Not JSON any more.
+    EXPECT_GT(depth[1], 50) << seeds[i];   // JSON, refused by the decoder.
+    EXPECT_GT(depth[2], 20) << seeds[i];   // Still a valid request.
+    EXPECT_EQ(depth[3], 0) << seeds[i] << ": a response that is not JSON";
+  }
+}
+
+// Hostile bodies of the kinds a client could send to make the server crash or
+// allocate without bound; each is refused.
+TEST(FuzzReplayTest, HostilePredictRequests) {
+  std::string ragged = R"({"instances": [{"n": 1, "x": [)";
+  for (int i = 0; i < 200000; ++i) ragged += i == 0 ? "0" : ",0";
+  ragged += "]}";
+  for (int i = 0; i < 60; ++i) ragged += R"(, {"n": 1, "x": []})";
+  ragged += "]}";
+  std::string many = R"({"inputs": {"n": [)";
+  for (int i = 0; i < 100000; ++i) many += i == 0 ? "1" : ",1";
+  many += R"(], "x": []}})";
+  const std::vector<std::string> seeds = {
+      std::string(1 << 20, '['),
+      R"({"instances": )" + std::string(100000, '[') + std::string(100000, ']') + "}",
+      R"({"instances": [{"x": {"b64": "AAAA"}, "n": 1}]})",
+      R"({"instances": [{"x": [1e400, 0, 0], "n": 1}]})",
+      R"({"instances": [{"x": [1, 2, 3], "n": 18446744073709551616}]})",
+      R"({"instances": [{"x": [1, 2, 3], "n": 1.5}]})",
+      R"({"inputs": {"x": [[1, 2, 3]], "n": [1, 2]}})",
+      R"({"instances": [{"x": [1, 2, 3], "n": 1, "x\u0000": 2}]})",
+      std::string("{\"instances\": [{\"x\": [1, 2, 3], \"n\": 1, \"\xff\": 0}]}"),
+      ragged,
+      many};
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    EXPECT_LT(Feed(FuzzPredictRequest, seeds[i]), 2) << "seed " << i;
+    Campaign(FuzzPredictRequest, seeds[i].substr(0, 4096), 50, 60 + i);
+  }
 }
 
 }  // namespace

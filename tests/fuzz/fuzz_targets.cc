@@ -17,6 +17,11 @@
 #include "framework/runtime/session.h"
 #include "framework/tensor/tensor_codec.h"
 #include "google/protobuf/stubs/logging.h"
+#include "nlohmann/json.hpp"
+#include "serving/rest_json.h"
+#include "serving/rest_json_reader.h"
+#include "serving/rest_response.h"
+#include "serving/signature.h"
 
 namespace tandem::fuzz {
 
@@ -101,6 +106,15 @@ int FuzzTfConfig(const uint8_t* data, size_t size) {
   if (!tf.ok()) return 0;
   auto rc = RunConfig::Create({}, *tf);
   return rc.ok() ? 2 : 1;
+}
+
+int FuzzSignature(const uint8_t* data, size_t size) {
+  absl::string_view text(reinterpret_cast<const char*>(data), size);
+  absl::StatusOr<serving::Signature> sig = serving::ParseSignatureJson(text, "signature.json");
+  if (!sig.ok()) return 0;
+  absl::StatusOr<serving::Signature> again =
+      serving::ParseSignatureJson(serving::SignatureToJson(*sig), "again");
+  return again.ok() && *again == *sig ? 2 : 1;
 }
 
 int FuzzSafetensors(const uint8_t* data, size_t size) {
@@ -231,6 +245,76 @@ int FuzzWorkerRequest(const uint8_t* data, size_t size) {
             r->proto.set_abort_code(1 + (r->proto.abort_code() & 15));
           });
   }
+}
+
+namespace {
+
+// A value of tandem's JSON reader as nlohmann::json, for the differential check.
+nlohmann::json ToNlohmann(const serving::JsonValue& v) {
+  switch (v.kind()) {
+    case serving::JsonKind::kNull:
+      return nullptr;
+    case serving::JsonKind::kBool:
+      return v.bool_value();
+    case serving::JsonKind::kInt:
+      return v.int_value();
+    case serving::JsonKind::kUint:
+      return v.uint_value();
+    case serving::JsonKind::kDouble:
+      return v.number();
+    case serving::JsonKind::kString:
+      return std::string(v.string());
+    case serving::JsonKind::kArray: {
+      nlohmann::json a = nlohmann::json::array();
+      if (v.empty()) return a;
+      serving::JsonValue e = v.first();
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (i > 0) e = e.next();
+        a.push_back(ToNlohmann(e));
+      }
+      return a;
+    }
+    case serving::JsonKind::kObject: {
+      nlohmann::json o = nlohmann::json::object();
+      v.ForEachMember([&](absl::string_view key, const serving::JsonValue& value) {
+        o[std::string(key)] = ToNlohmann(value);
+      });
+      return o;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int FuzzPredictRequest(const uint8_t* data, size_t size) {
+  static const serving::Signature* signature = [] {
+    auto* s = new serving::Signature();
+    s->inputs["x"] = {"input/x:0", DType::kFloat, PartialShape({-1, 3})};
+    s->inputs["n"] = {"input/n:0", DType::kInt64, PartialShape({-1})};
+    return s;
+  }();
+  const absl::string_view body(reinterpret_cast<const char*>(data), size);
+  serving::RestLimits limits;
+  limits.max_instances = 64;
+  // The reader must agree with nlohmann::json on what is JSON and on its value.
+  bool is_json = false;
+  if (serving::CheckJsonDepth(body, limits.max_json_depth).ok()) {
+    absl::StatusOr<serving::JsonDocument> mine =
+        serving::JsonDocument::Parse(body, limits.max_json_depth);
+    const nlohmann::json theirs = nlohmann::json::parse(body.begin(), body.end(), nullptr,
+                                                        /*allow_exceptions=*/false);
+    is_json = !theirs.is_discarded();
+    if (mine.ok() != is_json) return 3;
+    if (mine.ok() && ToNlohmann(mine->root()) != theirs) return 3;
+  }
+  auto request = serving::ParsePredictRequest(body, *signature, limits);
+  if (!is_json) return request.ok() ? 3 : 0;
+  if (!request.ok()) return 1;
+  auto response = serving::PredictResponseJson(request->inputs, request->format);
+  if (!response.ok()) return 1;
+  // The response must parse back (NaN and Infinity cannot occur: inputs are finite).
+  return nlohmann::json::accept(*response) ? 2 : 3;
 }
 
 }  // namespace tandem::fuzz

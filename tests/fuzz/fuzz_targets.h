@@ -7,6 +7,7 @@
 //   FuzzTensorProto: bytes -> TensorProto -> Tensor.
 //   FuzzRecordFile, FuzzCsv, FuzzJobConfig, FuzzTfConfig: the TFRecord, CSV, TOML and
 //     TF_CONFIG parsers.
+//   FuzzPredictRequest: the REST server's JSON request decoder.
 // fuzz_main.cc wraps them for libFuzzer; fuzz_replay_test.cc runs them on seeds,
 // byte mutations and structured random graphs in the default test tier.
 #ifndef TANDEM_TESTS_FUZZ_FUZZ_TARGETS_H_
@@ -34,6 +35,9 @@ int FuzzTfConfig(const uint8_t* data, size_t size);
 int FuzzSafetensors(const uint8_t* data, size_t size);
 // A checkpoint index (JSON) -> CheckpointIndex.
 int FuzzCheckpointIndex(const uint8_t* data, size_t size);
+// An exported model's signature.json -> Signature -> JSON -> Signature again (2 when
+// the round trip gives an equal Signature).
+int FuzzSignature(const uint8_t* data, size_t size);
 // A worker RPC as it arrives off the wire: byte 0 picks the method (RegisterGraph,
 // RunGraph, RecvTensor, CleanupGraph), the rest is the tensor_wire message, decoded
 // and handed to an in-process Worker that holds one registered graph ("graph_1":
@@ -41,6 +45,14 @@ int FuzzCheckpointIndex(const uint8_t* data, size_t size);
 int FuzzWorkerRequest(const uint8_t* data, size_t size);
 // The bytes FuzzWorkerRequest takes for a message (method selector + encoding).
 std::string WorkerRequestSeed(int method, const std::string& wire);
+// A REST :predict request body -> the tensors of a fixed signature (inputs "x" float32
+// [-1, 3] and "n" int64 [-1]) -> the predict response encoding those tensors (row or
+// columnar, as the request). 0: not JSON (or nested too deep); 1: JSON, refused by
+// the decoder (shape, dtype, keys); 2: decoded and encoded; 3: a bug, which the replay
+// test checks never happens: tandem's JSON reader (serving/rest_json_reader.h)
+// disagreed with nlohmann::json on whether the bytes are JSON or on their value, or
+// the response did not parse back.
+int FuzzPredictRequest(const uint8_t* data, size_t size);
 
 }  // namespace tandem::fuzz
 
