@@ -165,7 +165,13 @@ bool SyncReplicasHook::CheckReplicas(int* required) {
   if (options_.missing_replicas) missing = options_.missing_replicas();
   const int live = options_.total_num_replicas - static_cast<int>(missing.size());
   if (live >= wanted) {
-    if (*required != wanted || waiting_since_ >= 0) {
+    // One message for a return, whichever notices it first: this check or an update
+    // that gathered every gradient.
+    if (waiting_since_ >= 0) {
+      LOG(INFO) << "Synchronous replicas: the missing replicas are back after "
+                << static_cast<int64_t>(NowSecs() - waiting_since_) << " s; " << live
+                << " replicas up, aggregating " << wanted << " gradients per step";
+    } else if (*required != wanted) {
       LOG(INFO) << "Synchronous replicas: " << live << " replicas are up again; aggregating "
                 << wanted << " gradients per step";
     }
