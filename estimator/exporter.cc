@@ -10,6 +10,21 @@
 #include "serving/exported_model.h"
 
 namespace tandem {
+namespace {
+
+// The global step of the newest version under `base`, or -1.
+int64_t NewestExportedStep(const std::string& base) {
+  absl::StatusOr<std::vector<int64_t>> versions = serving::ListVersions(base);
+  if (!versions.ok() || versions->empty()) return -1;
+  const std::string path =
+      env::JoinPath(env::JoinPath(base, absl::StrCat(versions->back())), serving::kSignatureFile);
+  absl::StatusOr<std::string> text = env::ReadFile(path, serving::kMaxSignatureFileBytes);
+  if (!text.ok()) return -1;
+  absl::StatusOr<serving::Signature> sig = serving::ParseSignatureJson(*text, path);
+  return sig.ok() ? sig->global_step : -1;
+}
+
+}  // namespace
 
 std::string Exporter::ExportBase(const Estimator& estimator) const {
   return env::JoinPath(env::JoinPath(estimator.model_dir(), "export"), options_.name);
@@ -67,6 +82,13 @@ absl::StatusOr<std::optional<std::string>> Exporter::MaybeExport(Estimator& esti
       return std::nullopt;
     }
     best_ = value;
+  }
+  // The chief and an evaluator may both evaluate the final checkpoint, and a restarted
+  // task may evaluate one again: a step already exported is not exported twice.
+  if (NewestExportedStep(base) == result.global_step) {
+    LOG(INFO) << "Exporter " << options_.name << ": global step " << result.global_step
+              << " is already the newest export in " << base;
+    return std::nullopt;
   }
   if (!inputs_) {
     TANDEM_ASSIGN_OR_RETURN(inputs_, Estimator::ServingInputFromInputFn(options_.serving_input_fn));

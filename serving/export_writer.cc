@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,9 @@
 
 namespace tandem::serving {
 namespace {
+
+// Versions tried when other writers keep taking the next number.
+constexpr int kMaxVersionAttempts = 16;
 
 absl::StatusOr<TensorInfo> InfoOf(const std::string& key, const Output& out, bool input) {
   if (!out.valid()) {
@@ -45,12 +49,12 @@ absl::StatusOr<std::string> WriteExport(const std::string& export_base, const Si
   TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> versions, ListVersions(export_base));
   int64_t version = static_cast<int64_t>(std::time(nullptr));
   if (!versions.empty()) version = std::max(version, versions.back() + 1);
-  const std::string final_dir = env::JoinPath(export_base, absl::StrCat(version));
-  const std::string temp_dir =
-      env::JoinPath(export_base, absl::StrCat(".tmp-", version, "-", getpid()));
+  static std::atomic<uint64_t> writes{0};  // Temporaries of one process never collide.
+  const std::string temp_dir = env::JoinPath(
+      export_base, absl::StrCat(".tmp-", version, "-", getpid(), "-", writes.fetch_add(1)));
   if (env::FileExists(temp_dir)) TANDEM_RETURN_IF_ERROR(env::DeleteRecursively(temp_dir));
   TANDEM_RETURN_IF_ERROR(env::MakeDirs(temp_dir));
-  absl::Status s = [&]() -> absl::Status {
+  absl::StatusOr<std::string> final_dir = [&]() -> absl::StatusOr<std::string> {
     std::string graph_bytes;
     if (!graph.SerializeToString(&graph_bytes)) {
       return absl::InternalError("export: the graph could not be serialized");
@@ -59,13 +63,23 @@ absl::StatusOr<std::string> WriteExport(const std::string& export_base, const Si
     TANDEM_RETURN_IF_ERROR(checkpoint::WriteSafetensors(
         env::JoinPath(temp_dir, kVariablesFile), variables,
         {{"global_step", absl::StrCat(signature.global_step)}, {"format", kExportFormat}}));
-    TANDEM_RETURN_IF_ERROR(
-        env::WriteFileAtomic(env::JoinPath(temp_dir, kSignatureFile), SignatureToJson(signature)));
-    return env::RenameFile(temp_dir, final_dir);
+    TANDEM_RETURN_IF_ERROR(env::WriteFileAtomic(env::JoinPath(temp_dir, kSignatureFile),
+                                                SignatureToJson(signature)));
+    // Another process exporting to this base may take the version first (rename
+    // fails on a non-empty directory): the next free number is used then.
+    for (int attempt = 0;; ++attempt) {
+      const std::string dir = env::JoinPath(export_base, absl::StrCat(version));
+      absl::Status renamed =
+          env::FileExists(dir) ? absl::AlreadyExistsError(dir) : env::RenameFile(temp_dir, dir);
+      if (renamed.ok()) return dir;
+      if (!env::FileExists(dir) || attempt >= kMaxVersionAttempts) return renamed;
+      TANDEM_ASSIGN_OR_RETURN(versions, ListVersions(export_base));
+      version = std::max(version, versions.empty() ? version : versions.back()) + 1;
+    }
   }();
-  if (!s.ok()) {
+  if (!final_dir.ok()) {
     env::DeleteRecursively(temp_dir).IgnoreError();
-    return AnnotateStatus(s, "export to " + export_base);
+    return AnnotateStatus(final_dir.status(), "export to " + export_base);
   }
   return final_dir;
 }
@@ -114,8 +128,9 @@ absl::StatusOr<std::vector<int64_t>> GarbageCollectExports(const std::string& ex
   TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> versions, ListVersions(export_base));
   std::vector<int64_t> deleted;
   for (size_t i = 0; i + keep < versions.size(); ++i) {
-    TANDEM_RETURN_IF_ERROR(
-        env::DeleteRecursively(env::JoinPath(export_base, absl::StrCat(versions[i]))));
+    const std::string dir = env::JoinPath(export_base, absl::StrCat(versions[i]));
+    absl::Status s = env::DeleteRecursively(dir);
+    if (!s.ok() && env::FileExists(dir)) return s;  // Else another writer deleted it.
     deleted.push_back(versions[i]);
   }
   return deleted;

@@ -14,8 +14,9 @@
 //     see half a version.
 //   GarbageCollectExports: deletes the oldest versions beyond `keep`.
 //
-// Thread safety: functions of their arguments; two writers of one export base at once
-// are not supported (each process exports to its own exporter directory).
+// Thread safety: functions of their arguments. Two processes may export to one base at
+// once (a chief and an evaluator both exporting the final model): each gets its own
+// version, and garbage collection tolerates versions the other deleted.
 #ifndef TANDEM_SERVING_EXPORT_WRITER_H_
 #define TANDEM_SERVING_EXPORT_WRITER_H_
 

@@ -154,43 +154,45 @@ TEST_F(ExportTest, FinalAndLatestExportersFollowTheirStrategy) {
 TEST_F(ExportTest, BestExporterExportsOnlyImprovementsAndRemembersAcrossRestarts) {
   auto est = Make();
   auto best = MakeExporter(ExporterOptions::Strategy::kBest);
-  auto result = [](int64_t step, double loss) {
+  auto result = [&](int64_t step, double loss) {
     EvalResult r;
     r.global_step = step;
     r.metrics["loss"] = static_cast<float>(loss);
+    r.checkpoint_path = est->LatestCheckpoint();
     return r;
   };
   TrainOptions to;
   to.max_steps = 50;
   ASSERT_TRUE(est->Train(testing::LinearInput(), to).ok());
-  EvalResult r1 = result(50, 1.0);
-  r1.checkpoint_path = est->LatestCheckpoint();
-  auto e1 = best->MaybeExport(*est, r1, false);
+  auto e1 = best->MaybeExport(*est, result(50, 1.0), false);
   ASSERT_TRUE(e1.ok()) << e1.status();
   EXPECT_TRUE(e1->has_value());  // The first is the best so far.
-  EvalResult worse = r1;
-  worse.metrics["loss"] = 2.0f;
-  auto e2 = best->MaybeExport(*est, worse, false);
+  to.max_steps = 100;
+  ASSERT_TRUE(est->Train(testing::LinearInput(), to).ok());
+  auto e2 = best->MaybeExport(*est, result(100, 2.0), false);
   ASSERT_TRUE(e2.ok());
-  EXPECT_FALSE(e2->has_value());
-  EvalResult better = r1;
-  better.metrics["loss"] = 0.5f;
-  auto e3 = best->MaybeExport(*est, better, false);
+  EXPECT_FALSE(e2->has_value());  // Worse.
+  auto e3 = best->MaybeExport(*est, result(100, 0.5), false);
   ASSERT_TRUE(e3.ok());
-  EXPECT_TRUE(e3->has_value());
+  EXPECT_TRUE(e3->has_value());  // Better.
   EXPECT_EQ(NumVersions(ExportBase()), 2);
   // A restarted task reads the best (0.5) back from the exports' signatures.
   auto restarted = MakeExporter(ExporterOptions::Strategy::kBest);
-  EvalResult between = r1;
-  between.metrics["loss"] = 0.7f;
-  auto e4 = restarted->MaybeExport(*est, between, false);
+  auto e4 = restarted->MaybeExport(*est, result(100, 0.7), false);
   ASSERT_TRUE(e4.ok());
   EXPECT_FALSE(e4->has_value());
+  // A step that is already the newest export is not exported again, whatever the
+  // strategy (the chief and an evaluator both exporting the final model).
+  auto latest = MakeExporter(ExporterOptions::Strategy::kLatest);
+  auto e5 = latest->MaybeExport(*est, result(100, 0.1), true);
+  ASSERT_TRUE(e5.ok());
+  EXPECT_FALSE(e5->has_value());
+  EXPECT_EQ(NumVersions(ExportBase()), 2);
   // A metric the evaluation does not have is a config error naming it.
   auto by_auc = MakeExporter(ExporterOptions::Strategy::kBest, 5, "auc");
-  auto e5 = by_auc->MaybeExport(*est, r1, false);
-  EXPECT_FALSE(e5.ok());
-  EXPECT_THAT(e5.status().message(), HasSubstr("metric 'auc' is not an evaluation metric"));
+  auto e6 = by_auc->MaybeExport(*est, result(100, 0.1), false);
+  EXPECT_FALSE(e6.ok());
+  EXPECT_THAT(e6.status().message(), HasSubstr("metric 'auc' is not an evaluation metric"));
 }
 
 }  // namespace

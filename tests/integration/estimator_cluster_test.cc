@@ -5,7 +5,8 @@
 // differs, as under Kubeflow, SageMaker or Vertex AI; and `trainer launch`, which
 // generates those TF_CONFIGs itself. Each run trains fashion_mlp asynchronously and
 // checks how every process ends, what global_step counts, the final checkpoint's
-// shards, and the accuracy the evaluator (or the chief) reports at max_steps.
+// shards, the accuracy the evaluator (or the chief) reports at max_steps, and the
+// final model exported for serving by the task that evaluated it.
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -47,6 +48,30 @@ using testing::TaskRun;
 using testing::TempDir;
 using json = nlohmann::json;
 
+// [export] strategy = "final" on every task.
+const std::vector<std::string> kExportFinal = {"export.strategy=\"final\""};
+
+// model_dir/export/exporter holds the final model: every version complete and at the
+// final step (the chief and the evaluator may both export it; a step already exported
+// is skipped, but two exports at the same moment each keep a version).
+void ExpectFinalExport(const std::string& model_dir) {
+  const std::filesystem::path base = std::filesystem::path(model_dir) / "export" / "exporter";
+  int versions = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(base)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_NE(name[0], '.') << "a temporary directory was left behind: " << name;
+    std::ifstream in(entry.path() / "signature.json");
+    json sig = json::parse(in, nullptr, false);
+    ASSERT_TRUE(sig.is_object()) << entry.path();
+    EXPECT_GE(sig.value("global_step", int64_t{0}), kMaxSteps) << entry.path();
+    EXPECT_TRUE(std::filesystem::exists(entry.path() / "graph.pb")) << entry.path();
+    EXPECT_TRUE(std::filesystem::exists(entry.path() / "variables.safetensors")) << entry.path();
+    ++versions;
+  }
+  EXPECT_GE(versions, 1) << base;
+  EXPECT_LE(versions, 2) << base;
+}
+
 TEST(EstimatorClusterTest, KubeflowChiefTwoWorkersTwoPsAndEvaluator) {
   TempDir tmp;
   const std::string model_dir = tmp.path() + "/model";
@@ -54,8 +79,9 @@ TEST(EstimatorClusterTest, KubeflowChiefTwoWorkersTwoPsAndEvaluator) {
   std::vector<TaskRun> runs = StartTasks(
       cluster, {{"environment", "cloud"}},
       {{"ps", 0}, {"ps", 1}, {"chief", 0}, {"worker", 0}, {"worker", 1}, {"evaluator", 0}},
-      model_dir);
+      model_dir, "", kExportFinal);
   ExpectAllExitZero(runs);
+  ExpectFinalExport(model_dir);
 
   // Every replica trained, and global_step counts all their steps: the final
   // checkpoint's step is at most their sum (steps after it are not in it) and at
@@ -95,8 +121,10 @@ TEST(EstimatorClusterTest, LegacyMasterLayoutWithoutEvaluator) {
   json cluster = {{"master", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(2)}};
   std::vector<TaskRun> runs =
       StartTasks(cluster, {{"environment", "cloud"}},
-                 {{"ps", 0}, {"ps", 1}, {"master", 0}, {"worker", 0}}, model_dir);
+                 {{"ps", 0}, {"ps", 1}, {"master", 0}, {"worker", 0}}, model_dir, "",
+                 kExportFinal);
   ExpectAllExitZero(runs);
+  ExpectFinalExport(model_dir);  // By the master: there is no evaluator.
   auto [accuracy, step] = FinalEvaluation(Find(runs, "master_0").process->Stdout());
   EXPECT_GE(step, kMaxSteps);
   EXPECT_GE(accuracy, 0.85);

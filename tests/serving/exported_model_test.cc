@@ -144,6 +144,27 @@ TEST_F(ExportedModelTest, VersionsGrowAndOldOnesAreCollected) {
   EXPECT_FALSE(env::FileExists(second));
 }
 
+TEST_F(ExportedModelTest, ConcurrentExportersGetVersionsOfTheirOwn) {
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 3; ++i) {
+        const std::string model = Path(absl::StrCat("writer", t, "_", i));
+        if (!testing::ExportTinyModel(model, Path("export"), 1.0f + t).ok()) ++failed;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failed.load(), 0);
+  absl::StatusOr<std::vector<int64_t>> versions = ListVersions(Path("export"));
+  ASSERT_TRUE(versions.ok()) << versions.status();
+  EXPECT_EQ(versions->size(), 6u);
+  for (int64_t v : *versions) {
+    EXPECT_TRUE(LoadExportedModel(Path(absl::StrCat("export/", v))).ok()) << v;
+  }
+}
+
 TEST_F(ExportedModelTest, NoVersionIsNotFound) {
   ASSERT_TRUE(env::MakeDirs(Path("empty")).ok());
   EXPECT_EQ(LoadExportedModel(Path("empty")).status().code(), absl::StatusCode::kNotFound);
