@@ -17,8 +17,8 @@
 //
 // A global step that is already the newest export is not exported again (the chief and
 // an evaluator may both evaluate the final checkpoint; a restarted task may evaluate a
-// checkpoint twice). The serving inputs are the PREDICT input's features (Estimator::ServingInputFromInputFn
-// of `serving_input_fn`), found at the first export.
+// checkpoint twice). The serving inputs are the PREDICT input's features
+// (Estimator::ServingInputFromInputFn of `serving_input_fn`), found at the first export.
 //
 // Thread safety: one task calls an exporter at a time.
 #ifndef TANDEM_ESTIMATOR_EXPORTER_H_

@@ -63,8 +63,8 @@ absl::StatusOr<std::string> WriteExport(const std::string& export_base, const Si
     TANDEM_RETURN_IF_ERROR(checkpoint::WriteSafetensors(
         env::JoinPath(temp_dir, kVariablesFile), variables,
         {{"global_step", absl::StrCat(signature.global_step)}, {"format", kExportFormat}}));
-    TANDEM_RETURN_IF_ERROR(env::WriteFileAtomic(env::JoinPath(temp_dir, kSignatureFile),
-                                                SignatureToJson(signature)));
+    TANDEM_RETURN_IF_ERROR(
+        env::WriteFileAtomic(env::JoinPath(temp_dir, kSignatureFile), SignatureToJson(signature)));
     // Another process exporting to this base may take the version first (rename
     // fails on a non-empty directory): the next free number is used then.
     for (int attempt = 0;; ++attempt) {

@@ -121,8 +121,7 @@ TEST(EstimatorClusterTest, LegacyMasterLayoutWithoutEvaluator) {
   json cluster = {{"master", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(2)}};
   std::vector<TaskRun> runs =
       StartTasks(cluster, {{"environment", "cloud"}},
-                 {{"ps", 0}, {"ps", 1}, {"master", 0}, {"worker", 0}}, model_dir, "",
-                 kExportFinal);
+                 {{"ps", 0}, {"ps", 1}, {"master", 0}, {"worker", 0}}, model_dir, "", kExportFinal);
   ExpectAllExitZero(runs);
   ExpectFinalExport(model_dir);  // By the master: there is no evaluator.
   auto [accuracy, step] = FinalEvaluation(Find(runs, "master_0").process->Stdout());
