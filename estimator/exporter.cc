@@ -16,11 +16,8 @@ namespace {
 int64_t NewestExportedStep(const std::string& base) {
   absl::StatusOr<std::vector<int64_t>> versions = serving::ListVersions(base);
   if (!versions.ok() || versions->empty()) return -1;
-  const std::string path =
-      env::JoinPath(env::JoinPath(base, absl::StrCat(versions->back())), serving::kSignatureFile);
-  absl::StatusOr<std::string> text = env::ReadFile(path, serving::kMaxSignatureFileBytes);
-  if (!text.ok()) return -1;
-  absl::StatusOr<serving::Signature> sig = serving::ParseSignatureJson(*text, path);
+  absl::StatusOr<serving::Signature> sig =
+      serving::ReadSignature(env::JoinPath(base, absl::StrCat(versions->back())));
   return sig.ok() ? sig->global_step : -1;
 }
 
@@ -35,14 +32,11 @@ absl::Status Exporter::LoadBest(const std::string& base) {
   if (!env::IsDirectory(base)) return absl::OkStatus();
   TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> versions, serving::ListVersions(base));
   for (int64_t v : versions) {
-    const std::string path =
-        env::JoinPath(env::JoinPath(base, absl::StrCat(v)), serving::kSignatureFile);
-    absl::StatusOr<std::string> text = env::ReadFile(path, serving::kMaxSignatureFileBytes);
     absl::StatusOr<serving::Signature> sig =
-        text.ok() ? serving::ParseSignatureJson(*text, path) : text.status();
+        serving::ReadSignature(env::JoinPath(base, absl::StrCat(v)));
     if (!sig.ok()) {
-      LOG(WARNING) << "Exporter " << options_.name << ": skipping unreadable " << path << ": "
-                   << sig.status();
+      LOG(WARNING) << "Exporter " << options_.name
+                   << ": skipping an unreadable export: " << sig.status();
       continue;
     }
     auto it = sig->metrics.find(options_.metric);

@@ -93,6 +93,12 @@ absl::StatusOr<std::vector<int64_t>> ListVersions(const std::string& export_base
   return versions;
 }
 
+absl::StatusOr<Signature> ReadSignature(const std::string& version_dir) {
+  const std::string path = env::JoinPath(version_dir, kSignatureFile);
+  TANDEM_ASSIGN_OR_RETURN(std::string text, env::ReadFile(path, kMaxSignatureFileBytes));
+  return ParseSignatureJson(text, path);
+}
+
 ExportedModel::ExportedModel(std::string path, int64_t version, Signature signature,
                              std::unique_ptr<Session> session)
     : path_(std::move(path)),
@@ -116,8 +122,7 @@ absl::StatusOr<std::unique_ptr<ExportedModel>> ExportedModel::Load(const std::st
     version_dir = env::JoinPath(dir, absl::StrCat(versions.back()));
   }
   const std::string sig_path = env::JoinPath(version_dir, kSignatureFile);
-  TANDEM_ASSIGN_OR_RETURN(std::string sig_text, env::ReadFile(sig_path, kMaxSignatureFileBytes));
-  TANDEM_ASSIGN_OR_RETURN(Signature sig, ParseSignatureJson(sig_text, sig_path));
+  TANDEM_ASSIGN_OR_RETURN(Signature sig, ReadSignature(version_dir));
   const std::string graph_path = env::JoinPath(version_dir, kGraphFile);
   TANDEM_ASSIGN_OR_RETURN(std::string graph_bytes, env::ReadFile(graph_path, kMaxGraphFileBytes));
   proto::GraphDef def;

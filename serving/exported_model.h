@@ -45,6 +45,10 @@ inline constexpr uint64_t kMaxSignatureFileBytes = 64ull << 20;
 // is missing.
 absl::StatusOr<std::vector<int64_t>> ListVersions(const std::string& export_base);
 
+// The signature.json of one version directory, read (at most kMaxSignatureFileBytes)
+// and validated; errors name the file.
+absl::StatusOr<Signature> ReadSignature(const std::string& version_dir);
+
 using NamedTensors = std::map<std::string, Tensor>;
 
 class ExportedModel {

@@ -19,6 +19,11 @@ constexpr int kLinesPerBatch = 256;
 // Longest input line read (one instance).
 constexpr size_t kMaxLineBytes = 64 << 20;
 
+// The model name exports record: [export] model_name, else [model] name.
+std::string ExportModelName(const JobConfig& job) {
+  return job.export_.model_name.empty() ? job.model.name : job.export_.model_name;
+}
+
 }  // namespace
 
 std::shared_ptr<Exporter> ExporterFromConfig(const JobConfig& job, const InputFn& input_fn) {
@@ -30,7 +35,7 @@ std::shared_ptr<Exporter> ExporterFromConfig(const JobConfig& job, const InputFn
                                         : ExporterOptions::Strategy::kBest;
   o.name = e.name;
   o.serving_input_fn = input_fn;
-  o.model_name = e.model_name.empty() ? job.model.name : e.model_name;
+  o.model_name = ExportModelName(job);
   o.keep = static_cast<int>(e.keep);
   o.metric = e.metric;
   o.lower_is_better = e.metric_mode.empty() ? true : e.metric_mode == "min";
@@ -51,7 +56,7 @@ absl::StatusOr<std::string> ExportCommand(Estimator& estimator, const JobConfig&
   TANDEM_ASSIGN_OR_RETURN(ServingInputSpec inputs, Estimator::ServingInputFromInputFn(input_fn));
   ExportOptions eo;
   eo.checkpoint_path = checkpoint;
-  eo.model_name = job.export_.model_name.empty() ? job.model.name : job.export_.model_name;
+  eo.model_name = ExportModelName(job);
   return estimator.ExportSavedModel(output, inputs, eo);
 }
 
