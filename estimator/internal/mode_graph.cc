@@ -11,9 +11,13 @@
 namespace tandem::internal {
 namespace {
 
+// A component's per-example shape: the batch's without dimension 0. A scalar
+// component (an unbatched input) has no batch dimension: its placeholder takes any
+// shape (unknown rank).
 ServingInput SpecOf(const std::string& name, const Tensor& batch) {
   Dims dims = batch.shape().dims();
-  if (!dims.empty()) dims.erase(dims.begin());
+  if (dims.empty()) return ServingInput{name, batch.dtype(), PartialShape::UnknownRank()};
+  dims.erase(dims.begin());
   return ServingInput{name, batch.dtype(), PartialShape(absl::MakeConstSpan(dims))};
 }
 
