@@ -2,9 +2,13 @@
 """PyTorch peer for tandem's benchmarks: the same models, optimizer and batch sizes.
 
 Prints one line per configuration: "peer <model> threads=<t> examples_per_second=<x>".
+--precision mixed_bfloat16 runs the forward pass and the loss under
+torch.autocast("cpu", torch.bfloat16), PyTorch's CPU mixed precision: weights and the
+optimizer stay float32, linear and convolution layers run in bfloat16.
 Needs Debian's python3-torch and libopenblas0-pthread (run with /usr/bin/python3).
 """
 import argparse
+import contextlib
 import time
 
 import torch
@@ -32,7 +36,14 @@ def load_idx(path):
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def bench_e2e(threads, batch, steps, warmup, data_dir):
+def autocast(precision):
+    """The context the forward pass runs in: bf16 autocast, or nothing for float32."""
+    if precision == "mixed_bfloat16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def bench_e2e(threads, batch, steps, warmup, data_dir, precision):
     """fashion_mlp end to end: IDX files -> shuffled DataLoader -> Adam steps."""
     torch.set_num_threads(threads)
     torch.manual_seed(1)
@@ -53,7 +64,8 @@ def bench_e2e(threads, batch, steps, warmup, data_dir):
             if i == warmup + steps:
                 return batch * steps / (time.perf_counter() - start)
             opt.zero_grad()
-            loss = loss_fn(model(xb), yb)
+            with autocast(precision):
+                loss = loss_fn(model(xb), yb)
             loss.backward()
             opt.step()
             i += 1
@@ -76,7 +88,7 @@ class Cnn(nn.Module):
         return self.d2(x)
 
 
-def bench(model_name, threads, batch, steps, warmup):
+def bench(model_name, threads, batch, steps, warmup, precision):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     model = mlp() if model_name == "mlp" else Cnn()
@@ -88,7 +100,8 @@ def bench(model_name, threads, batch, steps, warmup):
         if i == warmup:
             start = time.perf_counter()
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
+        with autocast(precision):
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
     return batch * steps / (time.perf_counter() - start)
@@ -101,12 +114,13 @@ def main():
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--precision", choices=["float32", "mixed_bfloat16"], default="float32")
     p.add_argument("--data_dir", default="/usr/share/datasets/fashion-mnist")
     a = p.parse_args()
     if a.model == "fashion_mlp_e2e":
-        eps = bench_e2e(a.threads, a.batch, a.steps, a.warmup, a.data_dir)
+        eps = bench_e2e(a.threads, a.batch, a.steps, a.warmup, a.data_dir, a.precision)
     else:
-        eps = bench(a.model, a.threads, a.batch, a.steps, a.warmup)
+        eps = bench(a.model, a.threads, a.batch, a.steps, a.warmup, a.precision)
     print(f"peer {a.model} threads={a.threads} examples_per_second={eps:.0f}", flush=True)
 
 

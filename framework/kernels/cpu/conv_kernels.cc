@@ -6,7 +6,13 @@
 // layout is left to oneDNN ("any"): when it picks a blocked layout, the filter (or
 // filter gradient) goes through a cached reorder each step, which costs far less than
 // a convolution on plain weights. SAME padding is TensorFlow's (extra row/column at the
-// end). One cached entry per shape and attrs.
+// end). One cached entry per shape, attrs and dtype.
+//
+// float32 runs in float32; bfloat16 (the mixed-precision path) runs oneDNN's bf16
+// convolutions, which accumulate in float32, with every tensor (filter gradients
+// included) in bfloat16. Where oneDNN has no bf16 kernels for the CPU (below AVX-512),
+// the bf16 ops run in float32 on widened copies and round once at the end.
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -27,9 +33,10 @@ struct ConvShape {
   int64_t n, h, w, c, kh, kw, o, oh, ow;
   WindowDim dim_h, dim_w;
   WindowAttrs attrs;
+  memory::data_type dt = memory::data_type::f32;
 
   std::string Key(absl::string_view kind) const {
-    return absl::StrCat(kind, ":", n, ",", h, ",", w, ",", c, ",", kh, ",", kw, ",", o, ",",
+    return absl::StrCat(kind, ":", static_cast<int>(dt), ",", n, ",", h, ",", w, ",", c, ",", kh, ",", kw, ",", o, ",",
                         attrs.stride_h, ",", attrs.stride_w, ",", attrs.second_h, ",",
                         attrs.second_w, ",", attrs.same);
   }
@@ -40,10 +47,12 @@ struct ConvShape {
     return n == 0 || h == 0 || w == 0 || c == 0 || o == 0 || oh == 0 || ow == 0;
   }
 
-  memory::desc src_md() const { return onednn::TagDesc({n, c, h, w}, Tag::nhwc); }
-  memory::desc dst_md() const { return onednn::TagDesc({n, o, oh, ow}, Tag::nhwc); }
-  memory::desc user_weights_md() const { return onednn::TagDesc({o, c, kh, kw}, Tag::hwio); }
-  memory::desc any_weights_md() const { return onednn::TagDesc({o, c, kh, kw}, Tag::any); }
+  memory::desc src_md() const { return onednn::TagDesc({n, c, h, w}, Tag::nhwc, dt); }
+  memory::desc dst_md() const { return onednn::TagDesc({n, o, oh, ow}, Tag::nhwc, dt); }
+  memory::desc user_weights_md() const {
+    return onednn::TagDesc({o, c, kh, kw}, Tag::hwio, dt);
+  }
+  memory::desc any_weights_md() const { return onednn::TagDesc({o, c, kh, kw}, Tag::any, dt); }
   memory::dims strides() const { return {attrs.stride_h, attrs.stride_w}; }
   memory::dims dilates() const { return {attrs.second_h - 1, attrs.second_w - 1}; }
   memory::dims pad_l() const { return {dim_h.pad_before, dim_w.pad_before}; }
@@ -58,7 +67,8 @@ struct ConvShape {
 };
 
 absl::StatusOr<ConvShape> MakeConvShape(const OpKernelContext& ctx, const WindowAttrs& attrs,
-                                        const TensorShape& input, const TensorShape& filter) {
+                                        const TensorShape& input, const TensorShape& filter,
+                                        DType dtype) {
   if (input.rank() != 4 || filter.rank() != 4) {
     return ctx.Error(absl::StrCat("input must be NHWC and filter HWIO (rank 4), got input ",
                                   input.DebugString(), " and filter ", filter.DebugString()));
@@ -88,6 +98,7 @@ absl::StatusOr<ConvShape> MakeConvShape(const OpKernelContext& ctx, const Window
   }
   s.dim_h = *dh;
   s.dim_w = *dw;
+  s.dt = onednn::DataType(dtype);
   s.oh = dh->out;
   s.ow = dw->out;
   return s;
@@ -117,8 +128,32 @@ std::optional<dnnl::reorder> MaybeReorder(const memory::desc& from, const memory
 
 // A scratch tensor big enough for `md`.
 Tensor ScratchFor(const memory::desc& md) {
-  return Tensor(DType::kFloat, TensorShape({static_cast<int64_t>(md.get_size() / sizeof(float))}));
+  return Tensor(DType::kUInt8, TensorShape({static_cast<int64_t>(md.get_size())}));
 }
+
+// Checks that the float inputs `a` and `b` of a kernel share one dtype.
+absl::Status ExpectSameFloatDType(const OpKernelContext& ctx, int a, int b) {
+  TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, a));
+  TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, b));
+  if (ctx.input(a).dtype() == ctx.input(b).dtype()) return absl::OkStatus();
+  return ctx.Error(absl::StrCat("inputs ", a, " and ", b, " differ in dtype: ",
+                                DTypeName(ctx.input(a).dtype()), " and ",
+                                DTypeName(ctx.input(b).dtype())));
+}
+
+// Runs compute(x, y, out) directly, or, for bfloat16 on a CPU without oneDNN bf16
+// kernels, on float32 copies with the result rounded into `out`.
+template <typename F>
+absl::Status RunWidenedIfNeeded(const Tensor& x, const Tensor& y, Tensor* out, const F& compute) {
+  if (x.dtype() != DType::kBFloat16 || onednn::HasBf16Kernels()) return compute(x, y, out);
+  Tensor wide(DType::kFloat, out->shape());
+  TANDEM_RETURN_IF_ERROR(compute(onednn::ToFloat(x), onednn::ToFloat(y), &wide));
+  onednn::StoreAs(wide, out);
+  return absl::OkStatus();
+}
+
+// All-zero bits are 0.0 in float32 and bfloat16.
+void Zero(Tensor* t) { std::memset(t->raw_data(), 0, t->TotalBytes()); }
 
 class ConvKernelBase : public OpKernel {
  public:
@@ -165,16 +200,25 @@ struct ConvFwdEntry : ConvEntryBase {
 class Conv2DKernel : public ConvKernelBase {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 0));
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 1));
+    TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 0, 1));
     const Tensor& input = ctx.input(0);
     const Tensor& filter = ctx.input(1);
-    TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter.shape()));
+    TANDEM_ASSIGN_OR_RETURN(
+        ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter.shape(), input.dtype()));
     Tensor* out = ctx.allocate_output(0, s.output_shape());
     if (s.empty()) {
-      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
+      Zero(out);
       return absl::OkStatus();
     }
+    return RunWidenedIfNeeded(input, filter, out, [&](const Tensor& x, const Tensor& f, Tensor* y) {
+      s.dt = onednn::DataType(x.dtype());
+      return Forward(ctx, s, x, f, y);
+    });
+  }
+
+ private:
+  static absl::Status Forward(const OpKernelContext& ctx, const ConvShape& s, const Tensor& input,
+                              const Tensor& filter, Tensor* out) {
     TANDEM_ASSIGN_OR_RETURN(auto e, onednn::Cached<ConvFwdEntry>(ctx, s.Key("conv_fwd"), [&] {
                               ConvFwdEntry e;
                               auto pd = s.ForwardPd();
@@ -211,18 +255,27 @@ struct ConvBwdDataEntry : ConvEntryBase {
 class Conv2DBackpropInputKernel : public ConvKernelBase {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 1));
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 2));
+    TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 1, 2));
     TANDEM_ASSIGN_OR_RETURN(TensorShape input_shape, ShapeFromTensor(ctx, 0));
     const Tensor& filter = ctx.input(1);
     const Tensor& grad = ctx.input(2);
-    TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input_shape, filter.shape()));
+    TANDEM_ASSIGN_OR_RETURN(
+        ConvShape s, MakeConvShape(ctx, attrs_, input_shape, filter.shape(), filter.dtype()));
     TANDEM_RETURN_IF_ERROR(CheckOutBackprop(ctx, s, grad));
     Tensor* out = ctx.allocate_output(0, input_shape);
     if (s.empty()) {
-      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
+      Zero(out);
       return absl::OkStatus();
     }
+    return RunWidenedIfNeeded(filter, grad, out, [&](const Tensor& f, const Tensor& g, Tensor* dx) {
+      s.dt = onednn::DataType(f.dtype());
+      return BackwardData(ctx, s, f, g, dx);
+    });
+  }
+
+ private:
+  static absl::Status BackwardData(const OpKernelContext& ctx, const ConvShape& s,
+                                   const Tensor& filter, const Tensor& grad, Tensor* out) {
     TANDEM_ASSIGN_OR_RETURN(
         auto e, onednn::Cached<ConvBwdDataEntry>(ctx, s.Key("conv_bwd_data"), [&] {
           ConvBwdDataEntry e;
@@ -256,18 +309,27 @@ struct ConvBwdWeightsEntry {
 class Conv2DBackpropFilterKernel : public ConvKernelBase {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 0));
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 2));
+    TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 0, 2));
     const Tensor& input = ctx.input(0);
     TANDEM_ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromTensor(ctx, 1));
     const Tensor& grad = ctx.input(2);
-    TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter_shape));
+    TANDEM_ASSIGN_OR_RETURN(
+        ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter_shape, input.dtype()));
     TANDEM_RETURN_IF_ERROR(CheckOutBackprop(ctx, s, grad));
     Tensor* out = ctx.allocate_output(0, filter_shape);
     if (s.empty()) {
-      std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
+      Zero(out);
       return absl::OkStatus();
     }
+    return RunWidenedIfNeeded(input, grad, out, [&](const Tensor& x, const Tensor& g, Tensor* df) {
+      s.dt = onednn::DataType(x.dtype());
+      return BackwardWeights(ctx, s, x, g, df);
+    });
+  }
+
+ private:
+  static absl::Status BackwardWeights(const OpKernelContext& ctx, const ConvShape& s,
+                                      const Tensor& input, const Tensor& grad, Tensor* out) {
     TANDEM_ASSIGN_OR_RETURN(
         auto e, onednn::Cached<ConvBwdWeightsEntry>(ctx, s.Key("conv_bwd_weights"), [&] {
           ConvBwdWeightsEntry e;

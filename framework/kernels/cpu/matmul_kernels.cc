@@ -4,6 +4,12 @@
 // the memory descriptors (a transposed [K,M] operand is read as [M,K] with strides
 // {1, M}), so no operand is ever copied. One primitive per (M, K, N, transposes),
 // from the shared PrimitiveCache.
+//
+// float32 x float32 -> float32, and bfloat16 x bfloat16 -> bfloat16 with float32
+// accumulation inside oneDNN (the mixed-precision path). Where oneDNN has no bf16
+// kernels for the CPU (below AVX-512), the bf16 product runs in float32 on widened
+// copies and is rounded once at the end.
+#include <cstring>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -32,8 +38,12 @@ class MatMulKernel : public OpKernel {
   absl::Status Compute(OpKernelContext& ctx) override {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 0));
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 1));
+    TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, 0));
+    TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, 1));
+    if (a.dtype() != b.dtype()) {
+      return ctx.Error(absl::StrCat("operands differ in dtype: ", DTypeName(a.dtype()), " and ",
+                                    DTypeName(b.dtype())));
+    }
     if (a.rank() != 2 || b.rank() != 2) {
       return ctx.Error(absl::StrCat("both operands must be matrices: ", InputShapes(ctx)));
     }
@@ -47,17 +57,34 @@ class MatMulKernel : public OpKernel {
     Tensor* c = ctx.allocate_output(0, TensorShape({m, n}));
     if (m == 0 || n == 0) return absl::OkStatus();
     if (k == 0) {
-      std::fill_n(c->data<float>(), m * n, 0.0f);
+      std::memset(c->raw_data(), 0, c->TotalBytes());  // All-zero bits are 0.0 in both dtypes.
       return absl::OkStatus();
     }
+    if (a.dtype() == DType::kBFloat16 && !onednn::HasBf16Kernels()) {
+      Tensor wide(DType::kFloat, c->shape());
+      TANDEM_RETURN_IF_ERROR(Multiply(ctx, onednn::ToFloat(a), onednn::ToFloat(b), m, k, n, &wide));
+      onednn::StoreAs(wide, c);
+      return absl::OkStatus();
+    }
+    return Multiply(ctx, a, b, m, k, n, c);
+  }
+
+ private:
+  // c = op(a) op(b) in a's dtype.
+  absl::Status Multiply(const OpKernelContext& ctx, const Tensor& a, const Tensor& b, int64_t m,
+                        int64_t k, int64_t n, Tensor* c) const {
     const bool ta = transpose_a_, tb = transpose_b_;
-    const std::string key = absl::StrCat("matmul:", m, ",", k, ",", n, ",", ta, tb);
+    const memory::data_type dt = onednn::DataType(a.dtype());
+    const std::string key = absl::StrCat("matmul:", m, ",", k, ",", n, ",", ta, tb, ",",
+                                         static_cast<int>(dt));
     TANDEM_ASSIGN_OR_RETURN(
-        auto p, onednn::Cached<MatMulPrimitive>(ctx, key, [m, k, n, ta, tb]() {
+        auto p, onednn::Cached<MatMulPrimitive>(ctx, key, [m, k, n, ta, tb, dt]() {
           MatMulPrimitive p;
-          p.a_md = onednn::StridedDesc({m, k}, ta ? memory::dims{1, m} : memory::dims{k, 1});
-          p.b_md = onednn::StridedDesc({k, n}, tb ? memory::dims{1, k} : memory::dims{n, 1});
-          p.c_md = onednn::StridedDesc({m, n}, {n, 1});
+          p.a_md =
+              onednn::StridedDesc({m, k}, ta ? memory::dims{1, m} : memory::dims{k, 1}, dt);
+          p.b_md =
+              onednn::StridedDesc({k, n}, tb ? memory::dims{1, k} : memory::dims{n, 1}, dt);
+          p.c_md = onednn::StridedDesc({m, n}, {n, 1}, dt);
           dnnl::matmul::desc d(p.a_md, p.b_md, p.c_md);
           p.prim =
               dnnl::matmul(dnnl::matmul::primitive_desc(d, onednn::Attr(), onednn::CpuEngine()));
@@ -71,7 +98,6 @@ class MatMulKernel : public OpKernel {
     });
   }
 
- private:
   bool transpose_a_ = false;
   bool transpose_b_ = false;
 };

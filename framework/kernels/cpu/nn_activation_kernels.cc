@@ -5,6 +5,10 @@
 // of dense layers ([128,256]) a loop beats a oneDNN primitive call, and large tensors
 // are split over the OpenMP threads. Outputs reuse an input's buffer when the kernel
 // holds its only reference.
+//
+// Relu, ReluGrad, BiasAdd and BiasAddGrad also run on bfloat16 (the mixed-precision
+// path): elements are widened to float32, computed, and rounded back on store;
+// BiasAddGrad sums in float32. The other activations are float32 only.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -16,38 +20,60 @@
 namespace tandem::nn {
 namespace {
 
-// y = F(x), elementwise.
-template <typename F>
+// Checks input i's dtype: float32, or bfloat16 when the kernel has a bf16 path.
+absl::Status ExpectKernelDType(const OpKernelContext& ctx, int i, bool bf16) {
+  return bf16 ? ExpectFloatOrBf16Input(ctx, i) : ExpectFloatInput(ctx, i);
+}
+
+// y = F(x), elementwise; bfloat16 too when kBf16.
+template <typename F, bool kBf16 = false>
 class UnaryKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 0));
-    const float* x = ctx.input(0).data<float>();
+    TANDEM_RETURN_IF_ERROR(ExpectKernelDType(ctx, 0, kBf16));
+    if (ctx.input(0).dtype() == DType::kBFloat16) return Run<bfloat16>(ctx);
+    return Run<float>(ctx);
+  }
+
+ private:
+  template <typename T>
+  absl::Status Run(OpKernelContext& ctx) {
+    const T* x = ctx.input(0).data<T>();
     const TensorShape shape = ctx.input(0).shape();
-    float* y = ctx.forward_input_or_allocate_output(0, 0, shape)->data<float>();
+    T* y = ctx.forward_input_or_allocate_output(0, 0, shape)->template data<T>();
     ParallelFor(shape.num_elements(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) y[i] = F::Apply(x[i]);
+      for (int64_t i = b; i < e; ++i) y[i] = Store<T>(F::Apply(Load(x[i])));
     });
     return absl::OkStatus();
   }
 };
 
-// dx = F(g, v), elementwise, with v the forward op's input or output.
-template <typename F>
+// dx = F(g, v), elementwise, with v the forward op's input or output; bfloat16 too
+// when kBf16.
+template <typename F, bool kBf16 = false>
 class BinaryGradKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 0));
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 1));
-    if (ctx.input(0).shape() != ctx.input(1).shape()) {
-      return ctx.Error(absl::StrCat("gradients and features shapes differ: ", InputShapes(ctx)));
+    TANDEM_RETURN_IF_ERROR(ExpectKernelDType(ctx, 0, kBf16));
+    TANDEM_RETURN_IF_ERROR(ExpectKernelDType(ctx, 1, kBf16));
+    if (ctx.input(0).shape() != ctx.input(1).shape() ||
+        ctx.input(0).dtype() != ctx.input(1).dtype()) {
+      return ctx.Error(absl::StrCat("gradients and features shapes or dtypes differ: ",
+                                    InputShapes(ctx)));
     }
-    const float* g = ctx.input(0).data<float>();
-    const float* v = ctx.input(1).data<float>();
+    if (ctx.input(0).dtype() == DType::kBFloat16) return Run<bfloat16>(ctx);
+    return Run<float>(ctx);
+  }
+
+ private:
+  template <typename T>
+  absl::Status Run(OpKernelContext& ctx) {
+    const T* g = ctx.input(0).data<T>();
+    const T* v = ctx.input(1).data<T>();
     const TensorShape shape = ctx.input(0).shape();
-    float* dx = ctx.forward_input_or_allocate_output(0, 0, shape)->data<float>();
+    T* dx = ctx.forward_input_or_allocate_output(0, 0, shape)->template data<T>();
     ParallelFor(shape.num_elements(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dx[i] = F::Apply(g[i], v[i]);
+      for (int64_t i = b; i < e; ++i) dx[i] = Store<T>(F::Apply(Load(g[i]), Load(v[i])));
     });
     return absl::OkStatus();
   }
@@ -93,29 +119,43 @@ absl::StatusOr<int64_t> BiasChannels(const OpKernelContext& ctx) {
 class BiasAddKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 0));
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 1));
+    TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, 0));
+    TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, 1));
+    if (ctx.input(0).dtype() != ctx.input(1).dtype()) {
+      return ctx.Error(absl::StrCat("value and bias differ in dtype: ", InputShapes(ctx)));
+    }
+    if (ctx.input(0).dtype() == DType::kBFloat16) return Run<bfloat16>(ctx);
+    return Run<float>(ctx);
+  }
+
+ private:
+  template <typename T>
+  absl::Status Run(OpKernelContext& ctx) {
     TANDEM_ASSIGN_OR_RETURN(const int64_t c, BiasChannels(ctx));
     const Tensor bias = ctx.input(1);
-    const float* x = ctx.input(0).data<float>();
+    const T* x = ctx.input(0).data<T>();
     const TensorShape shape = ctx.input(0).shape();
-    float* y = ctx.forward_input_or_allocate_output(0, 0, shape)->data<float>();
+    T* y = ctx.forward_input_or_allocate_output(0, 0, shape)->template data<T>();
     if (c == 0) return absl::OkStatus();
-    const float* bp = bias.data<float>();
+    std::vector<float> wide(c);
+    for (int64_t j = 0; j < c; ++j) wide[j] = Load(bias.data<T>()[j]);
+    const float* bp = wide.data();
     const int64_t rows = shape.num_elements() / c;
     ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / c), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
-        const float* xr = x + r * c;
-        float* yr = y + r * c;
-        for (int64_t j = 0; j < c; ++j) yr[j] = xr[j] + bp[j];
+        const T* xr = x + r * c;
+        T* yr = y + r * c;
+        for (int64_t j = 0; j < c; ++j) yr[j] = Store<T>(Load(xr[j]) + bp[j]);
       }
     });
     return absl::OkStatus();
   }
 };
 
-// Sums rows [0, rows) of a [rows, c] matrix into `out`, using per-chunk partial sums.
-void SumRows(const float* x, int64_t rows, int64_t c, float* out) {
+// Sums rows [0, rows) of a [rows, c] matrix into `out` in float32, using per-chunk
+// partial sums.
+template <typename T>
+void SumRows(const T* x, int64_t rows, int64_t c, float* out) {
   const int64_t chunks =
       std::clamp<int64_t>(rows * c / kElementwiseGrain, 1, omp_get_max_threads());
   std::vector<float> partial(chunks * c, 0.0f);
@@ -123,8 +163,8 @@ void SumRows(const float* x, int64_t rows, int64_t c, float* out) {
     for (int64_t ch = cb; ch < ce; ++ch) {
       float* acc = partial.data() + ch * c;
       for (int64_t r = rows * ch / chunks; r < rows * (ch + 1) / chunks; ++r) {
-        const float* xr = x + r * c;
-        for (int64_t j = 0; j < c; ++j) acc[j] += xr[j];
+        const T* xr = x + r * c;
+        for (int64_t j = 0; j < c; ++j) acc[j] += Load(xr[j]);
       }
     }
   });
@@ -137,14 +177,21 @@ void SumRows(const float* x, int64_t rows, int64_t c, float* out) {
 class BiasAddGradKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 0));
+    TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, 0));
     const Tensor& g = ctx.input(0);
     if (g.rank() < 1)
       return ctx.Error(absl::StrCat("input must have rank >= 1: ", InputShapes(ctx)));
     const int64_t c = g.dim(g.rank() - 1);
     Tensor* out = ctx.allocate_output(0, TensorShape({c}));
     if (c == 0) return absl::OkStatus();
-    SumRows(g.data<float>(), g.NumElements() / c, c, out->data<float>());
+    const int64_t rows = g.NumElements() / c;
+    if (g.dtype() == DType::kFloat) {
+      SumRows(g.data<float>(), rows, c, out->data<float>());
+      return absl::OkStatus();
+    }
+    std::vector<float> sum(c);
+    SumRows(g.data<bfloat16>(), rows, c, sum.data());
+    for (int64_t j = 0; j < c; ++j) out->data<bfloat16>()[j] = bfloat16(sum[j]);
     return absl::OkStatus();
   }
 };
@@ -180,11 +227,11 @@ class L2LossKernel : public OpKernel {
 }  // namespace
 
 void RegisterCpuActivationKernels(KernelRegistry* r) {
-  r->Register<UnaryKernel<ReluF>>("Relu", kDeviceCpu);
+  r->Register<UnaryKernel<ReluF, /*kBf16=*/true>>("Relu", kDeviceCpu);
   r->Register<UnaryKernel<Relu6F>>("Relu6", kDeviceCpu);
   r->Register<UnaryKernel<EluF>>("Elu", kDeviceCpu);
   r->Register<UnaryKernel<SoftplusF>>("Softplus", kDeviceCpu);
-  r->Register<BinaryGradKernel<ReluGradF>>("ReluGrad", kDeviceCpu);
+  r->Register<BinaryGradKernel<ReluGradF, /*kBf16=*/true>>("ReluGrad", kDeviceCpu);
   r->Register<BinaryGradKernel<Relu6GradF>>("Relu6Grad", kDeviceCpu);
   r->Register<BinaryGradKernel<EluGradF>>("EluGrad", kDeviceCpu);
   r->Register<BinaryGradKernel<SoftplusGradF>>("SoftplusGrad", kDeviceCpu);

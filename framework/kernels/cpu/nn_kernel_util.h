@@ -14,12 +14,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "framework/graph/graph.h"
 #include "framework/kernels/kernel_registry.h"
+#include "framework/core/status.h"
 #include "framework/kernels/op_kernel.h"
 
 namespace tandem::nn {
@@ -73,6 +76,28 @@ inline absl::Status ExpectFloatInput(const OpKernelContext& ctx, int i) {
   if (ctx.input(i).dtype() == DType::kFloat) return absl::OkStatus();
   return ctx.Annotate(absl::UnimplementedError(absl::StrCat(
       "the CPU kernel supports float32 only; input ", i, " is ", DTypeName(ctx.input(i).dtype()))));
+}
+
+// UNIMPLEMENTED naming the node unless input i is float32 or bfloat16 (the kernels on
+// oneDNN and the loops templated on the element type).
+inline absl::Status ExpectFloatOrBf16Input(const OpKernelContext& ctx, int i) {
+  const DType d = ctx.input(i).dtype();
+  if (d == DType::kFloat || d == DType::kBFloat16) return absl::OkStatus();
+  return ctx.Annotate(absl::UnimplementedError(absl::StrCat(
+      "the CPU kernel supports float32 and bfloat16 only; input ", i, " is ", DTypeName(d))));
+}
+
+// Element loads and stores of the templated loops: arithmetic is float32 for both
+// element types; a bfloat16 store rounds to nearest even.
+inline float Load(float v) { return v; }
+inline float Load(bfloat16 v) { return static_cast<float>(v); }
+template <typename T>
+inline T Store(float v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    return T(v);
+  }
 }
 
 // "[2,3] x [4,5]"-style list of the input shapes of a kernel invocation.

@@ -3,6 +3,7 @@
 // The engine, per-thread streams and the primitive cache of onednn_util.h.
 #include "framework/kernels/cpu/onednn_util.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -18,12 +19,75 @@ dnnl::stream& ThreadStream() {
   return stream;
 }
 
-dnnl::memory::desc StridedDesc(const dnnl::memory::dims& dims, const dnnl::memory::dims& strides) {
-  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+dnnl::memory::data_type DataType(DType dtype) {
+  return dtype == DType::kBFloat16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
 }
 
-dnnl::memory::desc TagDesc(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag) {
-  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, tag);
+bool HasBf16Kernels() {
+  static const bool has = [] {
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    for (dnnl::cpu_isa ok :
+         {dnnl::cpu_isa::avx512_core, dnnl::cpu_isa::avx512_core_vnni,
+          dnnl::cpu_isa::avx512_core_bf16, dnnl::cpu_isa::avx512_core_amx}) {
+      if (isa == ok) return true;
+    }
+    return false;
+  }();
+  return has;
+}
+
+std::string EffectiveIsaName() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_mic:
+    case dnnl::cpu_isa::avx512_mic_4ops:
+      return "avx512_mic";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "unknown";
+  }
+}
+
+Tensor ToFloat(const Tensor& t) {
+  Tensor f(DType::kFloat, t.shape());
+  const bfloat16* s = t.data<bfloat16>();
+  float* d = f.data<float>();
+  for (int64_t i = 0, n = t.NumElements(); i < n; ++i) d[i] = static_cast<float>(s[i]);
+  return f;
+}
+
+void StoreAs(const Tensor& f, Tensor* out) {
+  const float* s = f.data<float>();
+  if (out->dtype() == DType::kFloat) {
+    std::copy_n(s, f.NumElements(), out->data<float>());
+    return;
+  }
+  bfloat16* d = out->data<bfloat16>();
+  for (int64_t i = 0, n = f.NumElements(); i < n; ++i) d[i] = bfloat16(s[i]);
+}
+
+dnnl::memory::desc StridedDesc(const dnnl::memory::dims& dims, const dnnl::memory::dims& strides,
+                               dnnl::memory::data_type dt) {
+  return dnnl::memory::desc(dims, dt, strides);
+}
+
+dnnl::memory::desc TagDesc(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag,
+                           dnnl::memory::data_type dt) {
+  return dnnl::memory::desc(dims, dt, tag);
 }
 
 dnnl::memory Wrap(const dnnl::memory::desc& md, const Tensor& t) {

@@ -42,10 +42,27 @@ dnnl::stream& ThreadStream();
 // The attributes every cached primitive is created with: a user-managed scratchpad.
 const dnnl::primitive_attr& Attr();
 
-// A dense f32 memory descriptor with explicit strides.
-dnnl::memory::desc StridedDesc(const dnnl::memory::dims& dims, const dnnl::memory::dims& strides);
-// A dense f32 memory descriptor in a plain format tag (nhwc, hwio, nc, ...).
-dnnl::memory::desc TagDesc(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag);
+// oneDNN's data type for a tensor dtype the kernels compute in (float32 or bfloat16).
+dnnl::memory::data_type DataType(DType dtype);
+
+// Whether oneDNN has bfloat16 kernels on this CPU: AVX-512 or better (AVX512-BF16 and
+// AMX run bf16 natively; plain AVX-512 emulates it). Below that, the bf16 kernels
+// compute in float32 on widened copies (ToFloat / StoreAs), which is correct but slower.
+bool HasBf16Kernels();
+// The ISA oneDNN dispatches to, e.g. "avx512_core_amx", "avx512_core_bf16", "avx2".
+std::string EffectiveIsaName();
+
+// A float32 copy of a bfloat16 tensor (the fallback path of HasBf16Kernels()).
+Tensor ToFloat(const Tensor& t);
+// Writes the float32 tensor `f` into `out` (same shape), rounding to out's dtype.
+void StoreAs(const Tensor& f, Tensor* out);
+
+// A dense memory descriptor with explicit strides (f32 unless `dt` says otherwise).
+dnnl::memory::desc StridedDesc(const dnnl::memory::dims& dims, const dnnl::memory::dims& strides,
+                               dnnl::memory::data_type dt = dnnl::memory::data_type::f32);
+// A dense memory descriptor in a plain format tag (nhwc, hwio, nc, ...).
+dnnl::memory::desc TagDesc(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag,
+                           dnnl::memory::data_type dt = dnnl::memory::data_type::f32);
 
 // A dnnl::memory over `t`'s buffer (no copy). The tensor must outlive the memory and,
 // when the primitive writes to it, be owned by the caller.

@@ -7,6 +7,7 @@
 #include "framework/core/status.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/gradients.h"
+#include "framework/ops/math_ops.h"
 #include "framework/ops/state_ops.h"
 #include "framework/runtime/session.h"
 
@@ -19,7 +20,12 @@ Tensor RandomTensor(const TensorShape& shape, uint64_t seed, float lo, float hi)
   return t;
 }
 
-absl::StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c) {
+namespace {
+
+absl::StatusOr<GradCheckResult> Check(const GradCheckCase& c, bool bf16) {
+  if (bf16 && c.as_variables) {
+    return absl::InvalidArgumentError("the bfloat16 check takes placeholder inputs only");
+  }
   Scope root = Scope::NewRootScope();
   std::vector<Output> placeholders, xs;
   std::vector<std::string> inits;
@@ -37,6 +43,19 @@ absl::StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c) {
   Output y = c.build(root, xs);
   TANDEM_RETURN_IF_ERROR(root.status());
   if (!y.valid()) return absl::InvalidArgumentError("build returned an invalid output");
+  // The output the symbolic gradient is taken of: y, or its bfloat16 twin.
+  Output y_sym = y;
+  if (bf16) {
+    Scope low = root.NewSubScope("bf16");
+    std::vector<Output> xs_low;
+    for (const Output& x : xs) xs_low.push_back(ops::Cast(low, x, DType::kBFloat16));
+    Output y_low = c.build(low, xs_low);
+    TANDEM_RETURN_IF_ERROR(root.status());
+    if (!y_low.valid() || y_low.dtype() != DType::kBFloat16) {
+      return absl::InvalidArgumentError("the bfloat16 build did not give a bfloat16 output");
+    }
+    y_sym = ops::Cast(low, y_low, DType::kFloat);
+  }
 
   FeedMap feeds;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -55,7 +74,7 @@ absl::StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c) {
   Tensor r = RandomTensor(y0[0].shape(), 1234);
 
   Output r_const = ops::Const(root.WithOpName("r"), r);
-  TANDEM_ASSIGN_OR_RETURN(std::vector<Output> grads, Gradients(root, {y}, xs, {r_const}));
+  TANDEM_ASSIGN_OR_RETURN(std::vector<Output> grads, Gradients(root, {y_sym}, xs, {r_const}));
   std::vector<std::string> grad_names;
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].valid()) {
@@ -103,6 +122,14 @@ absl::StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c) {
     }
   }
   return result;
+}
+
+}  // namespace
+
+absl::StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c) { return Check(c, false); }
+
+absl::StatusOr<GradCheckResult> CheckGradientInBfloat16(const GradCheckCase& c) {
+  return Check(c, true);
 }
 
 }  // namespace tandem::testing

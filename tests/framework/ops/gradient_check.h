@@ -39,6 +39,12 @@ struct GradCheckResult {
 
 absl::StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c);
 
+// The check of an op's bfloat16 kernels: the symbolic gradient comes from the graph
+// Cast(f(Cast(x, bfloat16)), float32), so the forward and every backward op of f run
+// on bfloat16, and it is compared to central differences of the float32 f (bfloat16
+// cannot resolve a small step). Cases with as_variables are refused.
+absl::StatusOr<GradCheckResult> CheckGradientInBfloat16(const GradCheckCase& c);
+
 // A float32 tensor of `shape` with values uniform in [lo, hi), from `seed`.
 Tensor RandomTensor(const TensorShape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 
