@@ -43,7 +43,9 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Create(
 absl::Status GrpcSession::Init(const proto::GraphDef& graph, const SessionOptions& options) {
   WireMessage<proto::CreateSessionRequest> req;
   WireMessage<proto::CreateSessionResponse> resp;
-  *req.proto.mutable_graph() = graph;
+  // The precision rewrite runs here, on the client, so the master partitions the
+  // graph the policy made.
+  TANDEM_ASSIGN_OR_RETURN(*req.proto.mutable_graph(), ApplyPrecision(graph, options.precision));
   for (const std::string& f : options.device_filters)
     req.proto.mutable_config()->add_device_filters(f);
   req.proto.mutable_config()->set_allow_soft_placement(options.allow_soft_placement);

@@ -26,7 +26,8 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
   s->intra_op_threads_ = intra;
   absl::MutexLock lock(&s->mu_);
   s->graph_ = std::make_unique<Graph>(OpRegistry::Global());
-  TANDEM_RETURN_IF_ERROR(s->graph_->AddGraphDef(graph));
+  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef def, ApplyPrecision(graph, options.precision));
+  TANDEM_RETURN_IF_ERROR(s->graph_->AddGraphDef(def));
   TANDEM_RETURN_IF_ERROR(s->PlaceNodes());
   return s;
 }

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "framework/protos/graph.pb.h"
+#include "framework/runtime/mixed_precision.h"
 #include "framework/runtime/step_stats.h"
 #include "framework/tensor/tensor.h"
 
@@ -38,6 +39,9 @@ struct SessionOptions {
   // Remote sessions only: how long creating the session waits for the cluster's
   // tasks to come up; 0: 60 s.
   int64_t wait_for_workers_ms = 0;
+  // kMixedBfloat16 rewrites the graph the session is created with
+  // (framework/runtime/mixed_precision.h); nodes added later by Extend run as given.
+  Precision precision = Precision::kFloat32;
 };
 
 class Session {

@@ -38,7 +38,7 @@ Tensor RandomFloats(const TensorShape& shape, uint64_t seed) {
 }
 
 int TrainBench(const std::string& model, int threads, int inter_op, int64_t batch, int steps,
-               int warmup, bool profile) {
+               int warmup, bool profile, Precision precision) {
   Scope root = Scope::NewRootScope();
   root.graph()->set_seed(1);
   Output images =
@@ -59,6 +59,7 @@ int TrainBench(const std::string& model, int threads, int inter_op, int64_t batc
   SessionOptions so;
   so.inter_op_threads = inter_op;
   so.intra_op_threads = threads;
+  so.precision = precision;
   auto session = NewDirectSession(def, so);
   if (!session.ok() || !(*session)->Run({}, {}, {init->name()}).ok()) return 1;
   Tensor x = RandomFloats(TensorShape({batch, 784}), 1);
@@ -89,8 +90,8 @@ int TrainBench(const std::string& model, int threads, int inter_op, int64_t batc
     for (const auto& [us, op] : sorted)
       std::printf("  %-36s %8lld us\n", op.c_str(), (long long)us);
   }
-  std::printf("tandem %s threads=%d examples_per_second=%.0f\n", model.c_str(), threads,
-              batch * steps / secs);
+  std::printf("tandem %s threads=%d precision=%s examples_per_second=%.0f\n", model.c_str(),
+              threads, std::string(PrecisionName(precision)).c_str(), batch * steps / secs);
   return 0;
 }
 
@@ -179,6 +180,7 @@ int main(int argc, char** argv) {
   int threads = 1, steps = 200, warmup = 10, inter_op = 1;
   bool profile = false;
   int64_t batch = 128;
+  std::string precision = "float32";
   app.add_option("--model", model, "mlp, cnn or matmul")
       ->check(CLI::IsMember({"mlp", "cnn", "matmul"}));
   app.add_option("--threads", threads, "intra- and inter-op threads")->capture_default_str();
@@ -190,7 +192,11 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "batch size")->capture_default_str();
   app.add_option("--steps", steps, "timed steps")->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--precision", precision, "float32 or mixed_bfloat16 (mlp and cnn)")
+      ->check(CLI::IsMember({"float32", "mixed_bfloat16"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (model == "matmul") return tandem::MatMulBench(threads);
-  return tandem::TrainBench(model, threads, inter_op, batch, steps, warmup, profile);
+  return tandem::TrainBench(model, threads, inter_op, batch, steps, warmup, profile,
+                            *tandem::ParsePrecision(precision));
 }

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/nn_kernel_util.h"
 
 namespace tandem::nn {
@@ -42,7 +43,17 @@ class UnaryKernel : public OpKernel {
     const TensorShape shape = ctx.input(0).shape();
     T* y = ctx.forward_input_or_allocate_output(0, 0, shape)->template data<T>();
     ParallelFor(shape.num_elements(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) y[i] = Store<T>(F::Apply(Load(x[i])));
+      if constexpr (std::is_same_v<T, float>) {
+        for (int64_t i = b; i < e; ++i) y[i] = F::Apply(x[i]);
+      } else {
+        float tile[kBf16Tile];
+        for (int64_t i = b; i < e; i += kBf16Tile) {
+          const int64_t m = std::min(kBf16Tile, e - i);
+          WidenBf16(x + i, tile, m);
+          for (int64_t j = 0; j < m; ++j) tile[j] = F::Apply(tile[j]);
+          NarrowToBf16(tile, y + i, m);
+        }
+      }
     });
     return absl::OkStatus();
   }
@@ -73,7 +84,18 @@ class BinaryGradKernel : public OpKernel {
     const TensorShape shape = ctx.input(0).shape();
     T* dx = ctx.forward_input_or_allocate_output(0, 0, shape)->template data<T>();
     ParallelFor(shape.num_elements(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dx[i] = Store<T>(F::Apply(Load(g[i]), Load(v[i])));
+      if constexpr (std::is_same_v<T, float>) {
+        for (int64_t i = b; i < e; ++i) dx[i] = F::Apply(g[i], v[i]);
+      } else {
+        float gt[kBf16Tile], vt[kBf16Tile];
+        for (int64_t i = b; i < e; i += kBf16Tile) {
+          const int64_t m = std::min(kBf16Tile, e - i);
+          WidenBf16(g + i, gt, m);
+          WidenBf16(v + i, vt, m);
+          for (int64_t j = 0; j < m; ++j) gt[j] = F::Apply(gt[j], vt[j]);
+          NarrowToBf16(gt, dx + i, m);
+        }
+      }
     });
     return absl::OkStatus();
   }
@@ -137,17 +159,34 @@ class BiasAddKernel : public OpKernel {
     const TensorShape shape = ctx.input(0).shape();
     T* y = ctx.forward_input_or_allocate_output(0, 0, shape)->template data<T>();
     if (c == 0) return absl::OkStatus();
-    std::vector<float> wide(c);
-    for (int64_t j = 0; j < c; ++j) wide[j] = Load(bias.data<T>()[j]);
-    const float* bp = wide.data();
     const int64_t rows = shape.num_elements() / c;
-    ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / c), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        const T* xr = x + r * c;
-        T* yr = y + r * c;
-        for (int64_t j = 0; j < c; ++j) yr[j] = Store<T>(Load(xr[j]) + bp[j]);
-      }
-    });
+    if constexpr (std::is_same_v<T, float>) {
+      const float* bp = bias.data<float>();
+      ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / c), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const float* xr = x + r * c;
+          float* yr = y + r * c;
+          for (int64_t j = 0; j < c; ++j) yr[j] = xr[j] + bp[j];
+        }
+      });
+    } else {
+      std::vector<float> bp(c);
+      WidenBf16(bias.data<bfloat16>(), bp.data(), c);
+      // Tiles of whole rows: one widen and one narrow per tile.
+      const int64_t tile_rows = std::max<int64_t>(1, kBf16Tile / c);
+      ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / c), [&](int64_t b, int64_t e) {
+        std::vector<float> tile(tile_rows * c);
+        for (int64_t r = b; r < e; r += tile_rows) {
+          const int64_t nr = std::min(tile_rows, e - r);
+          WidenBf16(x + r * c, tile.data(), nr * c);
+          for (int64_t k = 0; k < nr; ++k) {
+            float* row = tile.data() + k * c;
+            for (int64_t j = 0; j < c; ++j) row[j] += bp[j];
+          }
+          NarrowToBf16(tile.data(), y + r * c, nr * c);
+        }
+      });
+    }
     return absl::OkStatus();
   }
 };

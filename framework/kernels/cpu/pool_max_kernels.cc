@@ -5,8 +5,9 @@
 // row-major window order, as in TensorFlow's CPU kernel; it is recomputed from
 // orig_input, so no workspace is needed. Disjoint windows (stride >= window, the usual
 // 2x2/2) write each input element once; a full 2x2 window takes a single fused pass.
-// Overlapping windows accumulate. Images run in parallel. Both run on float32 and on
-// bfloat16 (the mixed-precision path; comparisons in float32, values stored unchanged).
+// Overlapping windows accumulate. Images run in parallel. On bfloat16 (the
+// mixed-precision path) each image is widened to float32, pooled by the same loops
+// and narrowed back: max and routing only compare and copy, so the values are exact.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -14,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/nn_kernel_util.h"
 #include "framework/kernels/cpu/pool_util.h"
 
@@ -30,44 +32,70 @@ void ForEachImage(const PoolShape& s, int64_t work, const F& fn) {
               });
 }
 
+// A float32 view of image `img` of a float32 or bfloat16 tensor: the tensor's own
+// memory, or `scratch` holding the widened copy.
+const float* ImageAsFloat(const Tensor& t, int64_t img, int64_t size, std::vector<float>* scratch) {
+  if (t.dtype() == DType::kFloat) return t.data<float>() + img * size;
+  scratch->resize(size);
+  WidenBf16(t.data<bfloat16>() + img * size, scratch->data(), size);
+  return scratch->data();
+}
+
+// Where image `img` of the output is computed in float32 (StoreImage then narrows a
+// bfloat16 output from the scratch).
+float* OutImage(Tensor* t, int64_t img, int64_t size, std::vector<float>* scratch) {
+  if (t->dtype() == DType::kFloat) return t->data<float>() + img * size;
+  scratch->resize(size);
+  return scratch->data();
+}
+void StoreImage(const std::vector<float>& scratch, Tensor* t, int64_t img, int64_t size) {
+  if (t->dtype() == DType::kBFloat16) {
+    NarrowToBf16(scratch.data(), t->data<bfloat16>() + img * size, size);
+  }
+}
+
+// Checks the inputs are float32 or bfloat16, all of one dtype.
+absl::Status ExpectOneFloatDType(const OpKernelContext& ctx) {
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, i));
+    if (ctx.input(i).dtype() != ctx.input(0).dtype()) {
+      return ctx.Error(absl::StrCat("inputs differ in dtype: ", InputShapes(ctx)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 class MaxPoolKernel : public PoolKernelBase {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, 0));
-    if (ctx.input(0).dtype() == DType::kBFloat16) return Run<bfloat16>(ctx);
-    return Run<float>(ctx);
-  }
-
- private:
-  template <typename T>
-  absl::Status Run(OpKernelContext& ctx) {
+    TANDEM_RETURN_IF_ERROR(ExpectOneFloatDType(ctx));
     const Tensor& input = ctx.input(0);
     TANDEM_ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(ctx, attrs_, input.shape()));
     Tensor* out = ctx.allocate_output(0, s.output_shape());
     if (out->NumElements() == 0) return absl::OkStatus();
     const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
-    const T* x = input.data<T>();
-    T* y = out->template data<T>();
-    const T lowest = Store<T>(-std::numeric_limits<float>::infinity());
     ForEachImage(s, image, [&](int64_t img) {
-      const T* xi = x + img * image;
+      thread_local std::vector<float> in_scratch, out_scratch;
+      const float* xi = ImageAsFloat(input, img, image, &in_scratch);
+      float* yi = OutImage(out, img, pooled, &out_scratch);
       for (int64_t oy = 0; oy < s.oh; ++oy) {
         for (int64_t ox = 0; ox < s.ow; ++ox) {
           int64_t y0, y1, x0, x1;
           s.Window(oy, ox, &y0, &y1, &x0, &x1);
-          T* __restrict yo = y + img * pooled + (oy * s.ow + ox) * c;
-          std::fill_n(yo, c, lowest);
+          float* __restrict yo = yi + (oy * s.ow + ox) * c;
+          std::fill_n(yo, c, -std::numeric_limits<float>::infinity());
           for (int64_t yy = y0; yy < y1; ++yy) {
             for (int64_t xx = x0; xx < x1; ++xx) {
-              const T* __restrict row = xi + (yy * s.w + xx) * c;
+              const float* __restrict row = xi + (yy * s.w + xx) * c;
               for (int64_t ch = 0; ch < c; ++ch) {
-                const T m = yo[ch], v = row[ch];
-                yo[ch] = Load(v) > Load(m) ? v : m;
+                const float m = yo[ch], v = row[ch];
+                yo[ch] = v > m ? v : m;
               }
             }
           }
         }
       }
+      StoreImage(out_scratch, out, img, pooled);
     });
     return absl::OkStatus();
   }
@@ -77,33 +105,31 @@ class MaxPoolKernel : public PoolKernelBase {
 // that they vectorise over channels.
 
 // A full 2x2 window (rows r0 r1 / r2 r3): dx of the first maximum is g, the rest 0.
-template <typename T>
-void Route2x2(const T* __restrict r0, const T* __restrict r1, const T* __restrict r2,
-              const T* __restrict r3, const T* __restrict g, T* __restrict d0, T* __restrict d1,
-              T* __restrict d2, T* __restrict d3, int64_t c) {
+void Route2x2(const float* __restrict r0, const float* __restrict r1, const float* __restrict r2,
+              const float* __restrict r3, const float* __restrict g, float* __restrict d0,
+              float* __restrict d1, float* __restrict d2, float* __restrict d3, int64_t c) {
   for (int64_t ch = 0; ch < c; ++ch) {
-    const float a = Load(r0[ch]), b = Load(r1[ch]), cc = Load(r2[ch]), d = Load(r3[ch]),
-                gv = Load(g[ch]);
+    const float a = r0[ch], b = r1[ch], cc = r2[ch], d = r3[ch], gv = g[ch];
     const float ab = a > b ? a : b, cd = cc > d ? cc : d, m = ab > cd ? ab : cd;
     const float rest_a = a == m ? 0.0f : gv;  // Not yet routed after a.
     const float rest_b = b == m ? 0.0f : rest_a;
-    d0[ch] = Store<T>(a == m ? gv : 0.0f);
-    d1[ch] = Store<T>(b == m ? rest_a : 0.0f);
-    d2[ch] = Store<T>(cc == m ? rest_b : 0.0f);
-    d3[ch] = Store<T>(cc == m ? 0.0f : rest_b);
+    d0[ch] = a == m ? gv : 0.0f;
+    d1[ch] = b == m ? rest_a : 0.0f;
+    d2[ch] = cc == m ? rest_b : 0.0f;
+    d3[ch] = cc == m ? 0.0f : rest_b;
   }
 }
 
 // Routes the gradient of the window of (oy, ox) to its first maximum: written into dx
 // when windows are disjoint (every element of the window is written), added when
 // they overlap (dx zeroed first). `mv` and `rest` are scratch of c floats.
-template <bool kAccumulate, typename T>
-void RouteWindow(const PoolShape& s, const T* xi, const T* g, T* dxi, int64_t oy, int64_t ox,
-                 float* __restrict mv, float* __restrict rest) {
+template <bool kAccumulate>
+void RouteWindow(const PoolShape& s, const float* xi, const float* g, float* dxi, int64_t oy,
+                 int64_t ox, float* __restrict mv, float* __restrict rest) {
   const int64_t c = s.c;
   int64_t y0, y1, x0, x1;
   s.Window(oy, ox, &y0, &y1, &x0, &x1);
-  const T* __restrict go = g + (oy * s.ow + ox) * c;
+  const float* __restrict go = g + (oy * s.ow + ox) * c;
   if (!kAccumulate && y1 - y0 == 2 && x1 - x0 == 2) {
     const int64_t b0 = (y0 * s.w + x0) * c, b2 = b0 + s.w * c;
     Route2x2(xi + b0, xi + b0 + c, xi + b2, xi + b2 + c, go, dxi + b0, dxi + b0 + c, dxi + b2,
@@ -113,25 +139,25 @@ void RouteWindow(const PoolShape& s, const T* xi, const T* g, T* dxi, int64_t oy
   std::fill_n(mv, c, -std::numeric_limits<float>::infinity());
   for (int64_t yy = y0; yy < y1; ++yy) {
     for (int64_t xx = x0; xx < x1; ++xx) {
-      const T* __restrict row = xi + (yy * s.w + xx) * c;
+      const float* __restrict row = xi + (yy * s.w + xx) * c;
       for (int64_t ch = 0; ch < c; ++ch) {
-        const float m = mv[ch], v = Load(row[ch]);
+        const float m = mv[ch], v = row[ch];
         mv[ch] = v > m ? v : m;
       }
     }
   }
-  for (int64_t ch = 0; ch < c; ++ch) rest[ch] = Load(go[ch]);
+  std::copy_n(go, c, rest);
   for (int64_t yy = y0; yy < y1; ++yy) {
     for (int64_t xx = x0; xx < x1; ++xx) {
-      const T* __restrict row = xi + (yy * s.w + xx) * c;
-      T* __restrict d = dxi + (yy * s.w + xx) * c;
+      const float* __restrict row = xi + (yy * s.w + xx) * c;
+      float* __restrict d = dxi + (yy * s.w + xx) * c;
       for (int64_t ch = 0; ch < c; ++ch) {
-        const float v = Load(row[ch]), m = mv[ch], r = rest[ch];
+        const float v = row[ch], m = mv[ch], r = rest[ch];
         const float here = v == m ? r : 0.0f;
         if constexpr (kAccumulate) {
-          d[ch] = Store<T>(Load(d[ch]) + here);
+          d[ch] += here;
         } else {
-          d[ch] = Store<T>(here);
+          d[ch] = here;
         }
         rest[ch] = v == m ? 0.0f : r;
       }
@@ -142,19 +168,7 @@ void RouteWindow(const PoolShape& s, const T* xi, const T* g, T* dxi, int64_t oy
 class MaxPoolGradKernel : public PoolKernelBase {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    for (int i = 0; i < 3; ++i) {
-      TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, i));
-      if (ctx.input(i).dtype() != ctx.input(0).dtype()) {
-        return ctx.Error(absl::StrCat("inputs differ in dtype: ", InputShapes(ctx)));
-      }
-    }
-    if (ctx.input(0).dtype() == DType::kBFloat16) return Run<bfloat16>(ctx);
-    return Run<float>(ctx);
-  }
-
- private:
-  template <typename T>
-  absl::Status Run(OpKernelContext& ctx) {
+    TANDEM_RETURN_IF_ERROR(ExpectOneFloatDType(ctx));
     const Tensor& input = ctx.input(0);
     const Tensor& grad = ctx.input(2);
     TANDEM_ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(ctx, attrs_, input.shape()));
@@ -164,9 +178,6 @@ class MaxPoolGradKernel : public PoolKernelBase {
     }
     Tensor* out = ctx.allocate_output(0, input.shape());
     const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
-    const T* x = input.data<T>();
-    const T* g = grad.data<T>();
-    T* dx = out->template data<T>();
     const WindowAttrs& a = s.attrs;
     const bool disjoint = a.stride_h >= a.second_h && a.stride_w >= a.second_w;
     // Disjoint windows of stride == size cover every input element (TF geometry).
@@ -174,20 +185,22 @@ class MaxPoolGradKernel : public PoolKernelBase {
                         s.oh * a.stride_h - s.dim_h.pad_before >= s.h &&
                         s.ow * a.stride_w - s.dim_w.pad_before >= s.w;
     ForEachImage(s, image + pooled * a.second_h * a.second_w, [&](int64_t img) {
-      const T* xi = x + img * image;
-      const T* gi = g + img * pooled;
-      T* dxi = dx + img * image;
-      if (!(disjoint && covers)) std::fill_n(dxi, image, Store<T>(0.0f));
+      thread_local std::vector<float> x_scratch, g_scratch, dx_scratch;
+      const float* xi = ImageAsFloat(input, img, image, &x_scratch);
+      const float* gi = ImageAsFloat(grad, img, pooled, &g_scratch);
+      float* dxi = OutImage(out, img, image, &dx_scratch);
+      if (!(disjoint && covers)) std::fill_n(dxi, image, 0.0f);
       std::vector<float> scratch(2 * c);
       for (int64_t oy = 0; oy < s.oh; ++oy) {
         for (int64_t ox = 0; ox < s.ow; ++ox) {
           if (disjoint) {
-            RouteWindow<false, T>(s, xi, gi, dxi, oy, ox, scratch.data(), scratch.data() + c);
+            RouteWindow<false>(s, xi, gi, dxi, oy, ox, scratch.data(), scratch.data() + c);
           } else {
-            RouteWindow<true, T>(s, xi, gi, dxi, oy, ox, scratch.data(), scratch.data() + c);
+            RouteWindow<true>(s, xi, gi, dxi, oy, ox, scratch.data(), scratch.data() + c);
           }
         }
       }
+      StoreImage(dx_scratch, out, img, image);
     });
     return absl::OkStatus();
   }
