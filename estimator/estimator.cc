@@ -50,6 +50,7 @@ constexpr int64_t kWaitForClusterMs = 300000;
 // devices the RunConfig's filters name.
 SessionOptions MakeSessionOptions(const RunConfig& config, bool on_cluster) {
   SessionOptions so;
+  so.precision = config.precision();
   if (config.session_config()) {
     so.inter_op_threads = config.session_config()->inter_op_parallelism_threads;
     so.intra_op_threads = config.session_config()->intra_op_parallelism_threads;

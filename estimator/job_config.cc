@@ -79,7 +79,8 @@ std::vector<Section> Sections(JobConfig& c) {
         {"save_summary_steps", &c.run.save_summary_steps, 0},
         {"random_seed", &c.run.random_seed},
         {"inter_op_threads", &c.run.inter_op_threads, 0, {}, MaxThreads()},
-        {"intra_op_threads", &c.run.intra_op_threads, 0, {}, MaxThreads()}}},
+        {"intra_op_threads", &c.run.intra_op_threads, 0, {}, MaxThreads()},
+        {"precision", &c.run.precision, kNoMin, {"float32", "mixed_bfloat16"}}}},
       {"train",
        {{"max_steps", &c.train.max_steps, 1},
         {"batch_size", &c.train.batch_size, 1, {}, kMaxBatchSize},
@@ -619,6 +620,9 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
       std::min<int64_t>(c.run.keep_checkpoint_max, std::numeric_limits<int>::max()));
   options.keep_checkpoint_every_n_hours = c.run.keep_checkpoint_every_n_hours;
   options.log_step_count_steps = c.run.log_step_count_steps;
+  absl::StatusOr<Precision> precision = ParsePrecision(c.run.precision);
+  if (!precision.ok()) return AnnotateStatus(precision.status(), "[run] precision");
+  options.precision = *precision;
   if (c.run.inter_op_threads > 0 || c.run.intra_op_threads > 0) {
     SessionConfig session;
     auto clamp = [](int64_t n) { return static_cast<int>(std::min<int64_t>(n, 1 << 16)); };

@@ -9,7 +9,8 @@
 //                 shuffle_buffer, prefetch_buffer
 //   [run]         model_dir, save_checkpoints_steps | save_checkpoints_secs,
 //                 keep_checkpoint_max, keep_checkpoint_every_n_hours, log_step_count_steps,
-//                 save_summary_steps, random_seed, inter_op_threads, intra_op_threads
+//                 save_summary_steps, random_seed, inter_op_threads, intra_op_threads,
+//                 precision ("float32" or "mixed_bfloat16")
 //   [train]       max_steps, batch_size, warm_start_from, warm_start_vars,
 //                 [train.warm_start_map] "model/var" = "name/in/source"
 //   [eval]        steps (0: until the eval input ends), start_delay_secs, throttle_secs, name,
@@ -159,6 +160,7 @@ struct RunSection {
   std::optional<int64_t> random_seed;
   int64_t inter_op_threads = 0;
   int64_t intra_op_threads = 0;
+  std::string precision = "float32";  // Or "mixed_bfloat16" (RunConfigOptions::precision).
   bool operator==(const RunSection& o) const = default;
 };
 

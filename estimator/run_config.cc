@@ -274,6 +274,7 @@ absl::StatusOr<RunConfig> RunConfig::Create(const RunConfigOptions& options,
   c.keep_checkpoint_max_ = options.keep_checkpoint_max;
   c.keep_checkpoint_every_n_hours_ = options.keep_checkpoint_every_n_hours;
   c.log_step_count_steps_ = options.log_step_count_steps;
+  c.precision_ = options.precision;
   c.session_config_ = options.session_config;
   c.environment_ = tf_config.environment;
 

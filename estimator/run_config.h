@@ -46,6 +46,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "framework/distributed/cluster_spec.h"
+#include "framework/runtime/mixed_precision.h"
 
 namespace tandem {
 
@@ -90,6 +91,10 @@ struct RunConfigOptions {
   double keep_checkpoint_every_n_hours = 10000;  // > 0.
   int64_t log_step_count_steps = 100;            // > 0.
   std::optional<SessionConfig> session_config;   // Unset: derived (device filters).
+  // kMixedBfloat16: matmuls and convolutions (and the ops between them) run on
+  // bfloat16 with float32 master weights (framework/runtime/mixed_precision.h), in
+  // every session the Estimator creates. Exports stay float32 graphs.
+  Precision precision = Precision::kFloat32;
 };
 
 class RunConfig {
@@ -116,6 +121,7 @@ class RunConfig {
   int64_t log_step_count_steps() const { return log_step_count_steps_; }
   // Unset in local mode unless given; with a cluster, the derived device filters.
   const std::optional<SessionConfig>& session_config() const { return session_config_; }
+  Precision precision() const { return precision_; }
 
   const ClusterSpec& cluster_spec() const { return cluster_spec_; }
   const std::string& task_type() const { return task_type_; }
@@ -150,6 +156,7 @@ class RunConfig {
   double keep_checkpoint_every_n_hours_ = 10000;
   int64_t log_step_count_steps_ = 100;
   std::optional<SessionConfig> session_config_;
+  Precision precision_ = Precision::kFloat32;
 
   ClusterSpec cluster_spec_;
   std::string task_type_ = "worker";

@@ -26,42 +26,67 @@ peer_best() {
 }
 if [[ "${2:-}" != "--e2e" ]]; then
 for threads in 1 2; do
+  # This CPU's oneDNN matmul peak per precision: the CNN rows report their fraction of it.
+  peak=$(OMP_NUM_THREADS=$threads "$bench" --model gemm_peak --threads "$threads")
+  echo "$peak"
   for cfg in "mlp 128 300" "cnn 100 20"; do
     set -- $cfg
-    ours=$(OMP_NUM_THREADS=$threads "$bench" --model "$1" --threads "$threads" --batch "$2" --steps "$3" | rate)
-    line="$1 batch=$2 threads=$threads tandem=${ours}"
-    if (( have_peer )); then
-      theirs=$(peer_best "$threads" --model "$1" --batch "$2" --steps "$3")
-      ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')
-      line="$line pytorch=${theirs} ratio=${ratio}"
-    fi
-    echo "$line examples/s"
+    for precision in float32 mixed_bfloat16; do
+      out=$(OMP_NUM_THREADS=$threads "$bench" --model "$1" --threads "$threads" --batch "$2" \
+            --steps "$3" --precision "$precision" 2>/dev/null)
+      ours=$(echo "$out" | rate)
+      line="$1 batch=$2 threads=$threads precision=$precision tandem=${ours}"
+      if [[ "$1" == cnn ]]; then
+        key=$([[ "$precision" == float32 ]] && echo f32_gflops || echo bf16_gflops)
+        gflops=$(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
+        top=$(echo "$peak" | sed -n "s/.*$key=\([0-9.]*\).*/\1/p")
+        line="$line gflops=$gflops of_gemm_peak=$(awk -v a="$gflops" -v b="$top" 'BEGIN { printf "%.2f", a / b }')"
+      fi
+      if (( have_peer )); then
+        theirs=$(peer_best "$threads" --model "$1" --batch "$2" --steps "$3" --precision "$precision")
+        ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')
+        line="$line pytorch=${theirs} ratio=${ratio}"
+      fi
+      echo "$line examples/s"
+    done
   done
 done
 for threads in 1 2; do OMP_NUM_THREADS=$threads "$bench" --model matmul --threads "$threads" | tail -1; done
 fi
 
-# End to end: `trainer train` on configs/fashion_mlp.toml (784-256-128-100-10, Adam,
-# batch 128: input pipeline, hooks, summaries, checkpoints included) against the
-# PyTorch loop over a shuffled DataLoader. tandem's rate is the mean of the
+# End to end: `trainer train` on the shipped configs (input pipeline, hooks, summaries
+# and checkpoints included) against the PyTorch loop over a shuffled DataLoader with
+# the same model, optimizer and batch. tandem's rate is the mean of the
 # StepCounterHook's global_step/sec lines after the first, times the batch size.
+#   fashion_mlp (784-256-128-100-10, Adam, batch 128) in float32;
+#   fashion_cnn (batch 100) in float32 and mixed_bfloat16 (PyTorch: autocast bf16).
 trainer="$build/apps/trainer"
-config="$(dirname "$0")/../../configs/fashion_mlp.toml"
-for threads in 1 2; do
+configs="$(dirname "$0")/../../configs"
+# e2e NAME BATCH STEPS PRECISION THREADS
+e2e() {
+  local name=$1 batch=$2 steps=$3 precision=$4 threads=$5 dir rate ours theirs ratio line
   dir=$(mktemp -d)
-  steps=$(OMP_NUM_THREADS=$threads "$trainer" train --config "$config" --set run.model_dir="\"$dir\"" \
-      --set train.max_steps=1500 --set run.inter_op_threads=$threads --set run.intra_op_threads=$threads 2>&1 |
+  rate=$(OMP_NUM_THREADS=$threads "$trainer" train --config "$configs/$name.toml" \
+      --set run.model_dir="\"$dir\"" --set train.max_steps="$steps" \
+      --set run.precision="\"$precision\"" --set run.save_checkpoints_steps=100000 \
+      --set run.inter_op_threads="$threads" --set run.intra_op_threads="$threads" 2>&1 |
     sed -n 's/.*global_step\/sec: \([0-9.]*\).*/\1/p' | tail -n +2 | awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n }')
   rm -rf "$dir"
-  ours=$(awk -v s="$steps" 'BEGIN { printf "%.0f", s * 128 }')
-  line="trainer fashion_mlp e2e threads=$threads tandem=${ours}"
+  ours=$(awk -v s="$rate" -v b="$batch" 'BEGIN { printf "%.0f", s * b }')
+  line="trainer $name e2e threads=$threads precision=$precision tandem=${ours}"
   if (( have_peer )); then
-    theirs=$(peer_best "$threads" --model fashion_mlp_e2e --batch 128 --steps 500 --warmup 20)
+    theirs=$(peer_best "$threads" --model "${name}_e2e" --batch "$batch" --steps 200 --warmup 20 \
+             --precision "$precision")
     ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')
     line="$line pytorch=${theirs} ratio=${ratio}"
   fi
   echo "$line examples/s"
+}
+for threads in 1 2; do
+  e2e fashion_mlp 128 1500 float32 "$threads"
+  for precision in float32 mixed_bfloat16; do e2e fashion_cnn 100 500 "$precision" "$threads"; done
 done
+config="$configs/fashion_mlp.toml"
 # The Estimator's own cost: Estimator::Train vs a bare DirectSession loop, same model.
 for threads in 1 2; do
   OMP_NUM_THREADS=$threads "$build/tests/bench/estimator_bench" --config "$config" --threads "$threads"

@@ -43,8 +43,8 @@ def autocast(precision):
     return contextlib.nullcontext()
 
 
-def bench_e2e(threads, batch, steps, warmup, data_dir, precision):
-    """fashion_mlp end to end: IDX files -> shuffled DataLoader -> Adam steps."""
+def bench_e2e(net, threads, batch, steps, warmup, data_dir, precision):
+    """fashion_mlp or fashion_cnn end to end: IDX files -> shuffled DataLoader -> Adam steps."""
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     images = load_idx(f"{data_dir}/train-images-idx3-ubyte.gz")
@@ -53,7 +53,7 @@ def bench_e2e(threads, batch, steps, warmup, data_dir, precision):
     y = torch.from_numpy(labels.astype("int64"))
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y),
                                          batch_size=batch, shuffle=True, drop_last=True)
-    model = fashion_mlp()
+    model = net()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     i = 0
@@ -109,7 +109,8 @@ def bench(model_name, threads, batch, steps, warmup, precision):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--model", choices=["mlp", "cnn", "fashion_mlp_e2e"], required=True)
+    p.add_argument("--model", choices=["mlp", "cnn", "fashion_mlp_e2e", "fashion_cnn_e2e"],
+                   required=True)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", type=int, required=True)
@@ -117,8 +118,9 @@ def main():
     p.add_argument("--precision", choices=["float32", "mixed_bfloat16"], default="float32")
     p.add_argument("--data_dir", default="/usr/share/datasets/fashion-mnist")
     a = p.parse_args()
-    if a.model == "fashion_mlp_e2e":
-        eps = bench_e2e(a.threads, a.batch, a.steps, a.warmup, a.data_dir, a.precision)
+    if a.model.endswith("_e2e"):
+        net = fashion_mlp if a.model == "fashion_mlp_e2e" else Cnn
+        eps = bench_e2e(net, a.threads, a.batch, a.steps, a.warmup, a.data_dir, a.precision)
     else:
         eps = bench(a.model, a.threads, a.batch, a.steps, a.warmup, a.precision)
     print(f"peer {a.model} threads={a.threads} examples_per_second={eps:.0f}", flush=True)

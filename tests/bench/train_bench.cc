@@ -4,16 +4,21 @@
 //     random batch fed each step), reported as examples/second.
 //   --model matmul: the MatMul kernel called directly versus a bare oneDNN matmul
 //     primitive on the same shapes (the MLP's forward and backward products).
+//   --model gemm_peak: this CPU's oneDNN matmul rate in float32 and bfloat16 on a
+//     2048^3 product, the peak the training rates are compared with.
+//   --precision mixed_bfloat16: the mlp and cnn steps under the mixed_bfloat16 policy.
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <map>
 #include <random>
 
 #include "CLI/CLI.hpp"
 #include "apps/examples/fashion_models.h"
+#include "framework/kernels/cpu/onednn_util.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/losses.h"
@@ -90,8 +95,16 @@ int TrainBench(const std::string& model, int threads, int inter_op, int64_t batc
     for (const auto& [us, op] : sorted)
       std::printf("  %-36s %8lld us\n", op.c_str(), (long long)us);
   }
-  std::printf("tandem %s threads=%d precision=%s examples_per_second=%.0f\n", model.c_str(),
-              threads, std::string(PrecisionName(precision)).c_str(), batch * steps / secs);
+  // Multiply-adds x 2 per example of the CNN's convolutions and dense layers: forward,
+  // the input gradient (none for the first layer) and the weight gradient.
+  const double fwd_conv1 = 28.0 * 28 * 32 * 25 * 1 * 2, fwd_conv2 = 14.0 * 14 * 64 * 25 * 32 * 2,
+               fwd_dense = 3136.0 * 1024 * 2 + 1024.0 * 10 * 2;
+  const double cnn_flops = 3 * (fwd_conv1 + fwd_conv2 + fwd_dense) - fwd_conv1;
+  const double rate = batch * steps / secs;
+  std::printf("tandem %s threads=%d precision=%s examples_per_second=%.0f", model.c_str(), threads,
+              std::string(PrecisionName(precision)).c_str(), rate);
+  if (model == "cnn") std::printf(" gflops=%.0f", rate * cnn_flops / 1e9);
+  std::printf("\n");
   return 0;
 }
 
@@ -105,6 +118,33 @@ double Time(F&& fn, int iters) {
     best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count() / iters);
   }
   return best;
+}
+
+// GFLOP/s of a bare oneDNN matmul of n x n x n in `dt`.
+double GemmRate(int64_t n, dnnl::memory::data_type dt) {
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  dnnl::memory::desc md({n, n}, dt, dnnl::memory::dims{n, 1});
+  dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
+  dnnl::memory a(md, eng), b(md, eng), c(md, eng);
+  std::memset(a.get_data_handle(), 0, md.get_size());
+  std::memset(b.get_data_handle(), 0, md.get_size());
+  const double secs = Time(
+      [&] {
+        prim.execute(strm, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+        strm.wait();
+      },
+      3);
+  return 2.0 * n * n * n / secs / 1e9;
+}
+
+int GemmPeak(int threads) {
+  omp_set_num_threads(threads);
+  using dt = dnnl::memory::data_type;
+  std::printf("gemm_peak threads=%d f32_gflops=%.0f bf16_gflops=%.0f isa=%s\n", threads,
+              GemmRate(2048, dt::f32), GemmRate(2048, dt::bf16),
+              onednn::EffectiveIsaName().c_str());
+  return 0;
 }
 
 int MatMulBench(int threads) {
@@ -181,8 +221,8 @@ int main(int argc, char** argv) {
   bool profile = false;
   int64_t batch = 128;
   std::string precision = "float32";
-  app.add_option("--model", model, "mlp, cnn or matmul")
-      ->check(CLI::IsMember({"mlp", "cnn", "matmul"}));
+  app.add_option("--model", model, "mlp, cnn, matmul or gemm_peak")
+      ->check(CLI::IsMember({"mlp", "cnn", "matmul", "gemm_peak"}));
   app.add_option("--threads", threads, "intra- and inter-op threads")->capture_default_str();
   app.add_flag("--profile", profile, "after timing, print one traced step's time per op");
   app.add_option("--inter_op", inter_op,
@@ -197,6 +237,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (model == "matmul") return tandem::MatMulBench(threads);
+  if (model == "gemm_peak") return tandem::GemmPeak(threads);
   return tandem::TrainBench(model, threads, inter_op, batch, steps, warmup, profile,
                             *tandem::ParsePrecision(precision));
 }

@@ -4,6 +4,7 @@
 #include "checkpoint/saver.h"
 
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -170,6 +171,62 @@ TEST(SaverTest, RoundTripRestoresValuesAndGlobalStep) {
   ASSERT_TRUE(restored.ok()) << restored.status();
   EXPECT_EQ(*restored, *prefix);
   ExpectSameValues(other.Values(other_session.get()), saved);
+}
+
+// A bfloat16 variable is saved as a safetensors BF16 tensor (two bytes per value, the
+// bits unchanged) and restored bit for bit into a fresh session.
+TEST(SaverTest, Bfloat16VariableRoundTripsAsBF16) {
+  TempDir dir;
+  // The variable "half", initialised to three values (or to zeros).
+  auto build = [](Scope& root, std::string* init, bool zeros) {
+    Tensor value(DType::kBFloat16, TensorShape({3}));
+    const float values[] = {1.0f / 3.0f, -2.5f, 1e-3f};
+    for (int i = 0; i < 3; ++i) value.data<bfloat16>()[i] = bfloat16(zeros ? 0.0f : values[i]);
+    ops::Variable v(root, "half", ops::Const(root, value));
+    *init = ops::GlobalVariablesInitializer(root)->name();
+    return v.value().name();
+  };
+  Scope root = Scope::NewRootScope();
+  std::string init;
+  const std::string fetch = build(root, &init, /*zeros=*/false);
+  auto saver = Saver::Create(root.graph(), {});
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  auto session = NewDirectSession(def);
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Run({}, {}, {init}).ok());
+  auto prefix = (*saver)->Save(session->get(), dir.path(), 7);
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+
+  std::ifstream in(dir.File("model.ckpt-7-00000-of-00001.safetensors"), std::ios::binary);
+  uint64_t header_len = 0;
+  in.read(reinterpret_cast<char*>(&header_len), 8);
+  std::string header(header_len, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  json h = json::parse(header);
+  EXPECT_EQ(h["half"]["dtype"], "BF16");
+  EXPECT_EQ(h["half"]["data_offsets"][1].get<int64_t>() - h["half"]["data_offsets"][0].get<int64_t>(),
+            6);
+
+  Scope root2 = Scope::NewRootScope();
+  std::string init2;
+  const std::string fetch2 = build(root2, &init2, /*zeros=*/true);
+  auto saver2 = Saver::Create(root2.graph(), {});
+  ASSERT_TRUE(saver2.ok());
+  proto::GraphDef def2;
+  root2.graph()->ToGraphDef(&def2);
+  auto fresh = NewDirectSession(def2);
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE((*fresh)->Run({}, {}, {init2}).ok());  // Zeros: the restore must change them.
+  auto before = (*session)->Run({}, {fetch});
+  ASSERT_TRUE((*saver2)->Restore(fresh->get(), *prefix).ok());
+  auto after = (*fresh)->Run({}, {fetch2});
+  ASSERT_TRUE(before.ok() && after.ok());
+  ASSERT_EQ((*after)[0].dtype(), DType::kBFloat16);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ((*after)[0].data<bfloat16>()[i].bits, (*before)[0].data<bfloat16>()[i].bits) << i;
+  }
 }
 
 // The shard and index read without the reader: the safetensors spec by hand.
