@@ -183,6 +183,16 @@ absl::StatusOr<PartialShape> ShapeFromInput(const InferenceContext& ctx, int i, 
 // ---------------------------------------------------------------------------------------
 // Inference functions.
 
+// The output dtype of MatMul and Conv2DBackpropFilter: the inputs', or the optional
+// attr "Tout" = float32 for bfloat16 inputs (the mixed-precision rewrite's weight
+// gradients, accumulated in float32 and never rounded to bfloat16).
+absl::StatusOr<DType> OutputDType(const InferenceContext& ctx, DType in) {
+  const DType out = GetAttrOr<DType>(ctx.attrs(), "Tout", in);
+  if (out == in || (in == DType::kBFloat16 && out == DType::kFloat)) return out;
+  return ctx.Error(absl::StrCat("Tout ", DTypeName(out), " is not allowed for ", DTypeName(in),
+                                " inputs (only float32 from bfloat16)"));
+}
+
 absl::Status MatMulInfer(InferenceContext& ctx) {
   TANDEM_RETURN_IF_ERROR(ExpectFloats(ctx, 2));
   TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(0, 2));
@@ -196,7 +206,8 @@ absl::Status MatMulInfer(InferenceContext& ctx) {
         "inner dimensions differ: ", k1, " vs ", k2, " (", ctx.input_shape(0).DebugString(), " x ",
         ctx.input_shape(1).DebugString(), ", transpose_a=", ta, ", transpose_b=", tb, ")"));
   }
-  ctx.AddOutput(ctx.input_dtype(0), PartialShape({m, n}));
+  TANDEM_ASSIGN_OR_RETURN(DType out, OutputDType(ctx, ctx.input_dtype(0)));
+  ctx.AddOutput(out, PartialShape({m, n}));
   return absl::OkStatus();
 }
 
@@ -304,7 +315,8 @@ absl::Status Conv2DBackpropFilterInfer(InferenceContext& ctx) {
   TANDEM_RETURN_IF_ERROR(ExpectDimsEqual(ctx, DimOf(ctx, 0, 0), DimOf(ctx, 2, 0), "batch sizes"));
   TANDEM_ASSIGN_OR_RETURN(PartialShape out, ShapeFromInput(ctx, 1, 4));
   if (!out.IsFullyDefined()) out = PartialShape({-1, -1, DimOf(ctx, 0, 3), DimOf(ctx, 2, 3)});
-  ctx.AddOutput(ctx.input_dtype(0), out);
+  TANDEM_ASSIGN_OR_RETURN(DType dtype, OutputDType(ctx, ctx.input_dtype(0)));
+  ctx.AddOutput(dtype, out);
   return absl::OkStatus();
 }
 

@@ -24,9 +24,9 @@ bool IsAllowed(const std::string& op) {
 }
 
 bool FollowsInputs(const std::string& op) {
-  static const auto* ops = new absl::flat_hash_set<std::string>{
-      "BiasAdd", "BiasAddGrad", "Relu", "ReluGrad", "MaxPool", "MaxPoolGrad", "Reshape",
-      "Identity"};
+  static const auto* ops =
+      new absl::flat_hash_set<std::string>{"BiasAdd", "BiasAddGrad", "Relu",    "ReluGrad",
+                                           "MaxPool", "MaxPoolGrad", "Reshape", "Identity"};
   return ops->contains(op);
 }
 
@@ -63,6 +63,22 @@ absl::flat_hash_set<const Node*> ChooseLowNodes(const Graph& g) {
   return low;
 }
 
+// The bfloat16 MatMuls and Conv2DBackpropFilters that only float32 ops consume (the
+// weight gradients the optimizer reads): they write float32 directly (attr Tout), so
+// their float32 accumulators are never rounded to bfloat16 and cast back.
+absl::flat_hash_set<const Node*> ChooseFloat32Outputs(const absl::flat_hash_set<const Node*>& low) {
+  absl::flat_hash_set<const Node*> wide;
+  for (const Node* node : low) {
+    if (node->op() != "MatMul" && node->op() != "Conv2DBackpropFilter") continue;
+    bool float_consumers = true;
+    for (const auto& [consumer, slot] : node->out_edges()) {
+      if (low.contains(consumer) || ReadsAnyDType(consumer->op())) float_consumers = false;
+    }
+    if (float_consumers) wide.insert(node);
+  }
+  return wide;
+}
+
 proto::AttrValue TypeAttr(DType dtype) {
   proto::AttrValue v;
   v.set_type(static_cast<proto::DataType>(dtype));
@@ -85,7 +101,7 @@ proto::NodeDef CastDef(std::string name, std::string input, DType from, DType to
 class Rewriter {
  public:
   Rewriter(const proto::GraphDef& def, const Graph& g, absl::flat_hash_set<const Node*> low)
-      : def_(def), g_(g), low_(std::move(low)) {
+      : def_(def), g_(g), low_(std::move(low)), wide_(ChooseFloat32Outputs(low_)) {
     for (const auto& n : def.node()) taken_.insert(n.name());
   }
 
@@ -96,17 +112,20 @@ class Rewriter {
     for (const proto::NodeDef& original : def_.node()) {
       const Node* node = g_.FindNode(original.name());
       const bool is_low = low_.contains(node);
+      const bool is_wide = wide_.contains(node);
       proto::NodeDef copy = original;
       if (is_low) {
         copy.set_name(low_names_.at(original.name()));
         if (copy.attr().contains("T")) (*copy.mutable_attr())["T"] = TypeAttr(DType::kBFloat16);
+        if (is_wide) (*copy.mutable_attr())["Tout"] = TypeAttr(DType::kFloat);
         ++report->converted[original.op()];
+        report->float32_outputs += is_wide;
       }
       for (int i = 0; i < copy.input_size(); ++i) {
         RewireInput(*node, i, is_low, copy.device(), copy.mutable_input(i), &out);
       }
       *out.add_node() = std::move(copy);
-      if (is_low) {
+      if (is_low && !is_wide) {
         proto::NodeDef back = CastDef(original.name(), low_names_.at(original.name()) + ":0",
                                       DType::kBFloat16, DType::kFloat, original.device());
         if (original.attr().contains("_class")) {
@@ -129,7 +148,7 @@ class Rewriter {
 
   std::string LowName(const std::string& name) {
     const Node* node = g_.FindNode(name);
-    if (!low_.contains(node)) return name;
+    if (!low_.contains(node) || wide_.contains(node)) return name;
     return Unique(name + "/bfloat16");
   }
 
@@ -139,7 +158,7 @@ class Rewriter {
                    std::string* input, proto::GraphDef* out) {
     if (input->empty() || (*input)[0] == '^' || i >= node.num_inputs()) return;
     const Output& src = node.input(i);
-    if (low_.contains(src.node)) {
+    if (low_.contains(src.node) && !wide_.contains(src.node)) {
       if (is_low || ReadsAnyDType(node.op())) {
         *input = absl::StrCat(low_names_.at(src.node->name()), ":", src.index);
       }
@@ -159,6 +178,7 @@ class Rewriter {
   const proto::GraphDef& def_;
   const Graph& g_;
   const absl::flat_hash_set<const Node*> low_;
+  const absl::flat_hash_set<const Node*> wide_;  // Low nodes with a float32 output.
   absl::flat_hash_set<std::string> taken_;
   absl::flat_hash_map<std::string, std::string> low_names_;
   absl::flat_hash_map<std::pair<std::string, std::string>, std::string> casts_;
@@ -195,7 +215,8 @@ absl::StatusOr<proto::GraphDef> ApplyPrecision(const proto::GraphDef& def, Preci
     std::vector<std::string> ops;
     for (const auto& [op, n] : report.converted) ops.push_back(absl::StrCat(op, " x", n));
     LOG(INFO) << "Precision mixed_bfloat16: " << (ops.empty() ? "no op" : absl::StrJoin(ops, ", "))
-              << " on bfloat16, " << report.casts_to_bfloat16
+              << " on bfloat16 (" << report.float32_outputs << " writing float32), "
+              << report.casts_to_bfloat16
               << " float32 tensors cast to bfloat16 per step; oneDNN ISA "
               << onednn::EffectiveIsaName()
               << (onednn::HasBf16Kernels()

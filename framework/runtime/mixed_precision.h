@@ -23,7 +23,10 @@
 // consume is cast once per consuming device ("<tensor>/to_bfloat16"): a weight read
 // by a forward and a backward MatMul is converted once per step. Nodes with more than
 // one output are not converted. Feeding a converted node's output by name replaces
-// only its float32 view.
+// only its float32 view. A converted MatMul or Conv2DBackpropFilter that only float32
+// ops consume (a weight gradient on its way to the optimizer) keeps its name and
+// writes float32 directly (attr Tout): oneDNN's float32 accumulators are stored
+// without a round trip through bfloat16.
 //
 // Thread safety: pure functions.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_MIXED_PRECISION_H_
@@ -48,6 +51,7 @@ absl::string_view PrecisionName(Precision precision);
 struct MixedPrecisionReport {
   std::map<std::string, int> converted;  // op -> nodes now running on bfloat16
   int casts_to_bfloat16 = 0;             // float32 tensors converted for bf16 consumers
+  int float32_outputs = 0;               // of `converted`, nodes writing float32 (Tout)
 };
 
 // Rewrites `def` under the mixed_bfloat16 policy. Errors come from parsing `def`

@@ -206,8 +206,8 @@ TEST(SaverTest, Bfloat16VariableRoundTripsAsBF16) {
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   json h = json::parse(header);
   EXPECT_EQ(h["half"]["dtype"], "BF16");
-  EXPECT_EQ(h["half"]["data_offsets"][1].get<int64_t>() - h["half"]["data_offsets"][0].get<int64_t>(),
-            6);
+  EXPECT_EQ(
+      h["half"]["data_offsets"][1].get<int64_t>() - h["half"]["data_offsets"][0].get<int64_t>(), 6);
 
   Scope root2 = Scope::NewRootScope();
   std::string init2;

@@ -40,8 +40,7 @@ void TrainConfig(const std::string& name, float want_accuracy,
   to.max_steps = job->train.max_steps;
   auto step = (*est)->Train(input, to);
   ASSERT_TRUE(step.ok()) << step.status();
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EvalOptions eval;  // The whole test split.
   auto r = (*est)->Evaluate(input, eval);
   ASSERT_TRUE(r.ok()) << r.status();

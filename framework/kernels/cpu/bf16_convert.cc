@@ -5,7 +5,8 @@
 
 namespace tandem::nn {
 
-#define TANDEM_BF16_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define TANDEM_BF16_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 TANDEM_BF16_CLONES void WidenBf16(const bfloat16* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {

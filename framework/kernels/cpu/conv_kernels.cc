@@ -12,6 +12,8 @@
 // convolutions, which accumulate in float32, with every tensor (filter gradients
 // included) in bfloat16. Where oneDNN has no bf16 kernels for the CPU (below AVX-512),
 // the bf16 ops run in float32 on widened copies and round once at the end.
+// Conv2DBackpropFilter with attr Tout = float32 writes a float32 filter gradient from
+// bfloat16 operands.
 #include <cstring>
 #include <optional>
 #include <string>
@@ -36,9 +38,9 @@ struct ConvShape {
   memory::data_type dt = memory::data_type::f32;
 
   std::string Key(absl::string_view kind) const {
-    return absl::StrCat(kind, ":", static_cast<int>(dt), ",", n, ",", h, ",", w, ",", c, ",", kh, ",", kw, ",", o, ",",
-                        attrs.stride_h, ",", attrs.stride_w, ",", attrs.second_h, ",",
-                        attrs.second_w, ",", attrs.same);
+    return absl::StrCat(kind, ":", static_cast<int>(dt), ",", n, ",", h, ",", w, ",", c, ",", kh,
+                        ",", kw, ",", o, ",", attrs.stride_h, ",", attrs.stride_w, ",",
+                        attrs.second_h, ",", attrs.second_w, ",", attrs.same);
   }
   TensorShape input_shape() const { return TensorShape({n, h, w, c}); }
   TensorShape filter_shape() const { return TensorShape({kh, kw, c, o}); }
@@ -49,9 +51,7 @@ struct ConvShape {
 
   memory::desc src_md() const { return onednn::TagDesc({n, c, h, w}, Tag::nhwc, dt); }
   memory::desc dst_md() const { return onednn::TagDesc({n, o, oh, ow}, Tag::nhwc, dt); }
-  memory::desc user_weights_md() const {
-    return onednn::TagDesc({o, c, kh, kw}, Tag::hwio, dt);
-  }
+  memory::desc user_weights_md() const { return onednn::TagDesc({o, c, kh, kw}, Tag::hwio, dt); }
   memory::desc any_weights_md() const { return onednn::TagDesc({o, c, kh, kw}, Tag::any, dt); }
   memory::dims strides() const { return {attrs.stride_h, attrs.stride_w}; }
   memory::dims dilates() const { return {attrs.second_h - 1, attrs.second_w - 1}; }
@@ -136,8 +136,8 @@ absl::Status ExpectSameFloatDType(const OpKernelContext& ctx, int a, int b) {
   TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, a));
   TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, b));
   if (ctx.input(a).dtype() == ctx.input(b).dtype()) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("inputs ", a, " and ", b, " differ in dtype: ",
-                                DTypeName(ctx.input(a).dtype()), " and ",
+  return ctx.Error(absl::StrCat("inputs ", a, " and ", b,
+                                " differ in dtype: ", DTypeName(ctx.input(a).dtype()), " and ",
                                 DTypeName(ctx.input(b).dtype())));
 }
 
@@ -313,8 +313,8 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
     const Tensor& input = ctx.input(0);
     TANDEM_ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromTensor(ctx, 1));
     const Tensor& grad = ctx.input(2);
-    TANDEM_ASSIGN_OR_RETURN(
-        ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter_shape, input.dtype()));
+    TANDEM_ASSIGN_OR_RETURN(ConvShape s,
+                            MakeConvShape(ctx, attrs_, input.shape(), filter_shape, input.dtype()));
     TANDEM_RETURN_IF_ERROR(CheckOutBackprop(ctx, s, grad));
     Tensor* out = ctx.allocate_output(0, filter_shape);
     if (s.empty()) {
@@ -330,22 +330,25 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
  private:
   static absl::Status BackwardWeights(const OpKernelContext& ctx, const ConvShape& s,
                                       const Tensor& input, const Tensor& grad, Tensor* out) {
-    TANDEM_ASSIGN_OR_RETURN(
-        auto e, onednn::Cached<ConvBwdWeightsEntry>(ctx, s.Key("conv_bwd_weights"), [&] {
-          ConvBwdWeightsEntry e;
-          dnnl::convolution_backward_weights::desc d(
-              dnnl::algorithm::convolution_direct, s.src_md(), s.any_weights_md(), s.dst_md(),
-              s.strides(), s.dilates(), s.pad_l(), s.pad_r());
-          dnnl::convolution_backward_weights::primitive_desc pd(d, onednn::Attr(),
-                                                                onednn::CpuEngine(), s.ForwardPd());
-          e.prim = dnnl::convolution_backward_weights(pd);
-          e.src_md = s.src_md();
-          e.dst_md = s.dst_md();
-          e.user_weights_md = s.user_weights_md();
-          e.diff_weights_md = pd.diff_weights_desc();
-          e.to_user = MaybeReorder(e.diff_weights_md, s.user_weights_md());
-          return e;
-        }));
+    ConvShape w = s;  // The filter gradient's layouts, in the output's dtype.
+    w.dt = onednn::DataType(out->dtype());
+    const std::string key = absl::StrCat(s.Key("conv_bwd_weights"), ",", static_cast<int>(w.dt));
+    TANDEM_ASSIGN_OR_RETURN(auto e, onednn::Cached<ConvBwdWeightsEntry>(ctx, key, [&] {
+                              ConvBwdWeightsEntry e;
+                              dnnl::convolution_backward_weights::desc d(
+                                  dnnl::algorithm::convolution_direct, s.src_md(),
+                                  w.any_weights_md(), s.dst_md(), s.strides(), s.dilates(),
+                                  s.pad_l(), s.pad_r());
+                              dnnl::convolution_backward_weights::primitive_desc pd(
+                                  d, onednn::Attr(), onednn::CpuEngine(), s.ForwardPd());
+                              e.prim = dnnl::convolution_backward_weights(pd);
+                              e.src_md = s.src_md();
+                              e.dst_md = s.dst_md();
+                              e.user_weights_md = w.user_weights_md();
+                              e.diff_weights_md = pd.diff_weights_desc();
+                              e.to_user = MaybeReorder(e.diff_weights_md, w.user_weights_md());
+                              return e;
+                            }));
     return onednn::Guard(ctx, [&]() {
       Tensor scratch;
       void* diff_weights = out->raw_data();

@@ -11,6 +11,7 @@
 #include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/cwise_common.h"
 #include "framework/kernels/cpu/fast_math.h"
+#include "framework/kernels/cpu/nn_kernel_util.h"
 
 namespace tandem::cwise {
 namespace {
@@ -103,15 +104,19 @@ template <typename S, typename D>
 void CastLoop(const OpKernelContext& ctx, const Tensor& in, Tensor* out) {
   const S* s = in.data<S>();
   D* d = out->data<D>();
-  ParallelRange(ctx, in.NumElements(), kMinParallelChunk, [&](int64_t b, int64_t e) {
-    if constexpr (std::is_same_v<S, float> && std::is_same_v<D, bfloat16>) {
-      nn::NarrowToBf16(s + b, d + b, e - b);  // The mixed-precision casts: vectorised.
-    } else if constexpr (std::is_same_v<S, bfloat16> && std::is_same_v<D, float>) {
-      nn::WidenBf16(s + b, d + b, e - b);
-    } else {
+  if constexpr (std::is_same_v<S, float> && std::is_same_v<D, bfloat16>) {
+    // The mixed-precision casts: vectorised, on the OpenMP threads the bf16 kernels
+    // around them use (a handoff to the intra-op pool costs more than the cast).
+    nn::ParallelFor(in.NumElements(), nn::kElementwiseGrain,
+                    [&](int64_t b, int64_t e) { nn::NarrowToBf16(s + b, d + b, e - b); });
+  } else if constexpr (std::is_same_v<S, bfloat16> && std::is_same_v<D, float>) {
+    nn::ParallelFor(in.NumElements(), nn::kElementwiseGrain,
+                    [&](int64_t b, int64_t e) { nn::WidenBf16(s + b, d + b, e - b); });
+  } else {
+    ParallelRange(ctx, in.NumElements(), kMinParallelChunk, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) d[i] = Convert<D, S>(s[i]);
-    }
-  });
+    });
+  }
 }
 
 template <typename S>

@@ -8,7 +8,8 @@
 // float32 x float32 -> float32, and bfloat16 x bfloat16 -> bfloat16 with float32
 // accumulation inside oneDNN (the mixed-precision path). Where oneDNN has no bf16
 // kernels for the CPU (below AVX-512), the bf16 product runs in float32 on widened
-// copies and is rounded once at the end.
+// copies and is rounded once at the end. With attr Tout = float32, bfloat16 operands
+// give a float32 product (oneDNN writes its float32 accumulators unrounded).
 #include <cstring>
 #include <string>
 
@@ -75,16 +76,15 @@ class MatMulKernel : public OpKernel {
                         int64_t k, int64_t n, Tensor* c) const {
     const bool ta = transpose_a_, tb = transpose_b_;
     const memory::data_type dt = onednn::DataType(a.dtype());
+    const memory::data_type cdt = onednn::DataType(c->dtype());
     const std::string key = absl::StrCat("matmul:", m, ",", k, ",", n, ",", ta, tb, ",",
-                                         static_cast<int>(dt));
+                                         static_cast<int>(dt), ",", static_cast<int>(cdt));
     TANDEM_ASSIGN_OR_RETURN(
-        auto p, onednn::Cached<MatMulPrimitive>(ctx, key, [m, k, n, ta, tb, dt]() {
+        auto p, onednn::Cached<MatMulPrimitive>(ctx, key, [m, k, n, ta, tb, dt, cdt]() {
           MatMulPrimitive p;
-          p.a_md =
-              onednn::StridedDesc({m, k}, ta ? memory::dims{1, m} : memory::dims{k, 1}, dt);
-          p.b_md =
-              onednn::StridedDesc({k, n}, tb ? memory::dims{1, k} : memory::dims{n, 1}, dt);
-          p.c_md = onednn::StridedDesc({m, n}, {n, 1}, dt);
+          p.a_md = onednn::StridedDesc({m, k}, ta ? memory::dims{1, m} : memory::dims{k, 1}, dt);
+          p.b_md = onednn::StridedDesc({k, n}, tb ? memory::dims{1, k} : memory::dims{n, 1}, dt);
+          p.c_md = onednn::StridedDesc({m, n}, {n, 1}, cdt);
           dnnl::matmul::desc d(p.a_md, p.b_md, p.c_md);
           p.prim =
               dnnl::matmul(dnnl::matmul::primitive_desc(d, onednn::Attr(), onednn::CpuEngine()));

@@ -11,6 +11,7 @@
 // BiasAddGrad sums in float32. The other activations are float32 only.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -69,8 +70,8 @@ class BinaryGradKernel : public OpKernel {
     TANDEM_RETURN_IF_ERROR(ExpectKernelDType(ctx, 1, kBf16));
     if (ctx.input(0).shape() != ctx.input(1).shape() ||
         ctx.input(0).dtype() != ctx.input(1).dtype()) {
-      return ctx.Error(absl::StrCat("gradients and features shapes or dtypes differ: ",
-                                    InputShapes(ctx)));
+      return ctx.Error(
+          absl::StrCat("gradients and features shapes or dtypes differ: ", InputShapes(ctx)));
     }
     if (ctx.input(0).dtype() == DType::kBFloat16) return Run<bfloat16>(ctx);
     return Run<float>(ctx);

@@ -14,15 +14,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "framework/core/status.h"
 #include "framework/graph/graph.h"
 #include "framework/kernels/kernel_registry.h"
-#include "framework/core/status.h"
 #include "framework/kernels/op_kernel.h"
 
 namespace tandem::nn {
@@ -87,18 +86,9 @@ inline absl::Status ExpectFloatOrBf16Input(const OpKernelContext& ctx, int i) {
       "the CPU kernel supports float32 and bfloat16 only; input ", i, " is ", DTypeName(d))));
 }
 
-// Element loads and stores of the templated loops: arithmetic is float32 for both
-// element types; a bfloat16 store rounds to nearest even.
+// A bfloat16 or float32 element as float32 (the reductions over bfloat16 inputs).
 inline float Load(float v) { return v; }
 inline float Load(bfloat16 v) { return static_cast<float>(v); }
-template <typename T>
-inline T Store(float v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return v;
-  } else {
-    return T(v);
-  }
-}
 
 // "[2,3] x [4,5]"-style list of the input shapes of a kernel invocation.
 std::string InputShapes(const OpKernelContext& ctx);

@@ -26,9 +26,8 @@ dnnl::memory::data_type DataType(DType dtype) {
 bool HasBf16Kernels() {
   static const bool has = [] {
     const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
-    for (dnnl::cpu_isa ok :
-         {dnnl::cpu_isa::avx512_core, dnnl::cpu_isa::avx512_core_vnni,
-          dnnl::cpu_isa::avx512_core_bf16, dnnl::cpu_isa::avx512_core_amx}) {
+    for (dnnl::cpu_isa ok : {dnnl::cpu_isa::avx512_core, dnnl::cpu_isa::avx512_core_vnni,
+                             dnnl::cpu_isa::avx512_core_bf16, dnnl::cpu_isa::avx512_core_amx}) {
       if (isa == ok) return true;
     }
     return false;

@@ -10,15 +10,16 @@
 #include <string>
 
 #include "framework/graph/graph.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "framework/kernels/cpu/onednn_util.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/gradients.h"
+#include "framework/ops/internal/build.h"
 #include "framework/ops/math_ops.h"
 #include "framework/ops/nn_ops.h"
 #include "framework/ops/standard_ops.h"
 #include "framework/runtime/session.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
 namespace tandem {
@@ -97,10 +98,10 @@ TEST(MixedPrecisionRewriteTest, ConvertsAllowAndInferOpsAndKeepsNames) {
   auto g = Graph::FromGraphDef(*out, OpRegistry::Global());
   ASSERT_TRUE(g.ok()) << g.status();
 
-  // The forward MatMuls, BiasAdd and Relu run on bfloat16 under new names; the old
-  // names are float32 Casts of them.
-  for (const std::string& name : {net.logits.node->name(), std::string("bias"),
-                                  std::string("hidden")}) {
+  // The first MatMul, BiasAdd and Relu run on bfloat16 under new names; the old names
+  // are float32 Casts of them.
+  for (const std::string& name :
+       {std::string("MatMul"), std::string("bias"), std::string("hidden")}) {
     const Node* low = (*g)->FindNode(name + "/bfloat16");
     ASSERT_NE(low, nullptr) << name;
     EXPECT_EQ(low->output_dtype(0), DType::kBFloat16) << name;
@@ -109,16 +110,29 @@ TEST(MixedPrecisionRewriteTest, ConvertsAllowAndInferOpsAndKeepsNames) {
     EXPECT_EQ(same->op(), "Cast");
     EXPECT_EQ(same->output_dtype(0), DType::kFloat);
   }
-  // Softmax is denied: it keeps its name and reads the float32 view of the logits.
+  // The logits MatMul feeds only Softmax (denied): it keeps its name and multiplies
+  // bfloat16 operands into a float32 output, which Softmax reads.
+  const Node* logits = (*g)->FindNode("logits");
+  EXPECT_EQ(logits->op(), "MatMul");
+  EXPECT_EQ(logits->input(0).dtype(), DType::kBFloat16);
+  EXPECT_EQ(logits->output_dtype(0), DType::kFloat);
   const Node* probs = (*g)->FindNode("probs");
   EXPECT_EQ(probs->op(), "Softmax");
-  EXPECT_EQ(probs->input(0).node->name(), net.logits.node->name());
-  EXPECT_EQ(probs->output_dtype(0), DType::kFloat);
+  EXPECT_EQ(probs->input(0).node, logits);
+  // So do the weight gradients (nothing consumes them here; an optimizer would).
+  for (const Output& t : {net.grads[1], net.grads[2]}) {
+    const Node* grad = (*g)->FindNode(t.node->name());
+    EXPECT_EQ(grad->op(), "MatMul");
+    EXPECT_EQ(grad->input(0).dtype(), DType::kBFloat16);
+    EXPECT_EQ(grad->output_dtype(0), DType::kFloat);
+  }
   // Every fetchable name keeps its dtype.
   for (const Output& t : net.grads) {
     EXPECT_EQ((*g)->FindNode(t.node->name())->output_dtype(t.index), DType::kFloat);
   }
   EXPECT_EQ(report.converted["MatMul"], 6);  // 2 forward, 4 backward (x's grad included).
+  // logits, dx and the two weight gradients write float32.
+  EXPECT_EQ(report.float32_outputs, 4);
   EXPECT_EQ(report.converted["BiasAdd"], 1);
   EXPECT_EQ(report.converted["Relu"], 1);
   EXPECT_EQ(report.converted.count("Softmax"), 0);
@@ -151,8 +165,7 @@ TEST(MixedPrecisionRewriteTest, CastsEachFloat32TensorOncePerDevice) {
   for (const auto& n : two->node()) {
     if (n.op() == "Cast" && n.input(0) == "w:0") devices.push_back(n.device());
   }
-  EXPECT_THAT(devices, ::testing::UnorderedElementsAre("/job:worker/task:0",
-                                                       "/job:worker/task:1"));
+  EXPECT_THAT(devices, ::testing::UnorderedElementsAre("/job:worker/task:0", "/job:worker/task:1"));
   // The float32 view of each MatMul stays on its device.
   EXPECT_EQ(FindDef(*two, "m1")->device(), "/job:worker/task:1");
 }
@@ -160,9 +173,9 @@ TEST(MixedPrecisionRewriteTest, CastsEachFloat32TensorOncePerDevice) {
 TEST(MixedPrecisionRewriteTest, LeavesExplicitBfloat16GraphsAlone) {
   ops::EnsureStandardOps();
   Scope root = Scope::NewRootScope();
-  Output a = ops::Cast(root, ops::Placeholder(root.WithOpName("a"), DType::kFloat,
-                                              PartialShape({2, 3})),
-                       DType::kBFloat16);
+  Output a =
+      ops::Cast(root, ops::Placeholder(root.WithOpName("a"), DType::kFloat, PartialShape({2, 3})),
+                DType::kBFloat16);
   ops::MatMul(root.WithOpName("m"), a, a, false, true);
   proto::GraphDef def;
   root.graph()->ToGraphDef(&def);
@@ -221,6 +234,61 @@ TEST(MixedPrecisionSessionTest, ComputesWhatFloat32DoesWithinBfloat16Precision) 
   // through two layers and their gradients.
   EXPECT_LT(worst, 0.05);
   EXPECT_GT(worst, 0.0);  // It did run on bfloat16.
+}
+
+// MatMul and Conv2DBackpropFilter with Tout = float32: bfloat16 operands, a float32
+// result equal to the float32 computation on the same (bfloat16-exact) values, to
+// float32 accuracy, which a bfloat16 result (8 bits) could not match.
+TEST(MixedPrecisionKernelTest, Float32OutputFromBfloat16Operands) {
+  ops::EnsureStandardOps();
+  // Values exact in bfloat16, so the float32 reference sees the same operands.
+  auto exact = [](const TensorShape& shape, float scale) {
+    Tensor t = Ramp(shape, scale, 0.0f);
+    for (float& v : t.flat<float>()) v = static_cast<float>(bfloat16(v));
+    return t;
+  };
+  Tensor a = exact(TensorShape({16, 40}), 0.37f), b = exact(TensorShape({40, 24}), 0.61f);
+  Tensor x = exact(TensorShape({2, 6, 6, 3}), 0.29f), dy = exact(TensorShape({2, 6, 6, 4}), 0.53f);
+  auto run = [&](bool low) -> std::vector<Tensor> {
+    Scope root = Scope::NewRootScope();
+    auto in = [&](const char* name, const Tensor& t) {
+      Output p = ops::Placeholder(root.WithOpName(name), DType::kFloat, PartialShape(t.shape()));
+      return low ? ops::Cast(root, p, DType::kBFloat16) : p;
+    };
+    AttrMap wide;
+    if (low) wide["Tout"] = AttrValue(DType::kFloat);
+    AttrMap mm = wide;
+    Output product =
+        ops::internal::Build(root.WithOpName("mm"), "MatMul", {in("a", a), in("b", b)}, mm);
+    AttrMap conv = wide;
+    conv["strides"] = AttrValue(std::vector<int64_t>{1, 1, 1, 1});
+    conv["dilations"] = AttrValue(std::vector<int64_t>{1, 1, 1, 1});
+    conv["padding"] = AttrValue(std::string("SAME"));
+    conv["data_format"] = AttrValue(std::string("NHWC"));
+    const int32_t filter[] = {3, 3, 3, 4};
+    Output sizes = ops::Const(root, Tensor::FromVector<int32_t>(filter, TensorShape({4})));
+    Output dw = ops::internal::Build(root.WithOpName("dw"), "Conv2DBackpropFilter",
+                                     {in("x", x), sizes, in("dy", dy)}, conv);
+    EXPECT_TRUE(root.ok()) << root.status();
+    proto::GraphDef def;
+    root.graph()->ToGraphDef(&def);
+    auto session = NewDirectSession(def);
+    EXPECT_TRUE(session.ok()) << session.status();
+    auto out = (*session)->Run({{"a:0", a}, {"b:0", b}, {"x:0", x}, {"dy:0", dy}},
+                               {product.name(), dw.name()});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? *out : std::vector<Tensor>{};
+  };
+  std::vector<Tensor> want = run(false), got = run(true);
+  ASSERT_EQ(got.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(got[i].dtype(), DType::kFloat);
+    ASSERT_EQ(got[i].shape(), want[i].shape());
+    for (int64_t k = 0; k < want[i].NumElements(); ++k) {
+      const double w = want[i].ValueAsDouble(k);
+      EXPECT_NEAR(got[i].ValueAsDouble(k), w, 1e-5 * (1 + std::fabs(w))) << i << "[" << k << "]";
+    }
+  }
 }
 
 // ctest runs this binary again with ONEDNN_MAX_CPU_ISA=AVX2: oneDNN then reports no
