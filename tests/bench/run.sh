@@ -56,7 +56,8 @@ fi
 
 # End to end: `trainer train` on the shipped configs (input pipeline, hooks, summaries
 # and checkpoints included) against the PyTorch loop over a shuffled DataLoader with
-# the same model, optimizer and batch. tandem's rate is the mean of the
+# the same model, optimizer and batch. Like the steps above, tandem runs one op at a
+# time with all threads inside it (inter_op_threads = 1). tandem's rate is the mean of the
 # StepCounterHook's global_step/sec lines after the first, times the batch size.
 #   fashion_mlp (784-256-128-100-10, Adam, batch 128) in float32;
 #   fashion_cnn (batch 100) in float32 and mixed_bfloat16 (PyTorch: autocast bf16).
@@ -69,7 +70,7 @@ e2e() {
   rate=$(OMP_NUM_THREADS=$threads "$trainer" train --config "$configs/$name.toml" \
       --set run.model_dir="\"$dir\"" --set train.max_steps="$steps" \
       --set run.precision="\"$precision\"" --set run.save_checkpoints_steps=100000 \
-      --set run.inter_op_threads="$threads" --set run.intra_op_threads="$threads" 2>&1 |
+      --set run.inter_op_threads=1 --set run.intra_op_threads="$threads" 2>&1 |
     sed -n 's/.*global_step\/sec: \([0-9.]*\).*/\1/p' | tail -n +2 | awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n }')
   rm -rf "$dir"
   ours=$(awk -v s="$rate" -v b="$batch" 'BEGIN { printf "%.0f", s * b }')

@@ -86,6 +86,18 @@ TEST(JobConfigTest, ThreadCountsBecomeTheSessionConfig) {
   EXPECT_EQ(c->run_config().session_config()->intra_op_parallelism_threads, 4);
 }
 
+TEST(JobConfigTest, PrecisionReachesTheRunConfig) {
+  absl::StatusOr<JobConfig> c = Parse("[model]\nname = \"m\"\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->run_config().precision(), Precision::kFloat32);
+  c = Parse("[model]\nname = \"m\"\n[run]\nprecision = \"mixed_bfloat16\"\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->run_config().precision(), Precision::kMixedBfloat16);
+  ExpectError(Parse("[model]\nname = \"m\"\n[run]\nprecision = \"bfloat16\"\n"),
+              {"job.toml:4:13: [run] precision must be one of \"float32\", \"mixed_bfloat16\", "
+               "got \"bfloat16\""});
+}
+
 TEST(JobConfigTest, DefaultsAndTypedParams) {
   absl::StatusOr<JobConfig> c = Parse("[model]\nname = \"linear_regression\"\n");
   ASSERT_TRUE(c.ok()) << c.status();
