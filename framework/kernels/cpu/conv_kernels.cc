@@ -141,17 +141,6 @@ absl::Status ExpectSameFloatDType(const OpKernelContext& ctx, int a, int b) {
                                 DTypeName(ctx.input(b).dtype())));
 }
 
-// Runs compute(x, y, out) directly, or, for bfloat16 on a CPU without oneDNN bf16
-// kernels, on float32 copies with the result rounded into `out`.
-template <typename F>
-absl::Status RunWidenedIfNeeded(const Tensor& x, const Tensor& y, Tensor* out, const F& compute) {
-  if (x.dtype() != DType::kBFloat16 || onednn::HasBf16Kernels()) return compute(x, y, out);
-  Tensor wide(DType::kFloat, out->shape());
-  TANDEM_RETURN_IF_ERROR(compute(onednn::ToFloat(x), onednn::ToFloat(y), &wide));
-  onednn::StoreAs(wide, out);
-  return absl::OkStatus();
-}
-
 // All-zero bits are 0.0 in float32 and bfloat16.
 void Zero(Tensor* t) { std::memset(t->raw_data(), 0, t->TotalBytes()); }
 
@@ -210,10 +199,11 @@ class Conv2DKernel : public ConvKernelBase {
       Zero(out);
       return absl::OkStatus();
     }
-    return RunWidenedIfNeeded(input, filter, out, [&](const Tensor& x, const Tensor& f, Tensor* y) {
-      s.dt = onednn::DataType(x.dtype());
-      return Forward(ctx, s, x, f, y);
-    });
+    return onednn::RunWidenedIfNeeded(input, filter, out,
+                                      [&](const Tensor& x, const Tensor& f, Tensor* y) {
+                                        s.dt = onednn::DataType(x.dtype());
+                                        return Forward(ctx, s, x, f, y);
+                                      });
   }
 
  private:
@@ -267,10 +257,11 @@ class Conv2DBackpropInputKernel : public ConvKernelBase {
       Zero(out);
       return absl::OkStatus();
     }
-    return RunWidenedIfNeeded(filter, grad, out, [&](const Tensor& f, const Tensor& g, Tensor* dx) {
-      s.dt = onednn::DataType(f.dtype());
-      return BackwardData(ctx, s, f, g, dx);
-    });
+    return onednn::RunWidenedIfNeeded(filter, grad, out,
+                                      [&](const Tensor& f, const Tensor& g, Tensor* dx) {
+                                        s.dt = onednn::DataType(f.dtype());
+                                        return BackwardData(ctx, s, f, g, dx);
+                                      });
   }
 
  private:
@@ -321,10 +312,11 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
       Zero(out);
       return absl::OkStatus();
     }
-    return RunWidenedIfNeeded(input, grad, out, [&](const Tensor& x, const Tensor& g, Tensor* df) {
-      s.dt = onednn::DataType(x.dtype());
-      return BackwardWeights(ctx, s, x, g, df);
-    });
+    return onednn::RunWidenedIfNeeded(input, grad, out,
+                                      [&](const Tensor& x, const Tensor& g, Tensor* df) {
+                                        s.dt = onednn::DataType(x.dtype());
+                                        return BackwardWeights(ctx, s, x, g, df);
+                                      });
   }
 
  private:

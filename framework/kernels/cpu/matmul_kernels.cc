@@ -61,13 +61,9 @@ class MatMulKernel : public OpKernel {
       std::memset(c->raw_data(), 0, c->TotalBytes());  // All-zero bits are 0.0 in both dtypes.
       return absl::OkStatus();
     }
-    if (a.dtype() == DType::kBFloat16 && !onednn::HasBf16Kernels()) {
-      Tensor wide(DType::kFloat, c->shape());
-      TANDEM_RETURN_IF_ERROR(Multiply(ctx, onednn::ToFloat(a), onednn::ToFloat(b), m, k, n, &wide));
-      onednn::StoreAs(wide, c);
-      return absl::OkStatus();
-    }
-    return Multiply(ctx, a, b, m, k, n, c);
+    return onednn::RunWidenedIfNeeded(a, b, c, [&](const Tensor& x, const Tensor& y, Tensor* z) {
+      return Multiply(ctx, x, y, m, k, n, z);
+    });
   }
 
  private:

@@ -57,6 +57,18 @@ Tensor ToFloat(const Tensor& t);
 // Writes the float32 tensor `f` into `out` (same shape), rounding to out's dtype.
 void StoreAs(const Tensor& f, Tensor* out);
 
+// Runs compute(x, y, out) directly, or, for bfloat16 operands on a CPU without oneDNN
+// bf16 kernels, on float32 copies with the result stored into `out` (rounded when
+// out is bfloat16).
+template <typename F>
+absl::Status RunWidenedIfNeeded(const Tensor& x, const Tensor& y, Tensor* out, const F& compute) {
+  if (x.dtype() != DType::kBFloat16 || HasBf16Kernels()) return compute(x, y, out);
+  Tensor wide(DType::kFloat, out->shape());
+  absl::Status s = compute(ToFloat(x), ToFloat(y), &wide);
+  if (s.ok()) StoreAs(wide, out);
+  return s;
+}
+
 // A dense memory descriptor with explicit strides (f32 unless `dt` says otherwise).
 dnnl::memory::desc StridedDesc(const dnnl::memory::dims& dims, const dnnl::memory::dims& strides,
                                dnnl::memory::data_type dt = dnnl::memory::data_type::f32);
