@@ -35,6 +35,8 @@ struct ConvShape {
   int64_t n, h, w, c, kh, kw, o, oh, ow;
   WindowDim dim_h, dim_w;
   WindowAttrs attrs;
+  // The operands' type, set by the kernel for the tensors the primitive sees (float32
+  // on the widened fallback).
   memory::data_type dt = memory::data_type::f32;
 
   std::string Key(absl::string_view kind) const {
@@ -67,8 +69,7 @@ struct ConvShape {
 };
 
 absl::StatusOr<ConvShape> MakeConvShape(const OpKernelContext& ctx, const WindowAttrs& attrs,
-                                        const TensorShape& input, const TensorShape& filter,
-                                        DType dtype) {
+                                        const TensorShape& input, const TensorShape& filter) {
   if (input.rank() != 4 || filter.rank() != 4) {
     return ctx.Error(absl::StrCat("input must be NHWC and filter HWIO (rank 4), got input ",
                                   input.DebugString(), " and filter ", filter.DebugString()));
@@ -98,7 +99,6 @@ absl::StatusOr<ConvShape> MakeConvShape(const OpKernelContext& ctx, const Window
   }
   s.dim_h = *dh;
   s.dim_w = *dw;
-  s.dt = onednn::DataType(dtype);
   s.oh = dh->out;
   s.ow = dw->out;
   return s;
@@ -192,8 +192,7 @@ class Conv2DKernel : public ConvKernelBase {
     TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 0, 1));
     const Tensor& input = ctx.input(0);
     const Tensor& filter = ctx.input(1);
-    TANDEM_ASSIGN_OR_RETURN(
-        ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter.shape(), input.dtype()));
+    TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter.shape()));
     Tensor* out = ctx.allocate_output(0, s.output_shape());
     if (s.empty()) {
       Zero(out);
@@ -249,8 +248,7 @@ class Conv2DBackpropInputKernel : public ConvKernelBase {
     TANDEM_ASSIGN_OR_RETURN(TensorShape input_shape, ShapeFromTensor(ctx, 0));
     const Tensor& filter = ctx.input(1);
     const Tensor& grad = ctx.input(2);
-    TANDEM_ASSIGN_OR_RETURN(
-        ConvShape s, MakeConvShape(ctx, attrs_, input_shape, filter.shape(), filter.dtype()));
+    TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input_shape, filter.shape()));
     TANDEM_RETURN_IF_ERROR(CheckOutBackprop(ctx, s, grad));
     Tensor* out = ctx.allocate_output(0, input_shape);
     if (s.empty()) {
@@ -304,8 +302,7 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
     const Tensor& input = ctx.input(0);
     TANDEM_ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromTensor(ctx, 1));
     const Tensor& grad = ctx.input(2);
-    TANDEM_ASSIGN_OR_RETURN(ConvShape s,
-                            MakeConvShape(ctx, attrs_, input.shape(), filter_shape, input.dtype()));
+    TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter_shape));
     TANDEM_RETURN_IF_ERROR(CheckOutBackprop(ctx, s, grad));
     Tensor* out = ctx.allocate_output(0, filter_shape);
     if (s.empty()) {

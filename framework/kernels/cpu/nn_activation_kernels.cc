@@ -231,7 +231,7 @@ class BiasAddGradKernel : public OpKernel {
     }
     std::vector<float> sum(c);
     SumRows(g.data<bfloat16>(), rows, c, sum.data());
-    for (int64_t j = 0; j < c; ++j) out->data<bfloat16>()[j] = bfloat16(sum[j]);
+    NarrowToBf16(sum.data(), out->data<bfloat16>(), c);
     return absl::OkStatus();
   }
 };

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "framework/kernels/cpu/bf16_convert.h"
+
 namespace tandem::onednn {
 
 const dnnl::engine& CpuEngine() {
@@ -63,20 +65,16 @@ std::string EffectiveIsaName() {
 
 Tensor ToFloat(const Tensor& t) {
   Tensor f(DType::kFloat, t.shape());
-  const bfloat16* s = t.data<bfloat16>();
-  float* d = f.data<float>();
-  for (int64_t i = 0, n = t.NumElements(); i < n; ++i) d[i] = static_cast<float>(s[i]);
+  nn::WidenBf16(t.data<bfloat16>(), f.data<float>(), t.NumElements());
   return f;
 }
 
 void StoreAs(const Tensor& f, Tensor* out) {
-  const float* s = f.data<float>();
   if (out->dtype() == DType::kFloat) {
-    std::copy_n(s, f.NumElements(), out->data<float>());
+    std::copy_n(f.data<float>(), f.NumElements(), out->data<float>());
     return;
   }
-  bfloat16* d = out->data<bfloat16>();
-  for (int64_t i = 0, n = f.NumElements(); i < n; ++i) d[i] = bfloat16(s[i]);
+  nn::NarrowToBf16(f.data<float>(), out->data<bfloat16>(), f.NumElements());
 }
 
 dnnl::memory::desc StridedDesc(const dnnl::memory::dims& dims, const dnnl::memory::dims& strides,
