@@ -20,7 +20,6 @@
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/kernels/cpu/cpu_kernels.h"
-#include "framework/kernels/cpu/nn_kernel_util.h"
 #include "framework/kernels/cpu/variable_util.h"
 
 namespace tandem {
@@ -153,10 +152,16 @@ class ApplyKernel : public OpKernel {
     }
     for (int i = 0; i < num_vars_; ++i) args.v[i] = vars[i]->MutableValue()->data<float>();
     const int64_t n = shape.num_elements();
-    // On the OpenMP threads, as the oneDNN kernels before it: handing off to the
-    // intra-op pool while OpenMP's threads still spin costs more on few cores.
-    nn::ParallelFor(n, kMinParallelChunk,
-                    [this, &args](int64_t begin, int64_t end) { Update(args, begin, end); });
+    // On the step's intra-op pool. OpenMP teams were faster in a single process, but a
+    // ps task applies several workers' updates at once, where concurrent teams
+    // oversubscribe its cores (the async recovery tests lost accuracy with them).
+    ThreadPool* pool = ctx.intra_op_pool();
+    if (pool == nullptr || n < 2 * kMinParallelChunk) {
+      Update(args, 0, n);
+    } else {
+      pool->ParallelFor(n, kMinParallelChunk,
+                        [this, &args](int64_t begin, int64_t end) { Update(args, begin, end); });
+    }
     return absl::OkStatus();
   }
 
