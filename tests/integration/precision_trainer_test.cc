@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/cluster_job.h"
+#include "tests/integration/logged_losses.h"
 
 namespace tandem::testing {
 namespace {
@@ -73,13 +74,9 @@ double EvalLoss(const std::string& model_dir, const std::string& checkpoint,
 }
 
 // step -> loss from the trainer's "loss = X, step = N" lines.
-std::map<int, double> Losses(const std::string& log) {
-  std::map<int, double> losses;
-  static const std::regex line(R"(loss = ([-0-9.e+]+), step = (\d+))");
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator();
-       ++it) {
-    losses[std::stoi((*it)[2])] = std::stod((*it)[1]);
-  }
+std::map<int64_t, double> Losses(const std::string& log) {
+  std::map<int64_t, double> losses;
+  for (const auto& [step, loss] : testing::LoggedLosses(log)) losses[step] = loss;
   return losses;
 }
 
@@ -107,7 +104,7 @@ TEST(PrecisionTrainerTest, MixedBfloat16TracksFloat32ForTheFirst20Steps) {
   EXPECT_GT(same_worst, 0.0);  // The bfloat16 path did run.
 
   // Free-running: each precision's own training losses.
-  const std::map<int, double> f32 = Losses(f32_log), bf16 = Losses(bf16_log);
+  const std::map<int64_t, double> f32 = Losses(f32_log), bf16 = Losses(bf16_log);
   ASSERT_EQ(f32.size(), kSteps) << f32_log;
   ASSERT_EQ(bf16.size(), kSteps) << bf16_log;
   double free_worst = 0;

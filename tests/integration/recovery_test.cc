@@ -4,12 +4,14 @@
 // train fashion_mlp asynchronously to kMaxSteps while one task is killed mid-run
 // (SIGKILL, or SIGTERM as Kubernetes sends before an eviction) and restarted with the
 // same command, as a scheduler does. Every task must exit 0, training must reach
-// max_steps, the final accuracy must not fall below an undisturbed run of the same
-// job (beyond async noise), every listed checkpoint must verify, and the evaluator
-// must never evaluate a checkpoint twice.
+// max_steps and go on from where it was (no task logs a reset global step or an
+// untrained model's loss after the disruption), the final accuracy must stay above
+// what half the undisturbed job reaches, every listed checkpoint must verify, and
+// the evaluator must never evaluate a checkpoint twice.
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <regex>
@@ -23,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/cluster_job.h"
+#include "tests/integration/logged_losses.h"
 #include "tests/integration/subprocess.h"
 
 namespace tandem {
@@ -36,6 +39,7 @@ using testing::FinalEvaluation;
 using testing::Find;
 using ::testing::HasSubstr;
 using testing::kMaxSteps;
+using testing::LoggedLosses;
 using testing::StartTasks;
 using testing::Subprocess;
 using testing::TaskRun;
@@ -74,6 +78,9 @@ struct Outcome {
   std::vector<TaskRun> runs;  // The tasks that ran to the end (restarted ones included).
   std::vector<TaskRun> killed;
   int killed_code = -1;
+  // What each task of `runs` logged after the victim was stopped (all of a restarted
+  // task's log).
+  std::map<std::string, std::string> logged_after;
 };
 
 class RecoveryTest : public ::testing::Test {
@@ -102,6 +109,8 @@ class RecoveryTest : public ::testing::Test {
                              [&](const TaskRun& r) { return r.name == d.victim; });
       EXPECT_NE(it, out.runs.end());
       if (it == out.runs.end()) return out;
+      std::map<std::string, size_t> logged_before;
+      for (const TaskRun& r : out.runs) logged_before[r.name] = r.process->Stderr().size();
       it->process->Kill(d.signal);
       out.killed_code = it->process->Wait(std::chrono::seconds(30));
       const std::string type = d.victim.substr(0, d.victim.find('_'));
@@ -112,8 +121,16 @@ class RecoveryTest : public ::testing::Test {
       std::vector<TaskRun> again = StartTasks(cluster, json::object(), {{type, index}}, model_dir,
                                               /*log_suffix=*/".restarted");
       out.runs.push_back(std::move(again[0]));
+      ExpectAllExitZero(out.runs);
+      for (const TaskRun& r : out.runs) {
+        const auto before = logged_before.find(r.name);
+        const size_t from =
+            before == logged_before.end() || r.name == d.victim ? 0 : before->second;
+        out.logged_after[r.name] = r.process->Stderr().substr(from);
+      }
+    } else {
+      ExpectAllExitZero(out.runs);
     }
-    ExpectAllExitZero(out.runs);
     ExpectFinalCheckpoint(model_dir, 1);
     int64_t step;
     std::tie(out.accuracy, step) = FinalEvaluation(Find(out.runs, "evaluator_0").process->Stdout());
@@ -132,27 +149,33 @@ class RecoveryTest : public ::testing::Test {
     return out;
   }
 
-  // The accuracy of the same job undisturbed, run once per test binary.
-  double Baseline() {
-    static double accuracy = -1;
-    if (accuracy < 0) {
-      accuracy = Run({}).accuracy;
-      std::printf("undisturbed accuracy: %.4f\n", accuracy);
+  // Training went on from where it was. A task that starts over from fresh variables
+  // logs global step 0 and a loss near ln(10) = 2.30 (ten equally likely classes; this
+  // job logs 2.3-2.4 at step 0 and at most 0.6 from step 1000 on). So every loss a
+  // training task logged after the disruption must be below half of ln(10), at a
+  // global step at or past the first checkpoint (a restore goes back at most to the
+  // newest complete checkpoint, never to 0), and each training task must have logged
+  // at least one.
+  //
+  // The final accuracy must be above 0.84: what this job reaches undisturbed in half
+  // its steps (3000 steps: 0.846-0.872). It is not compared with an undisturbed run:
+  // two undisturbed async runs of this job differ by up to 2.6 points on a loaded
+  // 2-core machine (0.8585-0.8849 in one CI run, where the evaluator-killed case
+  // trains undisturbed), as the imbalance between the workers' input shards follows
+  // the scheduler, so one pair of runs cannot resolve a smaller cost. tests/soak/soak.py
+  // measures that cost over long runs.
+  void ExpectTrainingWentOn(const Outcome& out) {
+    EXPECT_GT(out.accuracy, 0.84);
+    std::printf("accuracy after the disruption: %.4f\n", out.accuracy);
+    for (const TaskRun& r : out.runs) {
+      if (r.name.rfind("ps_", 0) == 0 || r.name.rfind("evaluator_", 0) == 0) continue;
+      const auto losses = LoggedLosses(out.logged_after.at(r.name));
+      EXPECT_FALSE(losses.empty()) << r.name << " logged no loss after the disruption";
+      for (const auto& [step, loss] : losses) {
+        EXPECT_LT(loss, std::log(10.0) / 2) << r.name << " at global step " << step;
+        EXPECT_GE(step, testing::kSaveCheckpointsSteps) << r.name << " (loss " << loss << ")";
+      }
     }
-    return accuracy;
-  }
-
-  // A disruption must not cost accuracy. Async runs of this job spread over about two
-  // points on their own (0.8706-0.8886 in the six runs of one invocation), so the
-  // disrupted run may be at most two points below the undisturbed one (the soak,
-  // tests/soak/soak.py, reports the difference over long runs), and above the same
-  // 0.85 floor as every async run of this job.
-  void ExpectCloseToBaseline(const Outcome& out) {
-    const double baseline = Baseline();
-    ASSERT_GT(baseline, 0.85);
-    EXPECT_GE(out.accuracy, 0.85);
-    EXPECT_GE(out.accuracy, baseline - 0.02);
-    std::printf("accuracy after the disruption: %.4f (undisturbed %.4f)\n", out.accuracy, baseline);
   }
 
   TempDir tmp_;
@@ -165,14 +188,14 @@ TEST_F(RecoveryTest, PsKilledAndRestarted) {
   const std::string chief = Find(out.runs, "chief_0").process->Stderr();
   EXPECT_THAT(chief, HasSubstr("recreating the session after"));
   EXPECT_THAT(chief, HasSubstr("Restoring parameters from"));
-  ExpectCloseToBaseline(out);
+  ExpectTrainingWentOn(out);
 }
 
 TEST_F(RecoveryTest, WorkerKilledAndRestarted) {
   Outcome out = Run({"worker_1", SIGKILL});
   EXPECT_EQ(out.killed_code, 128 + SIGKILL);
   EXPECT_THAT(Find(out.runs, "worker_1").process->Stderr(), HasSubstr("Training finished"));
-  ExpectCloseToBaseline(out);
+  ExpectTrainingWentOn(out);
 }
 
 TEST_F(RecoveryTest, ChiefKilledRestartsWithoutLosingThePsState) {
@@ -181,7 +204,7 @@ TEST_F(RecoveryTest, ChiefKilledRestartsWithoutLosingThePsState) {
   // The ps kept training with the workers: the new chief keeps those values.
   EXPECT_THAT(Find(out.runs, "chief_0").process->Stderr(),
               HasSubstr("Every variable is initialised (the ps tasks kept them)"));
-  ExpectCloseToBaseline(out);
+  ExpectTrainingWentOn(out);
 }
 
 TEST_F(RecoveryTest, ChiefTerminatedWritesACheckpointFirst) {
@@ -198,13 +221,13 @@ TEST_F(RecoveryTest, ChiefTerminatedWritesACheckpointFirst) {
       std::regex_search(log, m, std::regex(R"(stopped by Terminated at global step (\d+))")))
       << log;
   EXPECT_GE(SavedStep(log), std::stoll(m[1]));
-  ExpectCloseToBaseline(out);
+  ExpectTrainingWentOn(out);
 }
 
 TEST_F(RecoveryTest, EvaluatorKilledResumesWithoutEvaluatingTwice) {
   Outcome out = Run({"evaluator_0", SIGKILL});
   EXPECT_EQ(out.killed_code, 128 + SIGKILL);
-  ExpectCloseToBaseline(out);
+  ExpectTrainingWentOn(out);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/integration/logged_losses.h"
 #include "tests/integration/subprocess.h"
 #include "tests/util/hand_decode.h"
 
@@ -28,6 +29,7 @@ namespace tandem {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::LoggedLosses;
 using testing::Subprocess;
 
 const std::string kTrainer = TANDEM_TRAINER;
@@ -72,17 +74,6 @@ class TrainerTest : public ::testing::Test {
   std::string dir_, model_dir_;
   int runs_ = 0, configs_ = 0;
 };
-
-// Losses logged by LoggingTensorHook ("loss = 0.0381, step = 100"), by step.
-std::vector<std::pair<int64_t, double>> LoggedLosses(const std::string& log) {
-  std::vector<std::pair<int64_t, double>> out;
-  std::regex re("loss = ([-+0-9.eE]+|nan|inf), step = ([0-9]+)");
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-       ++it) {
-    out.emplace_back(std::stoll((*it)[2]), std::stod((*it)[1]));
-  }
-  return out;
-}
 
 int64_t LatestStep(const std::string& model_dir) {
   auto latest = checkpoint::LatestCheckpoint(model_dir);
