@@ -466,6 +466,47 @@ TEST(PoolTest, MaxAndAvgMatchNaiveWithGradients) {
   }
 }
 
+// On bfloat16, max pooling and its gradient only compare and copy: the results equal
+// the float32 kernels' on the same (bfloat16-representable) values, bit for bit, but
+// where overlapping windows add gradients: that sum is the float32 one rounded once.
+// The shapes cover full 2x2 windows, partial (SAME, odd sizes), disjoint windows that
+// skip elements (stride 3 > 2) and overlapping ones (3x3 stride 2).
+TEST(PoolTest, MaxPoolOnBfloat16EqualsFloat32Exactly) {
+  struct P {
+    int64_t k, stride;
+    bool same;
+    TensorShape shape;
+  };
+  for (const P& p :
+       {P{2, 2, true, TensorShape({2, 28, 28, 32})}, P{2, 2, true, TensorShape({1, 7, 5, 3})},
+        P{2, 3, false, TensorShape({1, 8, 8, 2})}, P{3, 2, true, TensorShape({1, 7, 6, 2})}}) {
+    SCOPED_TRACE(absl::StrCat("k=", p.k, " stride=", p.stride, " same=", p.same));
+    Scope s = Scope::NewRootScope();
+    // Inputs rounded to bfloat16 first, so both paths see the same values.
+    Output x32 = ops::Cast(
+        s, ops::Cast(s, ops::Const(s, RandomTensor(p.shape, 32)), DType::kBFloat16), DType::kFloat);
+    ops::PoolAttrs a{{1, p.k, p.k, 1}, {1, p.stride, p.stride, 1}, p.same ? "SAME" : "VALID"};
+    Output y32 = ops::MaxPool(s, x32, a);
+    Output y16 = ops::MaxPool(s, ops::Cast(s, x32, DType::kBFloat16), a);
+    auto shape = MustRun(s, {y32})[0].shape();
+    Output g32 = ops::Cast(
+        s, ops::Cast(s, ops::Const(s, RandomTensor(shape, 33)), DType::kBFloat16), DType::kFloat);
+    auto d32 = Gradients(s, {y32}, {x32}, {g32});
+    auto d16 = Gradients(s, {y16}, {x32}, {ops::Cast(s, g32, DType::kBFloat16)});
+    ASSERT_TRUE(d32.ok() && d16.ok());
+    Output rounded = ops::Cast(s, ops::Cast(s, (*d32)[0], DType::kBFloat16), DType::kFloat);
+    auto out = MustRun(s, {y32, ops::Cast(s, y16, DType::kFloat), rounded, (*d16)[0]});
+    ASSERT_EQ(out[1].dtype(), DType::kFloat);
+    for (int pair : {0, 2}) {
+      ASSERT_EQ(out[pair].NumElements(), out[pair + 1].NumElements());
+      for (int64_t i = 0; i < out[pair].NumElements(); ++i) {
+        ASSERT_EQ(out[pair].flat<float>()[i], out[pair + 1].flat<float>()[i])
+            << (pair == 0 ? "MaxPool" : "MaxPoolGrad") << " element " << i;
+      }
+    }
+  }
+}
+
 TEST(PoolTest, MaxPoolGradTiesGoToTheFirstMaximum) {
   struct P {
     int64_t k, stride;
