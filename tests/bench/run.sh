@@ -4,6 +4,9 @@
 # runs one op at a time with all threads inside it (--inter_op 1), as PyTorch does.
 # Usage: tests/bench/run.sh [build-dir] [--e2e]   (needs: scripts/install-deps.sh --bench)
 #   --e2e: only the end-to-end trainer and Estimator-overhead figures.
+# The CNN and end-to-end rows alternate tandem and PyTorch TANDEM_BENCH_REPS times
+# (default 3) and report the median of each side, their ratio, and the range of the
+# pairs' ratios: on a shared VM one pair can be 10% off either way.
 set -euo pipefail
 build=${1:-build}
 bench="$build/tests/bench/train_bench"
@@ -13,6 +16,17 @@ have_peer=1
 /usr/bin/python3 -c "import torch" 2>/dev/null || { have_peer=0; echo "no python3-torch: tandem figures only"; }
 
 rate() { sed -n 's/.*examples_per_second=\([0-9.]*\).*/\1/p'; }
+reps=${TANDEM_BENCH_REPS:-3}
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# paired OURS_LIST THEIRS_LIST: "tandem=M pytorch=M ratio=R ratio_range=LO-HI" over the pairs.
+paired() {
+  local o t
+  o=$(echo "$1" | median)
+  t=$(echo "$2" | median)
+  paste <(echo "$1" | tr ' ' '\n' | sed '/^$/d') <(echo "$2" | tr ' ' '\n' | sed '/^$/d') |
+    awk -v o="$o" -v t="$t" '{ r = $1 / $2; lo = (NR == 1 || r < lo) ? r : lo; hi = (NR == 1 || r > hi) ? r : hi }
+      END { printf "tandem=%.0f pytorch=%.0f ratio=%.2f ratio_range=%.2f-%.2f", o, t, o / t, lo, hi }'
+}
 # peer_best THREADS ARGS...: the PyTorch peer's best rate of two BLAS settings
 # (OpenBLAS's own threads can fight PyTorch's OpenMP threads, so give it the faster).
 peer_best() {
@@ -29,23 +43,31 @@ for threads in 1 2; do
   # This CPU's oneDNN matmul peak per precision: the CNN rows report their fraction of it.
   peak=$(OMP_NUM_THREADS=$threads "$bench" --model gemm_peak --threads "$threads")
   echo "$peak"
-  for cfg in "mlp 128 300" "cnn 100 20"; do
+  for cfg in "mlp 128 300" "cnn 100 50"; do
     set -- $cfg
     for precision in float32 mixed_bfloat16; do
-      out=$(OMP_NUM_THREADS=$threads "$bench" --model "$1" --threads "$threads" --batch "$2" \
-            --steps "$3" --precision "$precision" 2>/dev/null)
-      ours=$(echo "$out" | rate)
-      line="$1 batch=$2 threads=$threads precision=$precision tandem=${ours}"
+      n=$([[ "$1" == cnn ]] && echo "$reps" || echo 1)
+      oursl="" theirsl="" gflopsl=""
+      for ((i = 0; i < n; i++)); do
+        out=$(OMP_NUM_THREADS=$threads "$bench" --model "$1" --threads "$threads" --batch "$2" \
+              --steps "$3" --precision "$precision" 2>/dev/null)
+        oursl="$oursl $(echo "$out" | rate)"
+        gflopsl="$gflopsl $(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')"
+        if (( have_peer )); then
+          theirsl="$theirsl $(peer_best "$threads" --model "$1" --batch "$2" --steps "$3" --precision "$precision")"
+        fi
+      done
+      line="$1 batch=$2 threads=$threads precision=$precision"
+      if (( have_peer )); then
+        line="$line $(paired "$oursl" "$theirsl")"
+      else
+        line="$line tandem=$(echo "$oursl" | median)"
+      fi
       if [[ "$1" == cnn ]]; then
         key=$([[ "$precision" == float32 ]] && echo f32_gflops || echo bf16_gflops)
-        gflops=$(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
+        gflops=$(echo "$gflopsl" | median)
         top=$(echo "$peak" | sed -n "s/.*$key=\([0-9.]*\).*/\1/p")
         line="$line gflops=$gflops of_gemm_peak=$(awk -v a="$gflops" -v b="$top" 'BEGIN { printf "%.2f", a / b }')"
-      fi
-      if (( have_peer )); then
-        theirs=$(peer_best "$threads" --model "$1" --batch "$2" --steps "$3" --precision "$precision")
-        ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')
-        line="$line pytorch=${theirs} ratio=${ratio}"
       fi
       echo "$line examples/s"
     done
@@ -65,21 +87,26 @@ trainer="$build/apps/trainer"
 configs="$(dirname "$0")/../../configs"
 # e2e NAME BATCH STEPS PRECISION THREADS
 e2e() {
-  local name=$1 batch=$2 steps=$3 precision=$4 threads=$5 dir rate ours theirs ratio line
-  dir=$(mktemp -d)
-  rate=$(OMP_NUM_THREADS=$threads "$trainer" train --config "$configs/$name.toml" \
-      --set run.model_dir="\"$dir\"" --set train.max_steps="$steps" \
-      --set run.precision="\"$precision\"" --set run.save_checkpoints_steps=100000 \
-      --set run.inter_op_threads=1 --set run.intra_op_threads="$threads" 2>&1 |
-    sed -n 's/.*global_step\/sec: \([0-9.]*\).*/\1/p' | tail -n +2 | awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n }')
-  rm -rf "$dir"
-  ours=$(awk -v s="$rate" -v b="$batch" 'BEGIN { printf "%.0f", s * b }')
-  line="trainer $name e2e threads=$threads precision=$precision tandem=${ours}"
+  local name=$1 batch=$2 steps=$3 precision=$4 threads=$5 dir rate oursl="" theirsl="" line i
+  for ((i = 0; i < reps; i++)); do
+    dir=$(mktemp -d)
+    rate=$(OMP_NUM_THREADS=$threads "$trainer" train --config "$configs/$name.toml" \
+        --set run.model_dir="\"$dir\"" --set train.max_steps="$steps" \
+        --set run.precision="\"$precision\"" --set run.save_checkpoints_steps=100000 \
+        --set run.inter_op_threads=1 --set run.intra_op_threads="$threads" 2>&1 |
+      sed -n 's/.*global_step\/sec: \([0-9.]*\).*/\1/p' | tail -n +2 | awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n }')
+    rm -rf "$dir"
+    oursl="$oursl $(awk -v s="$rate" -v b="$batch" 'BEGIN { printf "%.0f", s * b }')"
+    if (( have_peer )); then
+      theirsl="$theirsl $(peer_best "$threads" --model "${name}_e2e" --batch "$batch" --steps 200 \
+                          --warmup 20 --precision "$precision")"
+    fi
+  done
+  line="trainer $name e2e threads=$threads precision=$precision"
   if (( have_peer )); then
-    theirs=$(peer_best "$threads" --model "${name}_e2e" --batch "$batch" --steps 200 --warmup 20 \
-             --precision "$precision")
-    ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')
-    line="$line pytorch=${theirs} ratio=${ratio}"
+    line="$line $(paired "$oursl" "$theirsl")"
+  else
+    line="$line tandem=$(echo "$oursl" | median)"
   fi
   echo "$line examples/s"
 }
