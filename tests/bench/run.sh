@@ -18,9 +18,14 @@ have_peer=1
 rate() { sed -n 's/.*examples_per_second=\([0-9.]*\).*/\1/p'; }
 reps=${TANDEM_BENCH_REPS:-3}
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-# paired OURS_LIST THEIRS_LIST: "tandem=M pytorch=M ratio=R ratio_range=LO-HI" over the pairs.
+# paired OURS_LIST THEIRS_LIST: "tandem=M pytorch=M ratio=R ratio_range=LO-HI" over the
+# pairs, or "tandem=M" without the peer.
 paired() {
   local o t
+  if (( ! have_peer )); then
+    echo "tandem=$(echo "$1" | median)"
+    return
+  fi
   o=$(echo "$1" | median)
   t=$(echo "$2" | median)
   paste <(echo "$1" | tr ' ' '\n' | sed '/^$/d') <(echo "$2" | tr ' ' '\n' | sed '/^$/d') |
@@ -57,12 +62,7 @@ for threads in 1 2; do
           theirsl="$theirsl $(peer_best "$threads" --model "$1" --batch "$2" --steps "$3" --precision "$precision")"
         fi
       done
-      line="$1 batch=$2 threads=$threads precision=$precision"
-      if (( have_peer )); then
-        line="$line $(paired "$oursl" "$theirsl")"
-      else
-        line="$line tandem=$(echo "$oursl" | median)"
-      fi
+      line="$1 batch=$2 threads=$threads precision=$precision $(paired "$oursl" "$theirsl")"
       if [[ "$1" == cnn ]]; then
         key=$([[ "$precision" == float32 ]] && echo f32_gflops || echo bf16_gflops)
         gflops=$(echo "$gflopsl" | median)
@@ -102,13 +102,7 @@ e2e() {
                           --warmup 20 --precision "$precision")"
     fi
   done
-  line="trainer $name e2e threads=$threads precision=$precision"
-  if (( have_peer )); then
-    line="$line $(paired "$oursl" "$theirsl")"
-  else
-    line="$line tandem=$(echo "$oursl" | median)"
-  fi
-  echo "$line examples/s"
+  echo "trainer $name e2e threads=$threads precision=$precision $(paired "$oursl" "$theirsl") examples/s"
 }
 for threads in 1 2; do
   e2e fashion_mlp 128 1500 float32 "$threads"
