@@ -69,7 +69,7 @@ std::vector<int64_t> EvaluatedSteps(const std::string& log) {
 }
 
 struct Disruption {
-  std::string victim;  // "ps_0", "worker_1", "chief_0", "evaluator_0"; "" for none.
+  std::string victim;  // "ps_0", "worker_1", "chief_0" or "evaluator_0".
   int signal = SIGKILL;
 };
 
@@ -88,48 +88,42 @@ class RecoveryTest : public ::testing::Test {
   // Runs the job; once the chief saved a checkpoint at or past kMaxSteps / 3, stops
   // the victim with its signal, waits two seconds and starts it again.
   Outcome Run(const Disruption& d) {
-    const std::string model_dir = tmp_.path() + "/" + (d.victim.empty() ? "calm" : d.victim) + "_" +
-                                  std::to_string(d.signal) + "/model";
+    const std::string model_dir =
+        tmp_.path() + "/" + d.victim + "_" + std::to_string(d.signal) + "/model";
     std::filesystem::create_directories(model_dir);
     json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(2)}, {"ps", Addresses(1)}};
     const std::vector<std::pair<std::string, int>> tasks = {
         {"ps", 0}, {"chief", 0}, {"worker", 0}, {"worker", 1}, {"evaluator", 0}};
     Outcome out;
     out.runs = StartTasks(cluster, json::object(), tasks, model_dir);
-    if (!d.victim.empty()) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
-      while (SavedStep(Find(out.runs, "chief_0").process->Stderr()) < kMaxSteps / 3) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          ADD_FAILURE() << "the chief saved no checkpoint past " << kMaxSteps / 3;
-          return out;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+    while (SavedStep(Find(out.runs, "chief_0").process->Stderr()) < kMaxSteps / 3) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "the chief saved no checkpoint past " << kMaxSteps / 3;
+        return out;
       }
-      auto it = std::find_if(out.runs.begin(), out.runs.end(),
-                             [&](const TaskRun& r) { return r.name == d.victim; });
-      EXPECT_NE(it, out.runs.end());
-      if (it == out.runs.end()) return out;
-      std::map<std::string, size_t> logged_before;
-      for (const TaskRun& r : out.runs) logged_before[r.name] = r.process->Stderr().size();
-      it->process->Kill(d.signal);
-      out.killed_code = it->process->Wait(std::chrono::seconds(30));
-      const std::string type = d.victim.substr(0, d.victim.find('_'));
-      const int index = std::stoi(d.victim.substr(d.victim.find('_') + 1));
-      out.killed.push_back(std::move(*it));
-      out.runs.erase(it);
-      std::this_thread::sleep_for(std::chrono::seconds(2));
-      std::vector<TaskRun> again = StartTasks(cluster, json::object(), {{type, index}}, model_dir,
-                                              /*log_suffix=*/".restarted");
-      out.runs.push_back(std::move(again[0]));
-      ExpectAllExitZero(out.runs);
-      for (const TaskRun& r : out.runs) {
-        const auto before = logged_before.find(r.name);
-        const size_t from =
-            before == logged_before.end() || r.name == d.victim ? 0 : before->second;
-        out.logged_after[r.name] = r.process->Stderr().substr(from);
-      }
-    } else {
-      ExpectAllExitZero(out.runs);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    auto it = std::find_if(out.runs.begin(), out.runs.end(),
+                           [&](const TaskRun& r) { return r.name == d.victim; });
+    EXPECT_NE(it, out.runs.end());
+    if (it == out.runs.end()) return out;
+    std::map<std::string, size_t> logged_before;
+    for (const TaskRun& r : out.runs) logged_before[r.name] = r.process->Stderr().size();
+    it->process->Kill(d.signal);
+    out.killed_code = it->process->Wait(std::chrono::seconds(30));
+    const std::string type = d.victim.substr(0, d.victim.find('_'));
+    const int index = std::stoi(d.victim.substr(d.victim.find('_') + 1));
+    out.killed.push_back(std::move(*it));
+    out.runs.erase(it);
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    std::vector<TaskRun> again = StartTasks(cluster, json::object(), {{type, index}}, model_dir,
+                                            /*log_suffix=*/".restarted");
+    out.runs.push_back(std::move(again[0]));
+    ExpectAllExitZero(out.runs);
+    for (const TaskRun& r : out.runs) {
+      const size_t from = r.name == d.victim ? 0 : logged_before.at(r.name);
+      out.logged_after[r.name] = r.process->Stderr().substr(from);
     }
     ExpectFinalCheckpoint(model_dir, 1);
     int64_t step;
