@@ -19,6 +19,19 @@
 namespace tandem::nn {
 namespace {
 
+// Philox blocks drawn at a time (PhiloxRandom::Fill computes them 16 side by side).
+constexpr int64_t kTileBlocks = 256;
+
+// mask[i] = keep_scale where bits[i] draws u >= rate, else 0; y[i] = x[i] * mask[i].
+void ApplyMask(const uint32_t* bits, const float* __restrict x, float rate, float keep_scale,
+               int64_t count, float* __restrict mask, float* __restrict y) {
+  for (int64_t j = 0; j < count; ++j) {
+    const float m = PhiloxRandom::Uint32ToFloat(bits[j]) >= rate ? keep_scale : 0.0f;
+    mask[j] = m;
+    y[j] = x[j] * m;
+  }
+}
+
 class DropoutKernel : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
@@ -52,18 +65,16 @@ class DropoutKernel : public OpKernel {
     float* y = ctx.forward_input_or_allocate_output(0, 0, shape)->data<float>();
     const float rate = rate_;
     const float keep_scale = 1.0f / (1.0f - rate_);
-    ParallelFor(blocks, kElementwiseGrain / 4, [&](int64_t b, int64_t e) {
+    ParallelFor(blocks, kElementwiseGrain / 4, [=](int64_t b, int64_t e) {
       PhiloxRandom gen = start;
       gen.Skip(static_cast<uint64_t>(b));
-      for (int64_t blk = b; blk < e; ++blk) {
-        const PhiloxRandom::Block bits = gen.Next();
-        for (int64_t j = 0; j < 4; ++j) {
-          const int64_t i = blk * 4 + j;
-          if (i >= n) break;
-          const float m = PhiloxRandom::Uint32ToFloat(bits[j]) >= rate ? keep_scale : 0.0f;
-          mask[i] = m;
-          y[i] = x[i] * m;
-        }
+      uint32_t bits[4 * kTileBlocks];
+      for (int64_t blk = b; blk < e; blk += kTileBlocks) {
+        const int64_t nb = std::min(kTileBlocks, e - blk);
+        gen.Fill(bits, nb);
+        const int64_t first = blk * 4;
+        ApplyMask(bits, x + first, rate, keep_scale, std::min(nb * 4, n - first), mask + first,
+                  y + first);
       }
     });
     return absl::OkStatus();

@@ -1,6 +1,7 @@
 #include "framework/core/random.h"
 
 #include <cmath>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -21,6 +22,28 @@ TEST(PhiloxTest, SkipMatchesGenerating) {
   for (int i = 0; i < 5; ++i) a.Next();
   b.Skip(5);
   EXPECT_EQ(a.Next(), b.Next());
+}
+
+// Fill computes 16 blocks side by side; it must equal Next() block for block, also
+// where the counter's low 64 bits wrap (the carry into the high half).
+TEST(PhiloxTest, FillMatchesNext) {
+  for (uint64_t start : {uint64_t{0}, ~uint64_t{0} - 20, ~uint64_t{0} - 15}) {
+    for (int64_t blocks : {0, 1, 15, 16, 17, 33, 100}) {
+      PhiloxRandom a(0x123456789abcdefull, 99), b(0x123456789abcdefull, 99);
+      a.Skip(start);
+      b.Skip(start);
+      std::vector<uint32_t> filled(4 * blocks + 4, 0xdeadbeef);
+      a.Fill(filled.data(), blocks);
+      for (int64_t i = 0; i < blocks; ++i) {
+        const PhiloxRandom::Block want = b.Next();
+        for (int j = 0; j < 4; ++j) {
+          ASSERT_EQ(filled[4 * i + j], want[j]) << "start " << start << " block " << i;
+        }
+      }
+      EXPECT_EQ(filled[4 * blocks], 0xdeadbeefu) << "wrote past the end";
+      EXPECT_EQ(a.Next(), b.Next()) << "start " << start << " blocks " << blocks;
+    }
+  }
 }
 
 TEST(RandomSamplerTest, MomentsAreRight) {
