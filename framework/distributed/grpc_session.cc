@@ -11,6 +11,7 @@
 #include "framework/core/status.h"
 #include "framework/distributed/local_master.h"
 #include "framework/distributed/rpc/grpc_clients.h"
+#include "framework/runtime/remapper.h"
 
 namespace tandem {
 
@@ -45,7 +46,7 @@ absl::Status GrpcSession::Init(const proto::GraphDef& graph, const SessionOption
   WireMessage<proto::CreateSessionResponse> resp;
   // The precision rewrite runs here, on the client, so the master partitions the
   // graph the policy made.
-  TANDEM_ASSIGN_OR_RETURN(*req.proto.mutable_graph(), ApplyPrecision(graph, options.precision));
+  TANDEM_ASSIGN_OR_RETURN(*req.proto.mutable_graph(), PrepareGraph(graph, options.precision));
   for (const std::string& f : options.device_filters)
     req.proto.mutable_config()->add_device_filters(f);
   req.proto.mutable_config()->set_allow_soft_placement(options.allow_soft_placement);

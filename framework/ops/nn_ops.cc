@@ -290,6 +290,28 @@ absl::Status Conv2DInfer(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// _FusedConv2D / _FusedMatMul(x, w, bias): the base op's output plus a bias over its
+// last dimension, then `activation` ("none" or "relu").
+template <absl::Status (*kBase)(InferenceContext&)>
+absl::Status FusedInfer(InferenceContext& ctx) {
+  TANDEM_RETURN_IF_ERROR(kBase(ctx));
+  TANDEM_RETURN_IF_ERROR(ExpectFloats(ctx, 3));
+  TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(2, 1));
+  if (ctx.outputs().empty() || ctx.outputs()[0].dtype != ctx.input_dtype(0)) {
+    return ctx.Error("a fused op writes its inputs' dtype (no Tout)");
+  }
+  const PartialShape& out = ctx.outputs()[0].shape;
+  const int64_t channels = out.known_rank() ? out.dim(out.rank() - 1) : -1;
+  TANDEM_RETURN_IF_ERROR(
+      ExpectDimsEqual(ctx, channels, DimOf(ctx, 2, 0), "output channels and bias size"));
+  TANDEM_ASSIGN_OR_RETURN(std::string activation, ctx.GetAttr<std::string>("activation"));
+  if (activation != "none" && activation != "relu") {
+    return ctx.Error(
+        absl::StrCat("activation must be \"none\" or \"relu\", got \"", activation, "\""));
+  }
+  return absl::OkStatus();
+}
+
 // Conv2DBackpropInput(input_sizes, filter, out_backprop).
 absl::Status Conv2DBackpropInputInfer(InferenceContext& ctx) {
   TANDEM_RETURN_IF_ERROR(ExpectFloat(ctx, 1));
@@ -509,6 +531,23 @@ void RegisterNnOps(OpRegistry* r) {
                .max_inputs = 2,
                .default_attrs = conv,
                .infer = Conv2DInfer});
+  // Conv2D or MatMul, BiasAdd and an optional Relu in one oneDNN primitive (bias and
+  // post-op). Only the graph remapper creates them (framework/runtime/remapper.h), after
+  // gradients are built, so they have no gradient.
+  AttrMap fused_conv = conv;
+  fused_conv["activation"] = std::string("none");
+  r->Register({.name = "_FusedConv2D",
+               .min_inputs = 3,
+               .max_inputs = 3,
+               .default_attrs = fused_conv,
+               .infer = FusedInfer<Conv2DInfer>});
+  r->Register({.name = "_FusedMatMul",
+               .min_inputs = 3,
+               .max_inputs = 3,
+               .default_attrs = {{"transpose_a", false},
+                                 {"transpose_b", false},
+                                 {"activation", std::string("none")}},
+               .infer = FusedInfer<MatMulInfer>});
   r->Register({.name = "Conv2DBackpropInput",
                .min_inputs = 3,
                .max_inputs = 3,

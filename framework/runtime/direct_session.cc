@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
+#include "framework/runtime/remapper.h"
 #include "framework/runtime/runtime_kernels.h"
 #include "framework/runtime/subgraph.h"
 
@@ -26,7 +27,7 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
   s->intra_op_threads_ = intra;
   absl::MutexLock lock(&s->mu_);
   s->graph_ = std::make_unique<Graph>(OpRegistry::Global());
-  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef def, ApplyPrecision(graph, options.precision));
+  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef def, PrepareGraph(graph, options.precision));
   TANDEM_RETURN_IF_ERROR(s->graph_->AddGraphDef(def));
   TANDEM_RETURN_IF_ERROR(s->PlaceNodes());
   return s;

@@ -40,7 +40,9 @@ struct SessionOptions {
   // tasks to come up; 0: 60 s.
   int64_t wait_for_workers_ms = 0;
   // kMixedBfloat16 rewrites the graph the session is created with
-  // (framework/runtime/mixed_precision.h); nodes added later by Extend run as given.
+  // (framework/runtime/mixed_precision.h); then, whatever the precision, bias and ReLU
+  // chains are fused (framework/runtime/remapper.h). Nodes added later by Extend run as
+  // given.
   Precision precision = Precision::kFloat32;
 };
 

@@ -13,13 +13,15 @@
 // included) in bfloat16. Where oneDNN has no bf16 kernels for the CPU (below AVX-512),
 // the bf16 ops run in float32 on widened copies and round once at the end.
 // Conv2DBackpropFilter with attr Tout = float32 writes a float32 filter gradient from
-// bfloat16 operands.
+// bfloat16 operands. _FusedConv2D adds a bias and, with activation "relu", a ReLU
+// post-op to the forward primitive: one pass over the output instead of three.
 #include <cstring>
 #include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "framework/kernels/cpu/fused_bias.h"
 #include "framework/kernels/cpu/nn_kernel_util.h"
 #include "framework/kernels/cpu/onednn_util.h"
 
@@ -38,11 +40,13 @@ struct ConvShape {
   // The operands' type, set by the kernel for the tensors the primitive sees (float32
   // on the widened fallback).
   memory::data_type dt = memory::data_type::f32;
+  Fusion fusion;  // Of the forward primitive (_FusedConv2D); none for the gradients.
 
   std::string Key(absl::string_view kind) const {
     return absl::StrCat(kind, ":", static_cast<int>(dt), ",", n, ",", h, ",", w, ",", c, ",", kh,
                         ",", kw, ",", o, ",", attrs.stride_h, ",", attrs.stride_w, ",",
-                        attrs.second_h, ",", attrs.second_w, ",", attrs.same);
+                        attrs.second_h, ",", attrs.second_w, ",", attrs.same, ",", fusion.bias,
+                        fusion.relu);
   }
   TensorShape input_shape() const { return TensorShape({n, h, w, c}); }
   TensorShape filter_shape() const { return TensorShape({kh, kw, c, o}); }
@@ -55,16 +59,22 @@ struct ConvShape {
   memory::desc dst_md() const { return onednn::TagDesc({n, o, oh, ow}, Tag::nhwc, dt); }
   memory::desc user_weights_md() const { return onednn::TagDesc({o, c, kh, kw}, Tag::hwio, dt); }
   memory::desc any_weights_md() const { return onednn::TagDesc({o, c, kh, kw}, Tag::any, dt); }
+  memory::desc bias_md() const { return onednn::TagDesc({o}, Tag::a, dt); }
   memory::dims strides() const { return {attrs.stride_h, attrs.stride_w}; }
   memory::dims dilates() const { return {attrs.second_h - 1, attrs.second_w - 1}; }
   memory::dims pad_l() const { return {dim_h.pad_before, dim_w.pad_before}; }
   memory::dims pad_r() const { return {dim_h.pad_after, dim_w.pad_after}; }
 
   dnnl::convolution_forward::primitive_desc ForwardPd() const {
-    dnnl::convolution_forward::desc d(
-        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_md(),
-        any_weights_md(), dst_md(), strides(), dilates(), pad_l(), pad_r());
-    return dnnl::convolution_forward::primitive_desc(d, onednn::Attr(), onednn::CpuEngine());
+    using Desc = dnnl::convolution_forward::desc;
+    const auto prop = dnnl::prop_kind::forward_training;
+    const auto alg = dnnl::algorithm::convolution_direct;
+    const Desc d = fusion.bias ? Desc(prop, alg, src_md(), any_weights_md(), bias_md(), dst_md(),
+                                      strides(), dilates(), pad_l(), pad_r())
+                               : Desc(prop, alg, src_md(), any_weights_md(), dst_md(), strides(),
+                                      dilates(), pad_l(), pad_r());
+    return dnnl::convolution_forward::primitive_desc(d, onednn::AttrWithRelu(fusion.relu),
+                                                     onednn::CpuEngine());
   }
 };
 
@@ -184,18 +194,29 @@ const void* PrepareWeights(const ConvEntryBase& e, const ConvShape& s, const Ten
 
 struct ConvFwdEntry : ConvEntryBase {
   dnnl::convolution_forward prim;
+  memory::desc bias_md;  // Used by _FusedConv2D only.
 };
 
+// Conv2D(input, filter), and _FusedConv2D(input, filter, bias) with attr activation.
 class Conv2DKernel : public ConvKernelBase {
  public:
+  absl::Status Init(const Node& node) override {
+    TANDEM_RETURN_IF_ERROR(ConvKernelBase::Init(node));
+    TANDEM_ASSIGN_OR_RETURN(fusion_, ParseFusion(node, "_FusedConv2D"));
+    return absl::OkStatus();
+  }
+
   absl::Status Compute(OpKernelContext& ctx) override {
     TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 0, 1));
     const Tensor& input = ctx.input(0);
     const Tensor& filter = ctx.input(1);
     TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter.shape()));
+    s.fusion = fusion_;
+    if (fusion_.bias) TANDEM_RETURN_IF_ERROR(CheckBias(ctx, s.o));
     Tensor* out = ctx.allocate_output(0, s.output_shape());
     if (s.empty()) {
       Zero(out);
+      if (fusion_.bias) FillWithBias(ctx.input(2), fusion_.relu, out);
       return absl::OkStatus();
     }
     return onednn::RunWidenedIfNeeded(input, filter, out,
@@ -213,17 +234,28 @@ class Conv2DKernel : public ConvKernelBase {
                               auto pd = s.ForwardPd();
                               e.prim = dnnl::convolution_forward(pd);
                               e.SetLayouts(s, pd.weights_desc());
+                              e.bias_md = s.bias_md();
                               return e;
                             }));
     return onednn::Guard(ctx, [&]() {
       Tensor scratch;
       const void* weights = PrepareWeights(*e, s, filter, &scratch);
+      if (!s.fusion.bias) {
+        onednn::ExecuteCached(e->prim, {{DNNL_ARG_SRC, e->src_md, input.raw_data()},
+                                        {DNNL_ARG_WEIGHTS, e->weights_md, weights},
+                                        {DNNL_ARG_DST, e->dst_md, out->raw_data()}});
+        return absl::OkStatus();
+      }
+      const Tensor bias = BiasAs(ctx.input(2), input.dtype());
       onednn::ExecuteCached(e->prim, {{DNNL_ARG_SRC, e->src_md, input.raw_data()},
                                       {DNNL_ARG_WEIGHTS, e->weights_md, weights},
+                                      {DNNL_ARG_BIAS, e->bias_md, bias.raw_data()},
                                       {DNNL_ARG_DST, e->dst_md, out->raw_data()}});
       return absl::OkStatus();
     });
   }
+
+  Fusion fusion_;
 };
 
 // Checks out_backprop has the shape the forward convolution would produce.
@@ -361,6 +393,7 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
 
 void RegisterCpuConvKernels(KernelRegistry* r) {
   r->Register<Conv2DKernel>("Conv2D", kDeviceCpu);
+  r->Register<Conv2DKernel>("_FusedConv2D", kDeviceCpu);
   r->Register<Conv2DBackpropInputKernel>("Conv2DBackpropInput", kDeviceCpu);
   r->Register<Conv2DBackpropFilterKernel>("Conv2DBackpropFilter", kDeviceCpu);
 }

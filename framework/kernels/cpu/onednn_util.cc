@@ -109,6 +109,17 @@ const dnnl::primitive_attr& Attr() {
   return *attr;
 }
 
+dnnl::primitive_attr AttrWithRelu(bool relu) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
+
 namespace {
 
 // This thread's scratchpad, grown to the largest any primitive has asked for.

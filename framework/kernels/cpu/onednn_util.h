@@ -42,6 +42,11 @@ dnnl::stream& ThreadStream();
 // The attributes every cached primitive is created with: a user-managed scratchpad.
 const dnnl::primitive_attr& Attr();
 
+// Attr() plus, when `relu`, a ReLU post-op (for the fused Conv2D / MatMul kernels). A
+// new object each call: primitive_attr copies share one handle, so Attr() must never
+// be modified.
+dnnl::primitive_attr AttrWithRelu(bool relu);
+
 // oneDNN's data type for a tensor dtype the kernels compute in (float32 or bfloat16).
 dnnl::memory::data_type DataType(DType dtype);
 
