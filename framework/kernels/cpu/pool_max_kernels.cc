@@ -5,18 +5,22 @@
 // row-major window order, as in TensorFlow's CPU kernel; it is recomputed from
 // orig_input, so no workspace is needed. Disjoint windows (stride >= window, the usual
 // 2x2/2) write each input element once; a full 2x2 window takes a single fused pass.
-// Overlapping windows accumulate. Images run in parallel. On bfloat16 (the
-// mixed-precision path) each image is widened to float32, pooled by the same loops
-// and narrowed back: max and routing only compare and copy, so the values are exact.
+// Overlapping windows accumulate. Images run in parallel. Full 2x2 windows of stride 2
+// take the row kernels of pool_2x2.h, on float32 or directly on bfloat16. Other
+// geometries on bfloat16 (the mixed-precision path) widen each image to float32, pool
+// it with the same loops and narrow it back: max and routing only compare and copy,
+// so the values are exact.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/nn_kernel_util.h"
+#include "framework/kernels/cpu/pool_2x2.h"
 #include "framework/kernels/cpu/pool_util.h"
 
 namespace tandem::nn {
@@ -54,6 +58,49 @@ void StoreImage(const std::vector<float>& scratch, Tensor* t, int64_t img, int64
   }
 }
 
+// Tensor t's data as T (float32, or bfloat16 as its 16-bit patterns).
+template <typename T>
+T* Data(const Tensor& t) {
+  if constexpr (std::is_same_v<T, float>) {
+    return const_cast<float*>(t.data<float>());
+  } else {
+    return reinterpret_cast<uint16_t*>(const_cast<bfloat16*>(t.data<bfloat16>()));
+  }
+}
+
+// Full 2x2 windows of stride 2 (pool_2x2.h): row by row, float32 or bfloat16 directly.
+template <typename T>
+void MaxPool2x2(const PoolShape& s, const Tensor& input, Tensor* out) {
+  const int64_t c = s.c, row = s.w * c, image = s.h * row, pooled = s.oh * s.ow * c;
+  const T* x = Data<T>(input);
+  T* y = Data<T>(*out);
+  ForEachImage(s, image, [&](int64_t img) {
+    for (int64_t oy = 0; oy < s.oh; ++oy) {
+      const T* r0 = x + img * image + 2 * oy * row;
+      MaxPool2x2Row(r0, r0 + row, y + img * pooled + oy * s.ow * c, s.ow, c);
+    }
+  });
+}
+
+template <typename T>
+void MaxPoolGrad2x2(const PoolShape& s, const Tensor& input, const Tensor& grad, Tensor* out) {
+  const int64_t c = s.c, row = s.w * c, image = s.h * row, pooled = s.oh * s.ow * c;
+  const T* x = Data<T>(input);
+  const T* g = Data<T>(grad);
+  T* dx = Data<T>(*out);
+  // Rows and columns past the last window (odd sizes) get no gradient.
+  const bool covers = 2 * s.oh == s.h && 2 * s.ow == s.w;
+  ForEachImage(s, image + pooled, [&](int64_t img) {
+    T* di = dx + img * image;
+    if (!covers) std::fill_n(di, image, T{0});  // All-zero bits are 0.0 in both types.
+    for (int64_t oy = 0; oy < s.oh; ++oy) {
+      const int64_t at = img * image + 2 * oy * row;
+      MaxPoolGrad2x2Row(x + at, x + at + row, g + img * pooled + oy * s.ow * c, dx + at,
+                        dx + at + row, s.ow, c);
+    }
+  });
+}
+
 // Checks the inputs are float32 or bfloat16, all of one dtype.
 absl::Status ExpectOneFloatDType(const OpKernelContext& ctx) {
   for (int i = 0; i < ctx.num_inputs(); ++i) {
@@ -73,6 +120,14 @@ class MaxPoolKernel : public PoolKernelBase {
     TANDEM_ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(ctx, attrs_, input.shape()));
     Tensor* out = ctx.allocate_output(0, s.output_shape());
     if (out->NumElements() == 0) return absl::OkStatus();
+    if (IsFull2x2(s)) {
+      if (input.dtype() == DType::kFloat) {
+        MaxPool2x2<float>(s, input, out);
+      } else {
+        MaxPool2x2<uint16_t>(s, input, out);
+      }
+      return absl::OkStatus();
+    }
     const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
     ForEachImage(s, image, [&](int64_t img) {
       thread_local std::vector<float> in_scratch, out_scratch;
@@ -177,6 +232,15 @@ class MaxPoolGradKernel : public PoolKernelBase {
                                     s.output_shape().DebugString(), ": ", InputShapes(ctx)));
     }
     Tensor* out = ctx.allocate_output(0, input.shape());
+    if (out->NumElements() == 0) return absl::OkStatus();
+    if (IsFull2x2(s)) {
+      if (input.dtype() == DType::kFloat) {
+        MaxPoolGrad2x2<float>(s, input, grad, out);
+      } else {
+        MaxPoolGrad2x2<uint16_t>(s, input, grad, out);
+      }
+      return absl::OkStatus();
+    }
     const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
     const WindowAttrs& a = s.attrs;
     const bool disjoint = a.stride_h >= a.second_h && a.stride_w >= a.second_w;
