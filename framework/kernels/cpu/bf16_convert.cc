@@ -24,4 +24,17 @@ TANDEM_BF16_CLONES void NarrowToBf16(const float* src, bfloat16* dst, int64_t n)
   }
 }
 
+TANDEM_BF16_CLONES void AccumulateBf16Rows(const bfloat16* x, int64_t rows, int64_t c,
+                                           float* __restrict acc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const bfloat16* __restrict xr = x + r * c;
+    for (int64_t j = 0; j < c; ++j) {
+      const uint32_t u = static_cast<uint32_t>(xr[j].bits) << 16;
+      float f;
+      std::memcpy(&f, &u, sizeof(f));
+      acc[j] += f;
+    }
+  }
+}
+
 }  // namespace tandem::nn

@@ -202,9 +202,14 @@ void SumRows(const T* x, int64_t rows, int64_t c, float* out) {
   ParallelFor(chunks, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t ch = cb; ch < ce; ++ch) {
       float* acc = partial.data() + ch * c;
-      for (int64_t r = rows * ch / chunks; r < rows * (ch + 1) / chunks; ++r) {
-        const T* xr = x + r * c;
-        for (int64_t j = 0; j < c; ++j) acc[j] += Load(xr[j]);
+      const int64_t r0 = rows * ch / chunks, r1 = rows * (ch + 1) / chunks;
+      if constexpr (std::is_same_v<T, bfloat16>) {
+        AccumulateBf16Rows(x + r0 * c, r1 - r0, c, acc);
+      } else {
+        for (int64_t r = r0; r < r1; ++r) {
+          const T* xr = x + r * c;
+          for (int64_t j = 0; j < c; ++j) acc[j] += Load(xr[j]);
+        }
       }
     }
   });
