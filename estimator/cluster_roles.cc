@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -203,6 +204,11 @@ absl::Status EndCluster(const RunConfig& config, const TransportSecurity& securi
                                                " while waiting for the workers to exit"));
     }
     std::vector<std::string> up = TasksUp(cluster, kJobWorker, security);
+    // Without a chief job, worker 0 is the chief: it does not wait for itself.
+    const std::string self = absl::StrCat(config.task_type(), ":", config.task_id(), " ");
+    up.erase(std::remove_if(up.begin(), up.end(),
+                            [&](const std::string& t) { return absl::StartsWith(t, self); }),
+             up.end());
     if (up.empty()) break;
     if (SecondsSince(start) >= kWorkerExitWaitSecs) {
       LOG(WARNING) << "Chief: workers still up after " << kWorkerExitWaitSecs

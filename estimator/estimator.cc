@@ -16,6 +16,7 @@
 #include "checkpoint/checkpoint_index.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
+#include "estimator/internal/collective_replicas.h"
 #include "estimator/internal/mode_graph.h"
 #include "estimator/internal/task_server.h"
 #include "estimator/internal/warm_start.h"
@@ -27,6 +28,7 @@
 #include "framework/distributed/replica_device_setter.h"
 #include "framework/distributed/server.h"
 #include "framework/ops/array_ops.h"
+#include "framework/ops/collective_ops.h"
 #include "framework/ops/optimizer.h"
 #include "framework/ops/state_ops.h"
 #include "framework/ops/summary_ops.h"
@@ -116,6 +118,23 @@ SyncReplicasHookOptions SyncReplicasOptionsFor(const RunConfig& config,
   return o;
 }
 
+// The names the collective replicas' group formation and checks need; adds the
+// variable broadcast to the graph.
+absl::StatusOr<internal::ReplicaVariables> CollectiveReplicaVariables(ModeGraph& g) {
+  internal::ReplicaVariables v;
+  TANDEM_ASSIGN_OR_RETURN(std::vector<ops::Variable> vars,
+                          ops::VariablesInCollection(g.root.graph(), ops::kGlobalVariables));
+  TANDEM_ASSIGN_OR_RETURN(Node * broadcast, ops::BroadcastVariables(g.root, vars));
+  v.broadcast_op = broadcast->name();
+  v.global_step = g.global_step.value().name();
+  for (const ops::Variable& var : vars) {
+    v.reads.push_back(var.value().name());
+    v.names.push_back(var.name());
+  }
+  v.fingerprint = ops::CollectiveFingerprint(*g.root.graph());
+  return v;
+}
+
 bool Recoverable(const absl::Status& s) {
   return s.code() == absl::StatusCode::kAborted || s.code() == absl::StatusCode::kUnavailable;
 }
@@ -130,10 +149,17 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
   std::unique_ptr<Estimator> e(new Estimator(std::move(options)));
   const RunConfig& config = e->options_.config;
   if (config.TrainsOnCluster()) {
-    if (config.num_ps_replicas() == 0) {
+    if (config.num_ps_replicas() == 0 && !e->options_.collective) {
       return ConfigError(absl::StrCat(
           "Estimator: the cluster ", config.cluster_spec().DebugString(),
-          " has training tasks but no ps task; training on a cluster needs parameter servers"));
+          " has training tasks but no ps task; train with collective all-reduce "
+          "(EstimatorOptions::collective, [distribute] strategy = \"collective\") or add ps "
+          "tasks"));
+    }
+    if (config.num_ps_replicas() > 0 && e->options_.collective) {
+      return ConfigError(absl::StrCat("Estimator: collective all-reduce replicas mirror the "
+                                      "variables, but the cluster ",
+                                      config.cluster_spec().DebugString(), " has ps tasks"));
     }
     InputContext& context = e->train_input_context_;
     if (context.num_input_pipelines == 1 && config.global_id_in_cluster()) {
@@ -196,7 +222,22 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
   ops::summary::Scalar(g.root, "loss", g.spec.loss);
   TANDEM_RETURN_IF_ERROR(g.root.status());
   SessionFactory factory = options_.session_factory;
-  if (on_cluster) {
+  const bool collective = on_cluster && options_.collective.has_value();
+  CollectiveExecutor* group = nullptr;
+  internal::ReplicaVariables replica_vars;
+  if (collective) {
+    TANDEM_RETURN_IF_ERROR(EnsureServer());
+    group = server_->collective();
+    TANDEM_RETURN_IF_ERROR(
+        internal::ConfigureCollectiveGroup(config, options_.collective->timeout_secs, group));
+    TANDEM_ASSIGN_OR_RETURN(replica_vars, CollectiveReplicaVariables(g));
+    if (!factory) factory = internal::SharedSessionFactory(group);
+    LOG(INFO) << "Training as collective replica " << group->rank() << " of " << group->size()
+              << " (" << server_->task_name() << "); global batch = " << group->size()
+              << " x the per-replica batch; input pipeline "
+              << train_input_context_.input_pipeline_id << " of "
+              << train_input_context_.num_input_pipelines;
+  } else if (on_cluster) {
     TANDEM_RETURN_IF_ERROR(EnsureServer());
     if (!factory) {
       factory = [security = options_.security](const proto::GraphDef& def,
@@ -238,7 +279,11 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
                                                        {"step", g.global_step.value().name()}},
       Every::Steps(config.log_step_count_steps())));
   mts.hooks.insert(mts.hooks.end(), g.spec.training_hooks.begin(), g.spec.training_hooks.end());
-  if (on_cluster && options_.sync_replicas) {
+  if (collective) {
+    mts.hooks.push_back(std::make_shared<internal::ReplicaCheckHook>(
+        group, replica_vars, options_.collective->check_replicas_steps));
+  }
+  if (on_cluster && !collective && options_.sync_replicas) {
     mts.hooks.push_back(std::make_shared<SyncReplicasHook>(
         SyncReplicasOptionsFor(config, *options_.sync_replicas, factory, options_.security)));
   }
@@ -254,9 +299,13 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
   mts.save_checkpoint_steps.reset();
   mts.save_summaries_steps = config.save_summary_steps();
   mts.log_step_count_steps = config.log_step_count_steps();
-  mts.session_options = MakeSessionOptions(config, on_cluster);
+  mts.session_options = MakeSessionOptions(config, on_cluster && !collective);
   mts.factory = factory;
   mts.keep_ready_variables = on_cluster;
+  if (collective) {
+    mts.initialize_locally = true;
+    mts.after_restore = internal::FormGroupAndBroadcast(group, replica_vars, kWaitForClusterMs);
+  }
 
   // On a cluster a task may die while this one creates its session (a ps restarting):
   // that is recoverable here as it is between steps.
@@ -277,7 +326,9 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
   int64_t local_steps = 0;  // Steps this task ran (on a cluster, its share of global_step).
   std::optional<int64_t> finished_at;  // Set when another task finished the training.
   while (!session->ShouldStop()) {
-    if (termination::Requested()) {
+    // A collective replica goes on until every replica has seen the signal
+    // (internal::ReplicaCheckHook), so that they all stop after the same step.
+    if (termination::Requested() && !collective) {
       LOG(WARNING) << "Training stops: " << strsignal(termination::Signal())
                    << (config.is_chief() ? " (writing a checkpoint first)" : "");
       break;
@@ -330,6 +381,12 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
                       : absl::StrCat("; the checkpoint could not be saved: ", closed.message())));
   }
   TANDEM_RETURN_IF_ERROR(closed);
+  if (collective && group->StopAgreed()) {
+    return absl::AbortedError(absl::StrCat(
+        "training stopped at global step ", global_step,
+        ": another replica was asked to stop (SIGTERM or SIGINT)",
+        config.is_chief() ? "; checkpoint saved" : ""));
+  }
   LOG(INFO) << "Training finished at global step " << global_step << " (" << local_steps
             << " steps run by this task).";
   return global_step;

@@ -42,6 +42,17 @@
 // tasks, global_id_in_cluster} unless the options set one. Evaluate and Predict always
 // run in this process on the checkpoint (a DirectSession), whatever the cluster.
 //
+// With EstimatorOptions::collective, training on a cluster is MultiWorkerMirroredStrategy
+// instead: every training task builds the whole graph on its own device, and the
+// optimizers average the gradients by all-reduce (ops::EnableCollectiveAllReduce) before
+// the same update runs everywhere. Every task restores or initialises its own copy; then
+// the replicas form their group and take the variables of the replica with the newest
+// global step (estimator/internal/collective_replicas.h), again after any failed step
+// (a replica that died, froze or restarted fails every replica's step within
+// collective_timeout_secs; the group re-forms once it is back). The chief alone writes
+// checkpoints and summaries. A signal to any replica stops every replica after the same
+// step; the chief then saves its checkpoint.
+//
 // [model.params]: after the TRAIN graph is built, a key that neither input_fn nor
 // model_fn asked for is a config error naming it (estimator/job_config.h). Evaluate
 // and Predict do not check, since a model may read some keys only for training.
@@ -132,6 +143,14 @@ struct SyncReplicasSettings {
   double patience_secs = 0;            // Waiting: 0 = no bound.
 };
 
+// Collective all-reduce replicas on a cluster without ps tasks (MultiWorkerMirroredStrategy;
+// framework/ops/collective_ops.h, estimator/internal/collective_replicas.h).
+struct CollectiveSettings {
+  int64_t bytes_per_pack = int64_t{25} << 20;  // Gradient bucket size.
+  int64_t timeout_secs = 60;                   // A silent peer fails the step after this.
+  int64_t check_replicas_steps = 1000;         // Compare the replicas' variables; 0: never.
+};
+
 struct EstimatorOptions {
   ModelFn model_fn;
   RunConfig config;
@@ -146,6 +165,9 @@ struct EstimatorOptions {
   TransportSecurity security;  // This task's server and sessions on a cluster.
   // Set: training on a cluster is synchronous. Ignored by local training.
   std::optional<SyncReplicasSettings> sync_replicas;
+  // Set: training on a cluster uses collective all-reduce (the cluster must have no ps
+  // task). Ignored by local training.
+  std::optional<CollectiveSettings> collective;
 };
 
 class Estimator {

@@ -101,14 +101,20 @@ std::vector<Section> Sections(JobConfig& c) {
         {"metric", &c.export_.metric},
         {"metric_mode", &c.export_.metric_mode, kNoMin, {"", "min", "max"}}}},
       {"distribute",
-       {{"strategy", &c.distribute.strategy, kNoMin, {"auto", "none", "parameter_server"}},
+       {{"strategy",
+         &c.distribute.strategy,
+         kNoMin,
+         {"auto", "none", "parameter_server", "collective", "multi_worker_mirrored"}},
         {"sync", &c.distribute.sync},
         {"replicas_to_aggregate", &c.distribute.replicas_to_aggregate, 0},
         {"total_num_replicas", &c.distribute.total_num_replicas, 0},
         {"on_missing_replicas", &c.distribute.on_missing_replicas, kNoMin, {"wait", "continue"}},
         {"missing_replicas_patience_secs", &c.distribute.missing_replicas_patience_secs, 0},
         {"partitioner", &c.distribute.partitioner, kNoMin, {"none", "fixed", "min_max"}},
-        {"num_shards", &c.distribute.num_shards, 0}}},
+        {"num_shards", &c.distribute.num_shards, 0},
+        {"bytes_per_pack", &c.distribute.bytes_per_pack, 1024, {}, int64_t{1} << 30},
+        {"collective_timeout_secs", &c.distribute.collective_timeout_secs, 1, {}, 86400},
+        {"check_replicas_steps", &c.distribute.check_replicas_steps, 0}}},
   };
 }
 
@@ -657,6 +663,14 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
   return c;
 }
 
+bool JobConfig::UsesCollective() const {
+  const std::string& s = distribute.strategy;
+  if (s == "collective" || s == "multi_worker_mirrored") return true;
+  const int training =
+      cluster.NumTasks(kJobChief) + cluster.NumTasks(kJobMaster) + cluster.NumTasks(kJobWorker);
+  return s == "auto" && cluster.NumTasks(kJobPs) == 0 && training > 1;
+}
+
 std::string JobConfig::DescribeRole() const {
   const RunConfig& rc = run_config_;
   if (cluster.empty()) {
@@ -684,6 +698,15 @@ std::string JobConfig::DescribeRole() const {
     return absl::StrCat("ps (", where,
                         "): holds variables and applies updates until the chief "
                         "shuts it down");
+  }
+  if (UsesCollective()) {
+    return absl::StrCat(type, " (", where, "), collective all-reduce replica ",
+                        rc.global_id_in_cluster().value_or(0), " of ", rc.num_worker_replicas(),
+                        ": ",
+                        rc.is_chief() ? "initialises or restores and broadcasts the variables, "
+                                        "trains, writes checkpoints and summaries"
+                                      : "trains a mirrored copy of the variables",
+                        " until global_step reaches max_steps (strategy \"collective\")");
   }
   if (rc.is_chief()) {
     return absl::StrCat(type, " (", where,

@@ -39,10 +39,20 @@
 //
 // [distribute], checked against the cluster (each refusal is a config error):
 //   strategy "auto" (default): parameter-server between-graph training on a cluster
-//     of more than one task (TensorFlow 1.x's behaviour), local training otherwise;
-//     "parameter_server": the same, but a cluster with ps tasks is required; "none":
-//     local training only, so a cluster of more than one task is refused. A cluster
-//     with training tasks but no ps task is refused (no collective strategy exists).
+//     with ps tasks (TensorFlow 1.x's behaviour), collective all-reduce on a cluster
+//     of several training tasks without one, local training otherwise;
+//     "parameter_server": a cluster with ps tasks is required; "collective" (alias
+//     "multi_worker_mirrored", MultiWorkerMirroredStrategy): synchronous replicas that
+//     each hold every variable and average their gradients by all-reduce
+//     (framework/ops/collective_ops.h); a cluster with ps tasks is refused; "none":
+//     local training only, so a cluster of more than one task is refused.
+//   bytes_per_pack (collective): the gradient bucket size, default 25 MiB (the first
+//     bucket is at most 1 MiB, as PyTorch DDP's); collective_timeout_secs (default 60): a
+//     replica that stops answering fails every other replica's step after at most this
+//     long (a dead or frozen one sooner, by the health check); check_replicas_steps
+//     (default 1000, 0: never): every so many steps the replicas compare checksums of
+//     their variables and fail naming the ones that differ. These keys are refused
+//     with another strategy.
 //   sync = true: synchronous replicas (framework/ops/sync_replicas.h), on a cluster
 //     with ps tasks only.
 //     replicas_to_aggregate (default: every replica) may be fewer than the replicas (the rest are
@@ -209,6 +219,10 @@ struct DistributeSection {
   int64_t missing_replicas_patience_secs = 0;  // 0: wait as long as it takes.
   std::string partitioner = "none";
   int64_t num_shards = 0;  // 0: one per ps task.
+  // Collective strategy only.
+  int64_t bytes_per_pack = int64_t{25} << 20;  // Gradient bucket size (DDP's bucket_cap_mb).
+  int64_t collective_timeout_secs = 60;        // A silent peer fails the step after this.
+  int64_t check_replicas_steps = 1000;         // Compare the replicas' variables; 0: never.
   bool operator==(const DistributeSection& o) const = default;
 };
 
@@ -246,6 +260,9 @@ class JobConfig {
   // "chief (task chief:0, the chief) of a cluster of 1 chief, 2 workers, 2 ps: ..."
   // or "local: ...": what this task does under train_and_evaluate.
   std::string DescribeRole() const;
+  // True when this job trains with the collective strategy (named, or "auto" on a
+  // cluster of several training tasks without ps tasks).
+  bool UsesCollective() const;
 
   ModelSection model;
   DataSection data;

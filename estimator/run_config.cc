@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "glog/logging.h"
 #include "nlohmann/json.hpp"
 
 namespace tandem {
@@ -136,9 +137,11 @@ std::string SessionMaster(const ClusterSpec& cluster, const std::string& task_ty
 // TensorFlow's _validate_task_type_and_task_id.
 absl::Status ValidateTask(const ClusterSpec& cluster, const TfConfig& tf_config,
                           absl::string_view chief_type) {
-  if (cluster.NumTasks(chief_type) == 0) {
+  if (cluster.NumTasks(chief_type) == 0 && !cluster.HasTask(kJobWorker, 0)) {
     return TfConfigError(absl::StrCat("if \"cluster\" is set it must have one \"", chief_type,
-                                      "\" task; cluster is ", cluster.DebugString()));
+                                      "\" task, or a \"worker\" task 0 to act as the chief; "
+                                      "cluster is ",
+                                      cluster.DebugString()));
   }
   if (cluster.NumTasks(chief_type) > 1) {
     return TfConfigError(absl::StrCat("\"cluster\" must have only one \"", chief_type,
@@ -342,6 +345,15 @@ absl::StatusOr<RunConfig> RunConfig::Create(const RunConfigOptions& options,
   c.num_worker_replicas_ = cluster.NumTasks(kJobWorker) + cluster.NumTasks(chief_type);
   c.global_id_in_cluster_ = GlobalId(cluster, c.task_type_, c.task_id_, chief_type);
   c.is_chief_ = c.task_type_ == chief_type;
+  if (cluster.NumTasks(chief_type) == 0) {
+    // A chief-less cluster (Kubeflow's PS/Worker TFJob): worker 0 acts as the chief, as
+    // MultiWorkerMirroredStrategy and TensorFlow's contrib RunConfig do.
+    c.is_chief_ = c.task_type_ == kJobWorker && c.task_id_ == 0;
+    if (c.is_chief_) {
+      LOG_FIRST_N(INFO, 1) << "The cluster has no \"" << chief_type
+                           << "\" task: worker 0 (this task) acts as the chief.";
+    }
+  }
   if (!c.session_config_) {
     std::vector<std::string> filters = DefaultDeviceFilters(c.task_type_, c.task_id_);
     if (!filters.empty()) {

@@ -11,10 +11,13 @@
 //     is_chief; master = TF_CONFIG "session_master" or ""; 0 ps, 1 worker replica.
 //   * "cluster" with a "master" job (legacy, e.g. SageMaker): a "chief" job as well is an
 //     error; exactly one master task; an evaluator task is an error; is_chief iff master.
-//   * Otherwise "cluster" must have exactly one "chief" task; task type and index must be
+//   * Otherwise "cluster" must have at most one "chief" task; task type and index must be
 //     set, index >= 0, the task must be in the cluster, except task type "evaluator",
 //     which is not part of the training cluster: its cluster_spec is empty, master "",
-//     0 ps and 0 worker replicas. is_chief iff task type is "chief".
+//     0 ps and 0 worker replicas. is_chief iff task type is "chief". Looser than
+//     TensorFlow's Estimator, on purpose: a cluster without a chief (Kubeflow's default
+//     PS/Worker TFJob) is accepted when it has worker 0, which then acts as the chief
+//     (logged once), as MultiWorkerMirroredStrategy does.
 //   * master: TF_CONFIG "session_master" if set; "" when the cluster has one job with
 //     one task; else "grpc://" + this task's address. evaluation_master: TF_CONFIG
 //     "eval_session_master" for the evaluator, else "".

@@ -381,6 +381,26 @@ absl::Status MonitoredSession::Close() {
 // ---------------------------------------------------------------------------------------
 // NewMonitoredTrainingSession
 
+namespace {
+
+// A creator followed by a step of the caller's (MonitoredTrainingSessionOptions::after_restore).
+class ThenCreator : public SessionCreator {
+ public:
+  ThenCreator(std::unique_ptr<SessionCreator> inner, std::function<absl::Status(Session*)> then)
+      : inner_(std::move(inner)), then_(std::move(then)) {}
+  absl::StatusOr<std::unique_ptr<Session>> CreateSession(Graph* graph) override {
+    TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, inner_->CreateSession(graph));
+    if (then_) TANDEM_RETURN_IF_ERROR(then_(session.get()));
+    return session;
+  }
+
+ private:
+  std::unique_ptr<SessionCreator> inner_;
+  std::function<absl::Status(Session*)> then_;
+};
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
     Graph* graph, MonitoredTrainingSessionOptions options) {
   std::shared_ptr<Scaffold> scaffold =
@@ -391,11 +411,20 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
   creator_options.factory = options.factory;
   creator_options.keep_ready_variables = options.keep_ready_variables;
 
+  auto then = [&options](std::unique_ptr<SessionCreator> creator) -> std::unique_ptr<SessionCreator> {
+    if (!options.after_restore) return creator;
+    return std::make_unique<ThenCreator>(std::move(creator), options.after_restore);
+  };
   if (!options.is_chief) {
-    return MonitoredSession::Create(
-        graph,
-        std::make_unique<WorkerSessionCreator>(std::move(creator_options), options.max_wait_secs),
-        std::move(options.hooks));
+    std::unique_ptr<SessionCreator> creator;
+    if (options.initialize_locally) {
+      creator = std::make_unique<ChiefSessionCreator>(std::move(creator_options),
+                                                      options.checkpoint_dir);
+    } else {
+      creator =
+          std::make_unique<WorkerSessionCreator>(std::move(creator_options), options.max_wait_secs);
+    }
+    return MonitoredSession::Create(graph, then(std::move(creator)), std::move(options.hooks));
   }
 
   // The chief writes the checkpoints of checkpoint_dir.
@@ -435,7 +464,8 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
 
   return MonitoredSession::Create(
       graph,
-      std::make_unique<ChiefSessionCreator>(std::move(creator_options), options.checkpoint_dir),
+      then(std::make_unique<ChiefSessionCreator>(std::move(creator_options),
+                                                 options.checkpoint_dir)),
       std::move(hooks));
 }
 

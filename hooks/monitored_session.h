@@ -161,11 +161,20 @@ struct MonitoredTrainingSessionOptions {
   SessionOptions session_options;
   SessionFactory factory;
   double max_wait_secs = 7200;
+  // Collective replicas: a task that is not the chief restores or initialises its own
+  // variables as the chief does (without setting unreadable checkpoints aside) instead
+  // of waiting for a chief to initialise shared ones.
+  bool initialize_locally = false;
+  // Runs on each new session once it is restored or initialised, before any hook's
+  // AfterCreateSession (the collective group's formation and variable broadcast); an
+  // error fails the creation. May be empty.
+  std::function<absl::Status(Session*)> after_restore;
 };
 
 // Chief: ChiefSessionCreator, hooks = chief_only_hooks, StepCounterHook,
 // SummarySaverHook, CheckpointSaverHook (each when enabled and a directory is set),
-// then hooks. Worker: WorkerSessionCreator and only `hooks`.
+// then hooks. Worker: WorkerSessionCreator (ChiefSessionCreator with
+// initialize_locally) and only `hooks`.
 absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
     Graph* graph, MonitoredTrainingSessionOptions options);
 

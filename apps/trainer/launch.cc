@@ -71,9 +71,9 @@ std::vector<Task> PlanTasks(const LaunchFlags& flags, const std::vector<int>& po
     for (int i = 0; i < n; ++i) list.push_back(absl::StrCat("127.0.0.1:", ports[next++]));
     return list;
   };
-  cluster["chief"] = addresses(1);
+  if (!flags.no_chief) cluster["chief"] = addresses(1);
   if (flags.workers > 0) cluster["worker"] = addresses(flags.workers);
-  cluster["ps"] = addresses(flags.ps);
+  if (flags.ps > 0) cluster["ps"] = addresses(flags.ps);
   std::vector<Task> tasks;
   auto add = [&](const std::string& job, int index) {
     nlohmann::json tf = {{"cluster", cluster},
@@ -82,7 +82,7 @@ std::vector<Task> PlanTasks(const LaunchFlags& flags, const std::vector<int>& po
     tasks.push_back(Task{job, index, tf.dump()});
   };
   for (int i = 0; i < flags.ps; ++i) add("ps", i);
-  add("chief", 0);
+  if (!flags.no_chief) add("chief", 0);
   for (int i = 0; i < flags.workers; ++i) add("worker", i);
   if (flags.evaluator) add("evaluator", 0);
   return tasks;
@@ -170,12 +170,15 @@ CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags) {
       "evaluator, each this trainer with its own TF_CONFIG on 127.0.0.1");
   launch->add_option("--config", flags.config, "the TOML job config every task runs")->required();
   launch->add_option("--set", flags.sets, "config override passed to every task (repeatable)");
-  launch->add_option("--ps", flags.ps, "parameter server tasks")
-      ->check(CLI::Range(1, 64))
+  launch->add_option("--ps", flags.ps,
+                     "parameter server tasks (0: collective all-reduce, no parameter servers)")
+      ->check(CLI::Range(0, 64))
       ->capture_default_str();
   launch->add_option("--workers", flags.workers, "worker tasks besides the chief")
       ->check(CLI::Range(0, 256))
       ->capture_default_str();
+  launch->add_flag("--no_chief", flags.no_chief,
+                   "no chief task: worker 0 acts as the chief (needs --workers >= 1)");
   launch->add_flag("--evaluator", flags.evaluator, "also run an evaluator task");
   launch->add_option("--command", flags.command, "what every task runs")
       ->check(CLI::IsMember({"train_and_evaluate", "train"}))
@@ -191,7 +194,13 @@ CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags) {
 }
 
 int Launch(const LaunchFlags& flags) {
-  absl::StatusOr<std::vector<int>> ports = FreePorts(1 + flags.workers + flags.ps);
+  if (flags.no_chief && flags.workers < 1) {
+    return Fail(kUsageError,
+                absl::InvalidArgumentError("launch: --no_chief needs --workers >= 1 (worker 0 "
+                                           "acts as the chief)"));
+  }
+  absl::StatusOr<std::vector<int>> ports =
+      FreePorts((flags.no_chief ? 0 : 1) + flags.workers + flags.ps);
   if (!ports.ok()) return Fail(kRuntimeError, ports.status());
   std::vector<Task> tasks = PlanTasks(flags, *ports);
   if (flags.print_tf_config) {
@@ -283,8 +292,10 @@ int Launch(const LaunchFlags& flags) {
     }
   }
   close(sig_fd);
-  const Task& chief =
-      *std::find_if(tasks.begin(), tasks.end(), [](const Task& t) { return t.job == "chief"; });
+  const std::string chief_job = flags.no_chief ? "worker" : "chief";
+  const Task& chief = *std::find_if(tasks.begin(), tasks.end(), [&](const Task& t) {
+    return t.job == chief_job && t.index == 0;
+  });
   if (!failed.empty()) {
     Say(absl::StrCat("failed: task ", failed, " did not succeed"));
     return kRuntimeError;

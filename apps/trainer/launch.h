@@ -17,6 +17,11 @@
 // Ctrl-C reaches only the launcher, which forwards it) and get SIGKILL should the
 // launcher itself die.
 //
+// --ps 0 runs a cluster without parameter servers, which trains with collective
+// all-reduce ([distribute] strategy "auto" or "collective"); --no_chief leaves the chief
+// out (worker 0 then acts as the chief, as in Kubeflow's default TFJob) and needs
+// --workers >= 1.
+//
 // --print_tf_config prints "<task> <TF_CONFIG JSON>" per task instead of running, for
 // use with another scheduler (it still picks the ports on this machine).
 #ifndef TANDEM_APPS_TRAINER_LAUNCH_H_
@@ -30,8 +35,9 @@
 namespace tandem {
 
 struct LaunchFlags {
-  int ps = 1;       // 1..64
+  int ps = 1;       // 0..64
   int workers = 1;  // 0..256, besides the chief.
+  bool no_chief = false;
   bool evaluator = false;
   std::string command = "train_and_evaluate";  // Or "train".
   std::string config;

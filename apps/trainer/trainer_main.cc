@@ -130,6 +130,13 @@ int Run(const std::string& command, const Flags& flags,
     sync.patience_secs = static_cast<double>(job->distribute.missing_replicas_patience_secs);
     eo.sync_replicas = sync;
   }
+  if (job->UsesCollective()) {
+    CollectiveSettings collective;
+    collective.bytes_per_pack = job->distribute.bytes_per_pack;
+    collective.timeout_secs = job->distribute.collective_timeout_secs;
+    collective.check_replicas_steps = job->distribute.check_replicas_steps;
+    eo.collective = collective;
+  }
   absl::StatusOr<std::unique_ptr<Estimator>> estimator = Estimator::Create(std::move(eo));
   if (!estimator.ok()) return Fail(kUsageError, estimator.status());
   InputFn input_fn = BindInputFn(model->get(), &*job);

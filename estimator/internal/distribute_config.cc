@@ -26,6 +26,34 @@ absl::Status CheckDistribute(const JobConfig& c,
     return ConfigError(absl::StrCat(where("distribute." + key), ": [distribute] ", message), code);
   };
   const int64_t replicas = TrainingTasks(c.cluster);
+  const bool collective = c.UsesCollective();
+  if (collective) {
+    if (c.cluster.NumTasks(kJobPs) > 0) {
+      return refuse("strategy",
+                    absl::StrCat("strategy = \"", d.strategy,
+                                 "\" mirrors the variables on every training task, but the "
+                                 "cluster has ps tasks: ",
+                                 c.cluster.DebugString(),
+                                 "; use \"parameter_server\" or drop the ps job"));
+    }
+    if (d.sync) {
+      return refuse("sync",
+                    "sync applies to strategy = \"parameter_server\"; the collective strategy "
+                    "is always synchronous");
+    }
+  } else {
+    const DistributeSection defaults;
+    for (const auto& [key, set] : std::vector<std::pair<std::string, bool>>{
+             {"bytes_per_pack", d.bytes_per_pack != defaults.bytes_per_pack},
+             {"collective_timeout_secs",
+              d.collective_timeout_secs != defaults.collective_timeout_secs},
+             {"check_replicas_steps", d.check_replicas_steps != defaults.check_replicas_steps}}) {
+      if (set) {
+        return refuse(key, key + " applies only to strategy = \"collective\" (a cluster of "
+                                 "training tasks without ps tasks)");
+      }
+    }
+  }
   if (d.sync) {
     if (c.cluster.NumTasks(kJobPs) == 0) {
       return refuse("sync",
@@ -81,11 +109,11 @@ absl::Status CheckDistribute(const JobConfig& c,
                                "has several tasks: ",
                                c.cluster.DebugString(), "; use \"auto\" or \"parameter_server\""));
   }
-  if (c.cluster.NumTasks(kJobPs) == 0) {
-    return ConfigError(absl::StrCat(
-        where("cluster"), ": the cluster ", c.cluster.DebugString(),
-        " has training tasks but no ps task; tandem trains on a cluster with parameter servers "
-        "only (no collective all-reduce strategy exists)"));
+  if (d.strategy == "parameter_server" && c.cluster.NumTasks(kJobPs) == 0) {
+    return refuse("strategy", absl::StrCat("strategy = \"parameter_server\" needs ps tasks; the "
+                                           "cluster ",
+                                           c.cluster.DebugString(),
+                                           " has none (\"collective\" trains without them)"));
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,12 @@
 #include <random>
 
 namespace tandem {
+
+uint64_t RandomId() {
+  std::random_device rd;
+  uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return r == 0 ? 1 : r;
+}
 namespace {
 constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
 constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;

@@ -5,7 +5,12 @@
 // same numbers on every run, whatever the thread or device it runs on; Skip() jumps
 // ahead without generating.
 //
+// RandomId() is a fresh nonzero 64-bit value from the OS's entropy source, for ids that
+// must differ between processes and runs (device incarnations, session handles, step
+// ids, collective group generations).
+//
 // Thread safety: a PhiloxRandom object is not shared between threads; copy it.
+// RandomId may be called from any thread.
 #ifndef TANDEM_FRAMEWORK_CORE_RANDOM_H_
 #define TANDEM_FRAMEWORK_CORE_RANDOM_H_
 
@@ -13,6 +18,9 @@
 #include <cstdint>
 
 namespace tandem {
+
+// A random nonzero 64-bit id.
+uint64_t RandomId();
 
 class PhiloxRandom {
  public:

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "framework/core/random.h"
 #include "framework/core/status.h"
 #include "framework/distributed/worker_rendezvous.h"
 
@@ -15,9 +16,7 @@ namespace {
 constexpr int kMasterThreads = 16;
 
 std::string NewSessionHandle() {
-  std::random_device rd;
-  uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  return absl::StrCat("session_", absl::Hex(r, absl::kZeroPad16));
+  return absl::StrCat("session_", absl::Hex(RandomId(), absl::kZeroPad16));
 }
 
 }  // namespace

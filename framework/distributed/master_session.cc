@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "framework/core/env.h"
+#include "framework/core/random.h"
 #include "framework/core/status.h"
 #include "framework/distributed/partitioner.h"
 #include "framework/distributed/placer.h"
@@ -57,9 +58,7 @@ absl::Status Annotate(const absl::Status& s, absl::string_view task, absl::strin
 }
 
 int64_t RandomStepIdBase() {
-  std::random_device rd;
-  uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  return static_cast<int64_t>(r >> 2) + 1;  // Positive, with room to count up.
+  return static_cast<int64_t>(RandomId() >> 2) + 1;  // Positive, with room to count up.
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "framework/distributed/collective/collective_executor.h"
 #include "framework/distributed/local_master.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/rpc/grpc_service.h"
@@ -27,6 +28,7 @@ Server::~Server() {
   service_.reset();
   master_.reset();
   worker_.reset();
+  collective_.reset();
 }
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options) {
@@ -74,8 +76,11 @@ absl::Status Server::Init(const std::string& bind_address) {
   // The cache reaches the other tasks; this task's own calls go to worker_ directly.
   worker_cache_ = std::make_unique<GrpcWorkerCache>(options_.cluster, task_name_, options_.security,
                                                     options_.channels_per_task);
+  collective_ = std::make_unique<CollectiveExecutor>(
+      task_name_, devices_->devices()[0]->incarnation(), worker_cache_.get());
   WorkerEnv wenv;
   wenv.task_name = task_name_;
+  wenv.collective = collective_.get();
   wenv.devices = devices_.get();
   wenv.worker_cache = worker_cache_.get();
   wenv.inter_op_pool = inter_op_pool_.get();
@@ -135,6 +140,10 @@ void Server::Stop(const std::string& reason) {
   if (stopped_.HasBeenNotified()) return;
   if (shutdown_reason_.empty()) shutdown_reason_ = reason;
   // gRPC's shutdown waits for every handler to finish; none may wait on a tensor.
+  if (collective_ != nullptr) {
+    collective_->Abort(absl::UnavailableError(
+        absl::StrCat("server ", task_name_, " is stopping (", shutdown_reason_, ")")));
+  }
   if (worker_ != nullptr) {
     worker_->AbortAllSteps(absl::UnavailableError(
         absl::StrCat("server ", task_name_, " is stopping (", shutdown_reason_, ")")));

@@ -11,6 +11,8 @@
 //     task apart (its old registrations fail with ABORTED).
 //   - With a cluster token every RPC must carry it (UNAUTHENTICATED otherwise); with
 //     TLS files the port speaks TLS, mutual when a CA file is given.
+//   - A CollectiveExecutor answers the worker service's collective calls; it has no
+//     group until its owner configures one (collective()).
 //   - Stop ends serving; Join waits until Stop, or until a client's Shutdown RPC.
 //
 // Thread safety: Start, Stop and Join may be called from any thread; Stop is
@@ -36,6 +38,7 @@ class Server;
 
 namespace tandem {
 
+class CollectiveExecutor;
 class GrpcService;
 class GrpcWorkerCache;
 
@@ -72,6 +75,8 @@ class Server {
   DeviceMgr* devices() { return devices_.get(); }
   Worker* worker() { return worker_.get(); }
   Master* master() { return master_.get(); }
+  // This task's member of a collective group (configured by whoever trains with one).
+  CollectiveExecutor* collective() { return collective_.get(); }
 
  private:
   explicit Server(ServerOptions options);
@@ -84,6 +89,7 @@ class Server {
   std::unique_ptr<ThreadPool> inter_op_pool_;
   std::unique_ptr<ThreadPool> intra_op_pool_;
   std::unique_ptr<GrpcWorkerCache> worker_cache_;
+  std::unique_ptr<CollectiveExecutor> collective_;  // Outlives worker_, which uses it.
   std::unique_ptr<Worker> worker_;
   std::shared_ptr<Master> master_;  // Shared with local sessions (local_master.h).
   std::unique_ptr<GrpcService> service_;

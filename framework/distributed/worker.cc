@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
+#include "framework/distributed/collective/collective_executor.h"
 #include "framework/graph/op_registry.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/runtime/runtime_kernels.h"
@@ -346,6 +347,27 @@ void Worker::ShutdownAsync(CallOptions*, const WireMessage<proto::ShutdownReques
   }
   done(absl::OkStatus());
   env_.on_shutdown(request->proto.reason());
+}
+
+void Worker::CollectiveDataAsync(CallOptions*,
+                                 const WireMessage<proto::CollectiveDataRequest>* request,
+                                 WireMessage<proto::CollectiveDataResponse>*, StatusCallback done) {
+  if (env_.collective == nullptr) {
+    done(absl::FailedPreconditionError(env_.task_name + " runs no collective group"));
+    return;
+  }
+  env_.collective->HandleData(*request, std::move(done));
+}
+
+void Worker::CollectiveJoinAsync(CallOptions*,
+                                 const WireMessage<proto::CollectiveJoinRequest>* request,
+                                 WireMessage<proto::CollectiveJoinResponse>* response,
+                                 StatusCallback done) {
+  if (env_.collective == nullptr) {
+    done(absl::FailedPreconditionError(env_.task_name + " runs no collective group"));
+    return;
+  }
+  env_.collective->HandleJoin(request->proto, &response->proto, std::move(done));
 }
 
 std::shared_ptr<WorkerRendezvous> Worker::DropStep(int64_t step_id) {

@@ -21,6 +21,8 @@
 //     naming another incarnation of this task's device is ABORTED (the sender's
 //     master registered against a previous run of this server).
 //   - Unknown session or graph handles are ABORTED, the recoverable error.
+//   - CollectiveData and CollectiveJoin go to the task's CollectiveExecutor
+//     (FAILED_PRECONDITION when it has none).
 //
 // Thread safety: all methods are thread-safe.
 #ifndef TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_H_
@@ -44,6 +46,8 @@
 
 namespace tandem {
 
+class CollectiveExecutor;
+
 // Chunks keep every message far below gRPC's 2 GiB limit, and let one large tensor
 // travel over several connections at once: a 64 MiB RecvTensor went from 1.16-1.17
 // to 1.55-1.89 of a raw TCP stream on loopback with 8 MiB chunks (distributed_bench).
@@ -59,6 +63,7 @@ struct WorkerEnv {
   ThreadPool* intra_op_pool = nullptr;           // Not owned.
   int intra_op_threads = 0;                      // ExecutorArgs::intra_op_threads.
   std::function<void(const std::string& reason)> on_shutdown;  // May be empty.
+  CollectiveExecutor* collective = nullptr;  // Not owned; may be null.
   // RecvTensor sends a larger tensor in chunks of this many bytes, which the receiver
   // asks for several at a time (WorkerRendezvous) over its connections to this task.
   uint64_t recv_chunk_bytes = kDefaultRecvChunkBytes;

@@ -50,6 +50,8 @@ using StatusCallback = std::function<void(const absl::Status&)>;
 //   RegisterGraph        builds the executor of one partition (one device of this task)
 //   RunGraph             runs a registered partition for one step
 //   RecvTensor           the value a _Send of this task made (or will make) under a key
+//   CollectiveData       one piece of a collective, pushed to the member that needs it
+//   CollectiveJoin       asks the group's leader (rank 0) to form the collective group
 // clang-format off
 #define TANDEM_WORKER_RPCS(X) \
   X(GetStatus)            \
@@ -61,7 +63,9 @@ using StatusCallback = std::function<void(const absl::Status&)>;
   X(RecvTensor)           \
   X(CleanupGraph)         \
   X(CleanupAll)           \
-  X(Shutdown)
+  X(Shutdown)             \
+  X(CollectiveData)       \
+  X(CollectiveJoin)
 // clang-format on
 
 // Statement forms for expanding the lists inside a class.

@@ -29,6 +29,7 @@ namespace tandem {
 
 class OpKernelContext;
 class Rendezvous;  // framework/runtime; kernels of Send/Recv use it.
+class CollectiveExecutor;  // framework/distributed/collective; collective kernels use it.
 
 class OpKernel {
  public:
@@ -65,6 +66,7 @@ struct StepContext {
   const std::string* device_name = nullptr;   // Full name of the running device.
   const std::vector<Tensor>* args = nullptr;  // Values of _Arg nodes. Not owned.
   std::vector<Tensor>* retvals = nullptr;     // Values of _Retval nodes. Not owned.
+  CollectiveExecutor* collective = nullptr;   // May be null. Not owned.
 };
 
 class OpKernelContext {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "framework/core/status.h"
 #include "framework/ops/array_ops.h"
+#include "framework/ops/collective_ops.h"
 #include "framework/ops/gradients.h"
 #include "framework/ops/math_ops.h"
 #include "framework/ops/sync_replicas.h"
@@ -367,6 +368,16 @@ absl::StatusOr<Node*> Optimizer::ApplyGradients(const Scope& scope,
         });
     if (!train.ok()) return fail(train.status());
     return train;
+  }
+  if (CollectiveAllReduceEnabled(*scope.graph())) {
+    std::vector<Output> dense = grads;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      if (sparse[i] != nullptr) dense[i] = IndexedSlicesToDense(scope, *sparse[i]);
+    }
+    absl::StatusOr<std::vector<Output>> reduced = AllReduceGradients(scope, dense);
+    if (!reduced.ok()) return fail(reduced.status());
+    return BuildUpdates(scope, vars, *reduced,
+                        std::vector<const IndexedSlices*>(vars.size(), nullptr), global_step, name);
   }
   return BuildUpdates(scope, vars, grads, sparse, global_step, name);
 }

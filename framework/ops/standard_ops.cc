@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "framework/ops/collective_ops.h"
 #include "framework/ops/gradients.h"
 
 namespace tandem::ops {
@@ -19,6 +20,7 @@ void EnsureStandardOps() {
     RegisterRuntimeOps(r);
     RegisterSummaryOps(r);
     RegisterSyncReplicasOps(r);
+    RegisterCollectiveOps(r);
     GradientRegistry* g = GradientRegistry::Global();
     RegisterArrayGradients(g);
     RegisterMathGradients(g);
@@ -26,6 +28,8 @@ void EnsureStandardOps() {
     RegisterStateGradients(g);
     RegisterSummaryGradients(g);
     RegisterRuntimeGradients(g);
+    g->RegisterNoGradient("CollectiveAllReduce");
+    g->RegisterNoGradient("CollectiveBroadcast");
   });
 }
 

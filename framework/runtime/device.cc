@@ -3,6 +3,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "framework/core/random.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -11,8 +12,7 @@ Device::Device(std::string name, DeviceType type) : name_(std::move(name)), type
   auto spec = DeviceSpec::Parse(name_);
   CHECK(spec.ok()) << spec.status();
   spec_ = *spec;
-  std::random_device rd;
-  incarnation_ = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ 1;
+  incarnation_ = RandomId();
 }
 
 std::unique_ptr<DeviceMgr> DeviceMgr::CreateLocal(const std::string& job, int replica, int task) {

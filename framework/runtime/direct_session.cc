@@ -124,6 +124,7 @@ absl::StatusOr<std::vector<Tensor>> DirectSession::Run(const FeedMap& feeds,
   ea.inter_op_pool = inter_op_pool_.get();
   ea.intra_op_pool = intra_op_pool_.get();
   ea.intra_op_threads = intra_op_threads_;
+  ea.collective = options_.collective;
   if (options.trace && metadata != nullptr) ea.stats = &metadata->step_stats;
   if (options.timeout_ms > 0) ea.deadline_micros = env::NowMicros() + options.timeout_ms * 1000;
   TANDEM_RETURN_IF_ERROR(exec->executor->Run(ea));

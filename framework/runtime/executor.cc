@@ -71,6 +71,7 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
     step_.resources = exec->device_->resource_manager();
     step_.intra_op_pool = args.intra_op_pool;
     step_.rendezvous = args.rendezvous;
+    step_.collective = args.collective;
     step_.device_name = &exec->device_->name();
     step_.args = args.args;
     step_.retvals = args.retvals;

@@ -25,6 +25,8 @@
 
 namespace tandem {
 
+class CollectiveExecutor;  // framework/distributed/collective/collective_executor.h
+
 using FeedMap = std::vector<std::pair<std::string, Tensor>>;
 
 struct SessionOptions {
@@ -44,6 +46,10 @@ struct SessionOptions {
   // chains are fused (framework/runtime/remapper.h). Nodes added later by Extend run as
   // given.
   Precision precision = Precision::kFloat32;
+  // In-process sessions only: the collective group that the graph's collective ops
+  // (framework/ops/collective_ops.h) reduce over. Not owned; must outlive the session.
+  // Null: a graph with collective ops fails when it runs them.
+  CollectiveExecutor* collective = nullptr;
 };
 
 class Session {

@@ -79,6 +79,8 @@ class ChunkServingWorker : public WorkerInterface {
   TANDEM_NOT_SERVED(CleanupGraph)
   TANDEM_NOT_SERVED(CleanupAll)
   TANDEM_NOT_SERVED(Shutdown)
+  TANDEM_NOT_SERVED(CollectiveData)
+  TANDEM_NOT_SERVED(CollectiveJoin)
 #undef TANDEM_NOT_SERVED
 
   std::vector<uint64_t> asked() {

@@ -1,0 +1,165 @@
+// estimator/internal/collective_replicas.cc
+#include "estimator/internal/collective_replicas.h"
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "framework/core/crc32c.h"
+#include "framework/core/status.h"
+#include "framework/core/termination.h"
+#include "glog/logging.h"
+
+namespace tandem::internal {
+namespace {
+
+// The all-gather of the replicas' checksums.
+constexpr int64_t kChecksumInstanceKey = int64_t{1} << 21;
+
+// Forwards to a session it does not own; Close leaves that session open.
+class ForwardingSession : public Session {
+ public:
+  explicit ForwardingSession(std::shared_ptr<Session> target) : target_(std::move(target)) {}
+  absl::Status Extend(const proto::GraphDef& graph) override { return target_->Extend(graph); }
+  absl::StatusOr<std::vector<Tensor>> Run(const FeedMap& feeds,
+                                          absl::Span<const std::string> fetches,
+                                          absl::Span<const std::string> targets,
+                                          const RunOptions& options,
+                                          RunMetadata* metadata) override {
+    return target_->Run(feeds, fetches, targets, options, metadata);
+  }
+  absl::Status Close() override { return absl::OkStatus(); }
+
+ private:
+  std::shared_ptr<Session> target_;
+};
+
+}  // namespace
+
+std::vector<std::string> CollectiveMembers(const RunConfig& config) {
+  const ClusterSpec& cluster = config.cluster_spec();
+  std::vector<std::string> order;
+  for (absl::string_view first : {kJobChief, kJobMaster}) {
+    if (cluster.HasJob(first)) order.push_back(std::string(first));
+  }
+  for (const std::string& job : cluster.jobs()) {
+    if (job != kJobChief && job != kJobMaster && job != kJobPs && job != kJobEvaluator) {
+      order.push_back(job);
+    }
+  }
+  std::vector<std::string> members;
+  for (const std::string& job : order) {
+    for (int index : cluster.TaskIndices(job)) {
+      members.push_back(ClusterSpec::TaskDeviceName(job, index));
+    }
+  }
+  return members;
+}
+
+absl::Status ConfigureCollectiveGroup(const RunConfig& config, int64_t timeout_secs,
+                                      CollectiveExecutor* executor) {
+  CollectiveGroup group;
+  group.members = CollectiveMembers(config);
+  const std::string self = config.task_device_name();
+  for (size_t i = 0; i < group.members.size(); ++i) {
+    if (group.members[i] == self) group.rank = static_cast<int>(i);
+  }
+  CollectiveOptions options;
+  options.timeout_ms = timeout_secs * 1000;
+  options.probe_after_ms = std::min<int64_t>(options.probe_after_ms, options.timeout_ms / 2);
+  return executor->Configure(std::move(group), options);
+}
+
+SessionFactory SharedSessionFactory(CollectiveExecutor* executor) {
+  auto shared = std::make_shared<std::shared_ptr<Session>>();
+  return [shared, executor](const proto::GraphDef& def,
+                            const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+    if (*shared == nullptr) {
+      SessionOptions so = options;
+      so.collective = executor;
+      TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, NewDirectSession(def, so));
+      *shared = std::move(s);
+    }
+    return std::unique_ptr<Session>(new ForwardingSession(*shared));
+  };
+}
+
+absl::Status CheckReplicasAgree(Session* session, CollectiveExecutor* executor,
+                                const ReplicaVariables& vars, int64_t step) {
+  TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> values, session->Run({}, vars.reads));
+  uint32_t sum[2] = {0, 0};
+  for (const Tensor& v : values) sum[0] = crc32c::Extend(sum[0], v.raw_data(), v.TotalBytes());
+  sum[1] = static_cast<uint32_t>(values.size());
+  Tensor mine(DType::kUInt8, TensorShape({8}));
+  std::memcpy(mine.raw_data(), sum, sizeof(sum));
+  absl::Notification done;
+  absl::StatusOr<std::vector<Tensor>> all;
+  executor->AllGather(kChecksumInstanceKey, mine, [&](absl::StatusOr<std::vector<Tensor>> got) {
+    all = std::move(got);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  TANDEM_RETURN_IF_ERROR(all.status());
+  std::vector<std::string> differ;
+  for (size_t r = 1; r < all->size(); ++r) {
+    if (std::memcmp((*all)[r].raw_data(), (*all)[0].raw_data(), sizeof(sum)) != 0) {
+      differ.push_back(executor->MemberName(static_cast<int>(r)));
+    }
+  }
+  if (!differ.empty()) {
+    return absl::InternalError(absl::StrCat(
+        "collective replicas diverged at global step ", step, ": the variables of ",
+        absl::StrJoin(differ, ", "), " differ from those of ", executor->MemberName(0),
+        " (checksums of ", vars.reads.size(), " variables)"));
+  }
+  return absl::OkStatus();
+}
+
+std::function<absl::Status(Session*)> FormGroupAndBroadcast(CollectiveExecutor* executor,
+                                                            ReplicaVariables vars,
+                                                            int64_t wait_ms) {
+  return [executor, vars = std::move(vars), wait_ms](Session* session) -> absl::Status {
+    TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> step, session->Run({}, {vars.global_step}));
+    const int64_t mine = step[0].scalar<int64_t>();
+    TANDEM_ASSIGN_OR_RETURN(CollectiveExecutor::Formation f,
+                            executor->Join(mine, vars.fingerprint, wait_ms));
+    TANDEM_RETURN_IF_ERROR(session->Run({}, {}, {vars.broadcast_op}).status());
+    const int64_t agreed = f.global_steps[f.source];
+    TANDEM_RETURN_IF_ERROR(CheckReplicasAgree(session, executor, vars, agreed));
+    LOG(INFO) << "Collective group formed: replica " << executor->rank() << " of "
+              << executor->size() << "; variables from " << executor->MemberName(f.source)
+              << " at global step " << agreed
+              << (mine != agreed ? absl::StrCat(" (this replica was at ", mine, ")") : "");
+    return absl::OkStatus();
+  };
+}
+
+ReplicaCheckHook::ReplicaCheckHook(CollectiveExecutor* executor, ReplicaVariables vars,
+                                   int64_t every_steps)
+    : executor_(executor), vars_(std::move(vars)), every_steps_(every_steps) {}
+
+absl::StatusOr<SessionRunArgs> ReplicaCheckHook::BeforeRun(SessionRunContext& context) {
+  if (termination::Requested()) executor_->RequestStop();
+  SessionRunArgs args;
+  args.fetches = {vars_.global_step};
+  return args;
+}
+
+absl::Status ReplicaCheckHook::AfterRun(SessionRunContext& context,
+                                        const SessionRunValues& values) {
+  // The read is taken before this step's increment.
+  const int64_t step = values.results[0].scalar<int64_t>() + 1;
+  if (every_steps_ > 0 && step % every_steps_ == 0) {
+    TANDEM_RETURN_IF_ERROR(CheckReplicasAgree(context.session(), executor_, vars_, step));
+  }
+  if (executor_->StopAgreed()) {
+    LOG(WARNING) << "A replica was asked to stop: every replica stops after global step " << step
+                 << ".";
+    context.RequestStop();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tandem::internal

@@ -1,0 +1,147 @@
+// framework/distributed/collective/collective_kernels.cc
+//
+// CPU kernels of the collective ops (framework/ops/collective_ops.h). Both are
+// asynchronous: they pack their inputs into one buffer, hand it to the step's
+// CollectiveExecutor and finish when it calls back; no thread waits for the peers.
+// Inputs are packed at 64-byte aligned offsets, so the all-reduce's outputs are
+// aligned views of the one reduced buffer (no copy out).
+#include "framework/distributed/collective/collective_kernels.h"
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "framework/core/status.h"
+#include "framework/distributed/collective/collective_executor.h"
+#include "framework/graph/device_spec.h"
+
+namespace tandem {
+namespace {
+
+constexpr size_t kAlignBytes = 64;
+
+size_t AlignUp(size_t n) { return (n + kAlignBytes - 1) / kAlignBytes * kAlignBytes; }
+
+// Byte offsets of the inputs in the packed buffer, and its size.
+std::vector<size_t> PackOffsets(const OpKernelContext& ctx, size_t* total) {
+  std::vector<size_t> offsets;
+  size_t at = 0;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    offsets.push_back(at);
+    at += AlignUp(ctx.input(i).TotalBytes());
+  }
+  *total = at;
+  return offsets;
+}
+
+void Pack(const OpKernelContext& ctx, const std::vector<size_t>& offsets, char* dst,
+          size_t total) {
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    const size_t n = ctx.input(i).TotalBytes();
+    if (n > 0) std::memcpy(dst + offsets[i], ctx.input(i).raw_data(), n);
+    const size_t end = i + 1 < ctx.num_inputs() ? offsets[i + 1] : total;
+    std::memset(dst + offsets[i] + n, 0, end - offsets[i] - n);
+  }
+}
+
+absl::Status NoGroup(const OpKernelContext& ctx) {
+  return ctx.Annotate(absl::FailedPreconditionError(
+      "this session has no collective group (SessionOptions::collective): collective ops run "
+      "only with [distribute] strategy = \"collective\""));
+}
+
+class CollectiveAllReduceKernel : public AsyncOpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    TANDEM_ASSIGN_OR_RETURN(instance_key_, GetAttr<int64_t>(node.attrs(), "instance_key"));
+    average_ = GetAttrOr<bool>(node.attrs(), "average", true);
+    return absl::OkStatus();
+  }
+
+  void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
+    CollectiveExecutor* ex = ctx.step().collective;
+    if (ex == nullptr) {
+      done(NoGroup(ctx));
+      return;
+    }
+    size_t total = 0;
+    std::vector<size_t> offsets = PackOffsets(ctx, &total);
+    Tensor packed(DType::kFloat, TensorShape({static_cast<int64_t>(total / sizeof(float))}));
+    Pack(ctx, offsets, packed.raw_data(), total);
+    const int group = ex->size();
+    ex->AllReduceSum(instance_key_, packed,
+                     [this, &ctx, packed, offsets = std::move(offsets), group,
+                      done = std::move(done)](const absl::Status& s) {
+                       if (!s.ok()) {
+                         done(ctx.Annotate(s));
+                         return;
+                       }
+                       if (average_ && group > 1) {
+                         const float scale = 1.0f / static_cast<float>(group);
+                         float* p = packed.data<float>();
+                         const int64_t n = packed.NumElements();
+                         for (int64_t i = 0; i < n; ++i) p[i] *= scale;
+                       }
+                       for (int i = 0; i < ctx.num_inputs(); ++i) {
+                         const int64_t begin = static_cast<int64_t>(offsets[i] / sizeof(float));
+                         const int64_t count = ctx.input(i).NumElements();
+                         ctx.set_output(i, packed.Slice(begin, begin + count)
+                                               .Reshaped(ctx.input(i).shape()));
+                       }
+                       done(absl::OkStatus());
+                     });
+  }
+
+ private:
+  int64_t instance_key_ = 0;
+  bool average_ = true;
+};
+
+class CollectiveBroadcastKernel : public AsyncOpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    TANDEM_ASSIGN_OR_RETURN(instance_key_, GetAttr<int64_t>(node.attrs(), "instance_key"));
+    return absl::OkStatus();
+  }
+
+  void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
+    CollectiveExecutor* ex = ctx.step().collective;
+    if (ex == nullptr) {
+      done(NoGroup(ctx));
+      return;
+    }
+    size_t total = 0;
+    std::vector<size_t> offsets = PackOffsets(ctx, &total);
+    Tensor packed(DType::kUInt8, TensorShape({static_cast<int64_t>(total)}));
+    Pack(ctx, offsets, packed.raw_data(), total);
+    ex->Broadcast(instance_key_, packed,
+                  [&ctx, packed, offsets = std::move(offsets),
+                   done = std::move(done)](const absl::Status& s) {
+                    if (!s.ok()) {
+                      done(ctx.Annotate(s));
+                      return;
+                    }
+                    for (int i = 0; i < ctx.num_inputs(); ++i) {
+                      Tensor out(ctx.input(i).dtype(), ctx.input(i).shape());
+                      if (out.TotalBytes() > 0) {
+                        std::memcpy(out.raw_data(), packed.raw_data() + offsets[i],
+                                    out.TotalBytes());
+                      }
+                      ctx.set_output(i, std::move(out));
+                    }
+                    done(absl::OkStatus());
+                  });
+  }
+
+ private:
+  int64_t instance_key_ = 0;
+};
+
+}  // namespace
+
+void RegisterCollectiveKernels(KernelRegistry* r) {
+  r->Register<CollectiveAllReduceKernel>("CollectiveAllReduce", kDeviceCpu);
+  r->Register<CollectiveBroadcastKernel>("CollectiveBroadcast", kDeviceCpu);
+}
+
+}  // namespace tandem

@@ -1,0 +1,170 @@
+// framework/ops/collective_ops.cc
+#include "framework/ops/collective_ops.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "framework/core/crc32c.h"
+#include "framework/ops/array_ops.h"
+#include "framework/ops/internal/build.h"
+
+namespace tandem::ops {
+namespace {
+
+constexpr char kEnabled[] = "collective/enabled";
+constexpr char kAllReduce[] = "CollectiveAllReduce";
+constexpr char kBroadcast[] = "CollectiveBroadcast";
+
+// One output per input, of the input's dtype and shape.
+absl::Status SameAsInputs(InferenceContext& ctx) {
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    ctx.AddOutput(ctx.input_dtype(i), ctx.input_shape(i));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterCollectiveOps(OpRegistry* r) {
+  r->Register({.name = kAllReduce,
+               .min_inputs = 1,
+               .max_inputs = -1,
+               .default_attrs = {{"instance_key", int64_t{0}}, {"average", true}},
+               .stateful = true,
+               .infer = [](InferenceContext& ctx) -> absl::Status {
+                 for (int i = 0; i < ctx.num_inputs(); ++i) {
+                   TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(i, DType::kFloat));
+                   if (!ctx.input_shape(i).IsFullyDefined()) {
+                     return ctx.Error("every input needs a fully defined shape");
+                   }
+                 }
+                 return SameAsInputs(ctx);
+               }});
+  r->Register({.name = kBroadcast,
+               .min_inputs = 1,
+               .max_inputs = -1,
+               .default_attrs = {{"instance_key", int64_t{0}}},
+               .stateful = true,
+               .infer = [](InferenceContext& ctx) -> absl::Status {
+                 for (int i = 0; i < ctx.num_inputs(); ++i) {
+                   if (ctx.input_dtype(i) == DType::kResource ||
+                       !ctx.input_shape(i).IsFullyDefined()) {
+                     return ctx.Error("every input needs a tensor dtype and a fully defined shape");
+                   }
+                 }
+                 return SameAsInputs(ctx);
+               }});
+}
+
+void EnableCollectiveAllReduce(const Scope& scope, const CollectiveAllReduceOptions& options) {
+  Node* n = internal::BuildNode(scope.WithOpName(kEnabled), "NoOp", {},
+                                {{"bytes_per_pack", options.bytes_per_pack},
+                                 {"first_bucket_bytes", options.first_bucket_bytes}});
+  if (n != nullptr) scope.graph()->AddToCollection(kEnabled, n->name());
+}
+
+bool CollectiveAllReduceEnabled(const Graph& graph) {
+  return !graph.GetCollection(kEnabled).empty();
+}
+
+std::vector<Output> CollectiveAllReduce(const Scope& scope, const std::vector<Output>& xs,
+                                        int64_t instance_key, bool average) {
+  Node* n = internal::BuildNode(scope, kAllReduce, xs,
+                                {{"instance_key", instance_key}, {"average", average}});
+  return internal::AllOutputs(n);
+}
+
+absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
+                                                       const std::vector<Output>& grads) {
+  const std::vector<std::string>& marks = scope.graph()->GetCollection(kEnabled);
+  if (marks.empty()) {
+    return absl::FailedPreconditionError("AllReduceGradients: the graph is not marked with "
+                                         "EnableCollectiveAllReduce");
+  }
+  const Node* mark = scope.graph()->FindNode(marks[0]);
+  const int64_t per_pack = GetAttrOr<int64_t>(mark->attrs(), "bytes_per_pack", 25 << 20);
+  const int64_t first = GetAttrOr<int64_t>(mark->attrs(), "first_bucket_bytes", 1 << 20);
+  // Backward order: the last gradient first.
+  std::vector<std::vector<int>> buckets;
+  int64_t bytes = 0;
+  for (int i = static_cast<int>(grads.size()) - 1; i >= 0; --i) {
+    if (!grads[i].shape().IsFullyDefined()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "AllReduceGradients: gradient ", grads[i].name(), " has no fully defined shape (",
+          grads[i].shape().DebugString(), ")"));
+    }
+    const int64_t g = grads[i].shape().num_elements() * 4;
+    const int64_t cap = buckets.size() == 1 ? first : per_pack;  // The open bucket's cap.
+    if (buckets.empty() || (bytes > 0 && bytes + g > cap)) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+    buckets.back().push_back(i);
+    bytes += g;
+  }
+  std::vector<Output> reduced(grads.size());
+  std::vector<Node*> nodes;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    std::vector<Output> xs;
+    for (int i : buckets[b]) xs.push_back(grads[i]);
+    std::vector<Output> ys = CollectiveAllReduce(
+        scope.WithOpName(absl::StrCat("collective/all_reduce_", b)), xs,
+        static_cast<int64_t>(b) + 1, /*average=*/true);
+    TANDEM_RETURN_IF_ERROR(scope.status());
+    nodes.push_back(ys[0].node);
+    for (size_t k = 0; k < buckets[b].size(); ++k) reduced[buckets[b][k]] = ys[k];
+  }
+  // No update starts before every bucket is reduced: a step that fails in any
+  // all-reduce changes no variable.
+  Scope after = scope.WithControlDependencies(nodes);
+  std::vector<Output> out;
+  for (size_t i = 0; i < reduced.size(); ++i) {
+    out.push_back(Identity(after.WithOpName(absl::StrCat("collective/reduced_", i)), reduced[i]));
+  }
+  TANDEM_RETURN_IF_ERROR(scope.status());
+  return out;
+}
+
+absl::StatusOr<Node*> BroadcastVariables(const Scope& scope, const std::vector<Variable>& vars) {
+  if (vars.empty()) return absl::InvalidArgumentError("BroadcastVariables: no variables");
+  Scope s = scope.NewSubScope("collective");
+  std::vector<Output> values;
+  for (const Variable& v : vars) {
+    values.push_back(ReadVariableOp(s.WithOpName(v.name() + "/broadcast_read"), v.handle(),
+                                    v.dtype()));
+  }
+  Node* bcast = internal::BuildNode(s.WithOpName("broadcast"), kBroadcast, values,
+                                    {{"instance_key", kBroadcastInstanceKey}});
+  TANDEM_RETURN_IF_ERROR(s.status());
+  std::vector<Node*> assigns;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    Output a = AssignVariableOp(s.WithOpName(vars[i].name() + "/broadcast_assign"),
+                                vars[i].handle(), Output(bcast, static_cast<int>(i)));
+    assigns.push_back(a.node);
+  }
+  Node* group = Group(s.WithOpName("broadcast_variables"), assigns);
+  TANDEM_RETURN_IF_ERROR(s.status());
+  return group;
+}
+
+std::string CollectiveFingerprint(const Graph& graph) {
+  std::vector<std::string> parts;
+  for (const auto& n : graph.nodes()) {
+    if (n->op() != kAllReduce && n->op() != kBroadcast) continue;
+    std::vector<std::string> shapes;
+    for (const Output& in : n->inputs()) {
+      shapes.push_back(absl::StrCat(DTypeName(in.dtype()), in.shape().DebugString()));
+    }
+    parts.push_back(absl::StrCat(n->op(), "#",
+                                 GetAttrOr<int64_t>(n->attrs(), "instance_key", 0), "(",
+                                 absl::StrJoin(shapes, ","), ")"));
+  }
+  std::sort(parts.begin(), parts.end());
+  const std::string all = absl::StrJoin(parts, ";");
+  return absl::StrCat(parts.size(), " collective ops, crc32c ",
+                      absl::Hex(crc32c::Value(all), absl::kZeroPad8));
+}
+
+}  // namespace tandem::ops

@@ -1,0 +1,321 @@
+// tests/framework/distributed/collective_executor_test.cc
+//
+// CollectiveExecutor over real servers on 127.0.0.1: all-reduce (recursive doubling and
+// ring, group sizes 2-5, sizes that do not divide), broadcast from the newest replica,
+// all-gather, the kernels through in-process sessions, and failures: a stopped peer and
+// a silent one fail the others' collectives in bounded time, naming the peer, and the
+// group forms again afterwards.
+#include "framework/distributed/collective/collective_executor.h"
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "framework/core/env.h"
+#include "framework/distributed/server.h"
+#include "framework/ops/array_ops.h"
+#include "framework/ops/collective_ops.h"
+#include "framework/runtime/session.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/util/free_port.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Group {
+  std::vector<std::unique_ptr<Server>> servers;
+  std::vector<CollectiveExecutor*> ex;
+};
+
+Group StartGroup(int n, CollectiveOptions options = {}) {
+  ClusterSpec cluster;
+  std::vector<std::string> addrs;
+  for (int i = 0; i < n; ++i) addrs.push_back(absl::StrCat("127.0.0.1:", testing::PickFreePort()));
+  CHECK(cluster.AddJob("worker", addrs).ok());
+  Group g;
+  CollectiveGroup group;
+  for (int i = 0; i < n; ++i) group.members.push_back(ClusterSpec::TaskDeviceName("worker", i));
+  for (int i = 0; i < n; ++i) {
+    ServerOptions o;
+    o.cluster = cluster;
+    o.task = {"worker", i};
+    o.inter_op_threads = 2;
+    o.intra_op_threads = 1;
+    auto s = Server::Create(o);
+    CHECK(s.ok()) << s.status();
+    g.servers.push_back(std::move(*s));
+    g.ex.push_back(g.servers.back()->collective());
+    CollectiveGroup mine = group;
+    mine.rank = i;
+    CHECK(g.ex.back()->Configure(mine, options).ok());
+  }
+  return g;
+}
+
+// Joins every member at once; returns each member's formation.
+std::vector<absl::StatusOr<CollectiveExecutor::Formation>> JoinAll(
+    Group& g, const std::vector<int64_t>& steps, const std::vector<std::string>& prints = {}) {
+  std::vector<absl::StatusOr<CollectiveExecutor::Formation>> out(g.ex.size(),
+                                                                 absl::UnknownError("unset"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < g.ex.size(); ++i) {
+    threads.emplace_back([&, i] {
+      out[i] = g.ex[i]->Join(steps[i], prints.empty() ? "same" : prints[i], 20000);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+absl::Status Wait(const std::function<void(CollectiveExecutor::Done)>& start) {
+  absl::Notification n;
+  absl::Status result;
+  start([&](const absl::Status& s) {
+    result = s;
+    n.Notify();
+  });
+  n.WaitForNotification();
+  return result;
+}
+
+// Member r's data: element i is r * 1000 + i % 977 (small integers: sums are exact).
+Tensor MemberData(int r, int64_t count) {
+  Tensor t(DType::kFloat, TensorShape({count}));
+  for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = static_cast<float>(r * 1000 + i % 977);
+  return t;
+}
+
+// Runs AllReduceSum of MemberData on every member at once; checks the sums and that
+// every member holds the same bits.
+void ExpectAllReduce(Group& g, int64_t instance, int64_t count) {
+  const int n = static_cast<int>(g.ex.size());
+  std::vector<Tensor> data;
+  for (int r = 0; r < n; ++r) data.push_back(MemberData(r, count));
+  std::vector<absl::Status> status(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      status[r] = Wait([&](CollectiveExecutor::Done d) {
+        g.ex[r]->AllReduceSum(instance, data[r], std::move(d));
+      });
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+  for (int64_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r = 0; r < n; ++r) want += static_cast<float>(r * 1000 + i % 977);
+    ASSERT_EQ(data[0].data<float>()[i], want) << "element " << i << " of " << count;
+  }
+  for (int r = 1; r < n; ++r) {
+    EXPECT_EQ(std::memcmp(data[r].raw_data(), data[0].raw_data(), data[0].TotalBytes()), 0)
+        << "rank " << r;
+  }
+}
+
+TEST(CollectiveExecutorTest, AllReduceSumsOnEveryGroupSizeAndBufferSize) {
+  CollectiveOptions options;
+  options.piece_bytes = 64 << 10;  // Several ring lanes for the large buffers.
+  options.small_bytes = 4 << 10;
+  for (int n : {2, 3, 5}) {
+    SCOPED_TRACE(absl::StrCat(n, " members"));
+    Group g = StartGroup(n, options);
+    auto formed = JoinAll(g, std::vector<int64_t>(n, 0));
+    for (auto& f : formed) ASSERT_TRUE(f.ok()) << f.status();
+    EXPECT_EQ(formed[0]->generation, formed[n - 1]->generation);
+    // Recursive doubling (with folded ranks for 3 and 5), fewer elements than members,
+    // ring with one lane, ring with several uneven lanes; each instance twice.
+    int64_t instance = 1;
+    for (int64_t count : {int64_t{1}, int64_t{2}, int64_t{257}, int64_t{5000}, int64_t{100003}}) {
+      SCOPED_TRACE(absl::StrCat(count, " floats"));
+      ExpectAllReduce(g, instance, count);
+      ExpectAllReduce(g, instance, count);  // The same instance again: the next sequence.
+      ++instance;
+    }
+  }
+}
+
+TEST(CollectiveExecutorTest, BroadcastTakesTheNewestReplicasValues) {
+  Group g = StartGroup(3);
+  auto formed = JoinAll(g, {5, 9, 9});
+  for (auto& f : formed) ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(formed[0]->source, 1);  // The lowest rank with the highest step.
+  EXPECT_EQ(g.ex[2]->source(), 1);
+  std::vector<Tensor> data;
+  for (int r = 0; r < 3; ++r) data.push_back(MemberData(r, 300000));  // Several pieces.
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> status(3);
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      Tensor bytes = data[r].ByteRange(0, data[r].TotalBytes());
+      status[r] = Wait([&](CollectiveExecutor::Done d) { g.ex[r]->Broadcast(7, bytes, d); });
+    });
+  }
+  for (auto& t : threads) t.join();
+  Tensor want = MemberData(1, 300000);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(status[r].ok()) << status[r];
+    EXPECT_EQ(std::memcmp(data[r].raw_data(), want.raw_data(), want.TotalBytes()), 0) << r;
+  }
+}
+
+TEST(CollectiveExecutorTest, MembersThatBuiltOtherOpsCannotForm) {
+  Group g = StartGroup(2);
+  auto formed = JoinAll(g, {0, 0}, {"2 collective ops, crc32c 1", "3 collective ops, crc32c 2"});
+  for (auto& f : formed) {
+    ASSERT_FALSE(f.ok());
+    EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(f.status().message(), HasSubstr("every replica must run the same model"));
+  }
+}
+
+TEST(CollectiveExecutorTest, AStoppedPeerFailsTheOthersAtOnceNamingIt) {
+  CollectiveOptions options;
+  options.timeout_ms = 20000;
+  options.probe_after_ms = 300;
+  Group g = StartGroup(3, options);
+  for (auto& f : JoinAll(g, {0, 0, 0})) ASSERT_TRUE(f.ok()) << f.status();
+  ExpectAllReduce(g, 1, 1000);
+  // worker:2 goes away; the others' next all-reduce must fail well before the timeout.
+  g.servers[2].reset();
+  const int64_t start = env::NowMicros();
+  std::vector<absl::Status> status(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      Tensor data = MemberData(r, 1000);
+      status[r] = Wait([&](CollectiveExecutor::Done d) { g.ex[r]->AllReduceSum(1, data, d); });
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double secs = (env::NowMicros() - start) / 1e6;
+  EXPECT_LT(secs, 15) << "the health check should have named the peer";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(status[r].code(), absl::StatusCode::kUnavailable) << status[r];
+    EXPECT_THAT(status[r].message(), HasSubstr("worker:"));
+  }
+  // Both name worker:2 one way or the other (the failed send, or its neighbour's abort
+  // relayed by a failed send to the aborted member).
+  EXPECT_TRUE(absl::StrContains(status[0].message(), "worker:2") ||
+              absl::StrContains(status[1].message(), "worker:2"))
+      << status[0] << " / " << status[1];
+}
+
+TEST(CollectiveExecutorTest, ASilentPeerFailsTheOthersAfterTheTimeoutThenTheGroupReforms) {
+  CollectiveOptions options;
+  options.timeout_ms = 1500;
+  options.probe_after_ms = 500;  // The silent peer answers its health check.
+  Group g = StartGroup(2, options);
+  for (auto& f : JoinAll(g, {0, 0})) ASSERT_TRUE(f.ok()) << f.status();
+  Tensor data = MemberData(0, 64);
+  const int64_t start = env::NowMicros();
+  absl::Status s = Wait([&](CollectiveExecutor::Done d) { g.ex[0]->AllReduceSum(1, data, d); });
+  const double secs = (env::NowMicros() - start) / 1e6;
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(s.message(), HasSubstr("worker:1 has not answered for 1 s"));
+  EXPECT_GE(secs, 1.4);
+  EXPECT_LT(secs, 5);
+  // Aborted until the next formation; then it works again from sequence 0 everywhere.
+  s = Wait([&](CollectiveExecutor::Done d) { g.ex[0]->AllReduceSum(1, data, d); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  for (auto& f : JoinAll(g, {3, 3})) ASSERT_TRUE(f.ok()) << f.status();
+  ExpectAllReduce(g, 1, 64);
+}
+
+TEST(CollectiveExecutorTest, AllGatherReturnsEveryMembersBytesInRankOrder) {
+  Group g = StartGroup(3);
+  for (auto& f : JoinAll(g, {0, 0, 0})) ASSERT_TRUE(f.ok()) << f.status();
+  std::vector<absl::StatusOr<std::vector<Tensor>>> got(3, absl::UnknownError("unset"));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      Tensor mine = Tensor::FromVector<uint8_t>({static_cast<uint8_t>(10 + r)}, TensorShape({1}));
+      absl::Notification n;
+      g.ex[r]->AllGather(9, mine, [&](absl::StatusOr<std::vector<Tensor>> all) {
+        got[r] = std::move(all);
+        n.Notify();
+      });
+      n.WaitForNotification();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(got[r].ok()) << got[r].status();
+    ASSERT_EQ(got[r]->size(), 3u);
+    for (int k = 0; k < 3; ++k) EXPECT_EQ((*got[r])[k].data<uint8_t>()[0], 10 + k);
+  }
+}
+
+TEST(CollectiveExecutorTest, StopRequestReachesEveryMemberThroughAnAllReduce) {
+  Group g = StartGroup(3);
+  for (auto& f : JoinAll(g, {0, 0, 0})) ASSERT_TRUE(f.ok()) << f.status();
+  ExpectAllReduce(g, 1, 10);
+  for (auto* ex : g.ex) EXPECT_FALSE(ex->StopAgreed());
+  g.ex[2]->RequestStop();
+  ExpectAllReduce(g, 1, 100003);  // The ring: the mark travels around it.
+  for (auto* ex : g.ex) EXPECT_TRUE(ex->StopAgreed());
+}
+
+// The ops through in-process sessions, one per replica.
+TEST(CollectiveExecutorTest, KernelsAverageAndBroadcastInSessions) {
+  Group g = StartGroup(2);
+  for (auto& f : JoinAll(g, {0, 4})) ASSERT_TRUE(f.ok()) << f.status();
+  std::vector<absl::StatusOr<std::vector<Tensor>>> out(2, absl::UnknownError("unset"));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      Scope root = Scope::NewRootScope();
+      Output a = ops::Const(root.WithOpName("a"),
+                            Tensor::FromVector<float>({1.f + r, 2.f + r, 3.f + r}, TensorShape({3})));
+      Output b = ops::Const(root.WithOpName("b"),
+                            Tensor::FromVector<float>({10.f * (r + 1)}, TensorShape({1, 1})));
+      std::vector<Output> avg = ops::CollectiveAllReduce(root.WithOpName("ar"), {a, b}, 1, true);
+      Output c = ops::Const(root.WithOpName("c"),
+                            Tensor::FromVector<int64_t>({100 + r}, TensorShape({})));
+      Node* bcast = root.AddNode("CollectiveBroadcast", "bc", {c}, {{"instance_key", int64_t{2}}});
+      CHECK(root.status().ok()) << root.status();
+      proto::GraphDef def;
+      root.graph()->ToGraphDef(&def);
+      SessionOptions so;
+      so.collective = g.ex[r];
+      auto session = NewDirectSession(def, so);
+      CHECK(session.ok()) << session.status();
+      out[r] = (*session)->Run({}, {avg[0].name(), avg[1].name(), bcast->name() + ":0"});
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(out[r].ok()) << out[r].status();
+    const auto& v = *out[r];
+    EXPECT_EQ(v[0].data<float>()[0], 1.5f);
+    EXPECT_EQ(v[0].data<float>()[2], 3.5f);
+    EXPECT_EQ(v[1].shape(), TensorShape({1, 1}));
+    EXPECT_EQ(v[1].data<float>()[0], 15.f);
+    EXPECT_EQ(v[2].scalar<int64_t>(), 101);  // Rank 1 had the newer global step.
+  }
+}
+
+TEST(CollectiveExecutorTest, CollectiveOpsWithoutAGroupFailClearly) {
+  auto server = Server::CreateLocal();  // Registers the collective kernels.
+  ASSERT_TRUE(server.ok()) << server.status();
+  Scope root = Scope::NewRootScope();
+  Output a = ops::Const(root.WithOpName("a"), Tensor::FromVector<float>({1.f}, TensorShape({1})));
+  std::vector<Output> y = ops::CollectiveAllReduce(root.WithOpName("ar"), {a}, 1, true);
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  auto session = NewDirectSession(def, {});
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto r = (*session)->Run({}, {y[0].name()});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("strategy = \"collective\""));
+}
+
+}  // namespace
+}  // namespace tandem
