@@ -452,7 +452,6 @@ void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers) {
   {
     absl::MutexLock lock(&mu_);
     if (!aborted_.ok()) return;
-    if (generation_ != 0) LOG(WARNING) << "Collective group aborted: " << status;
     aborted_ = status;
     generation = generation_;
     rank = group_.rank;
@@ -470,6 +469,12 @@ void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers) {
         ++it;
       }
     }
+  }
+  // Between steps (a peer that finished and left) this is routine; during one it fails it.
+  if (generation != 0 && !waiters.empty()) {
+    LOG(WARNING) << "Collective group aborted: " << status;
+  } else if (generation != 0) {
+    LOG(INFO) << "Collective group closed: " << status.message();
   }
   for (RecvDone& w : waiters) w(status, Tensor(), false);
   for (const std::string& peer : peers) {

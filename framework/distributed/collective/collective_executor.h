@@ -66,7 +66,7 @@ struct CollectiveOptions {
   int64_t timeout_ms = 60000;      // A wait for a peer longer than this fails.
   int64_t probe_after_ms = 5000;   // A wait this old checks the peer's health.
   uint64_t piece_bytes = 4 << 20;  // The largest lane of a ring all-reduce.
-  uint64_t small_bytes = 64 << 10;  // Recursive doubling up to this many bytes.
+  uint64_t small_bytes = 2 << 20;  // Recursive doubling up to this many bytes.
 };
 
 struct CollectiveAlgorithms;
