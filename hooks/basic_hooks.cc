@@ -4,6 +4,7 @@
 // ProfilerHook live in their own files.
 #include "hooks/basic_hooks.h"
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -136,6 +137,13 @@ std::string FormatNumber(const Tensor& t, int64_t i) {
       return absl::StrCat(static_cast<int>(t.data<uint8_t>()[i]));
     case DType::kBool:
       return t.data<bool>()[i] ? "True" : "False";
+    case DType::kFloat: {
+      // The shortest text that reads back as the same float32 (as NumPy prints it), so
+      // that logged losses can be compared exactly.
+      char buf[32];
+      auto r = std::to_chars(buf, buf + sizeof(buf), t.data<float>()[i]);
+      return std::string(buf, r.ptr);
+    }
     default:
       return absl::StrFormat("%g", t.ValueAsDouble(i));
   }

@@ -1,46 +1,53 @@
 #!/usr/bin/env bash
-# Cluster benchmark: aggregate training examples/s of configs/fashion_mlp.toml
-# (784-256-128-100-10, Adam, batch 128 per replica) three ways, in one invocation:
-#   local    one `trainer train` process;
-#   cluster  `trainer launch --ps 1 --workers 1`: a chief, 1 worker and 1 ps as separate
-#            processes on 127.0.0.1 (two replicas training, the ps holding the variables);
-#   ddp      PyTorch DistributedDataParallel with 2 processes (tests/bench/ddp_peer.py);
-# then the ratios cluster/local and cluster/ddp (above 1: the cluster is faster).
-# Threads: every tandem process gets 1 intra-op and 1 inter-op thread
-# (--set run.intra_op_threads=1 --set run.inter_op_threads=1) and OMP_NUM_THREADS=1, and
-# every DDP process 1 thread (OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1, --threads 1), so
-# each replica computes on one thread in all three (the cluster's ps process comes on top).
-# tandem's rate is the mean of the StepCounterHook's `global_step/sec: X` log lines after
-# the first (which spans start-up), times the batch size, as in run.sh; in the cluster
-# only the chief's lines (prefixed "[chief:0]" by `launch`) count: its global step counts
-# the steps of every replica, so that is already the aggregate rate.
+# Cluster benchmark: aggregate training examples/s of the stock models on this machine,
+# for each model (MODELS, default "fashion_mlp fashion_cnn") and precision (PRECISIONS,
+# default "float32 mixed_bfloat16"), five ways, alternating in PAIRS rounds (default 3)
+# so that drift hits every row alike; each row reports the median and its rounds:
+#   local       one `trainer train` process;
+#   collective  `trainer launch --ps 0 --workers 1`: two replicas with collective
+#               all-reduce ([distribute] strategy "auto" without ps tasks);
+#   ps_async    `trainer launch --ps 1 --workers 1`: two replicas and a parameter server;
+#   ps_sync     the same with distribute.sync=true (synchronous replicas through the ps);
+#   ddp         PyTorch DistributedDataParallel, 2 processes (gloo), the same model and
+#               per-replica batch (tests/bench/ddp_peer.py), autocast for mixed_bfloat16;
+# then, per model and precision: scaling efficiency = collective / (2 x local), and
+# collective / ddp, ps_async / local, ps_sync / local.
+# Threads: every tandem process gets 1 intra-op and 1 inter-op thread and
+# OMP_NUM_THREADS=1, every DDP process 1 thread, so each replica computes on one thread
+# (a ps process comes on top).
+# tandem's rate is the mean of the StepCounterHook's `global_step/sec: X` lines after the
+# first (which spans start-up), from the chief's lines on a cluster ("[chief:0]"), times
+# the examples one global step stands for: the batch (local, ps_async: every replica's
+# step is a global step), or 2 x the batch (collective, ps_sync: a global step is one
+# synchronous step of both replicas).
 # Every command runs under `timeout` (TIMEOUT_S each) and whatever it leaves running in
 # its process group is killed after it.
 # Usage: tests/bench/cluster_bench.sh [build-dir]
-#   env: STEPS (trainer steps, default 1500, at least 3 * log_step_count_steps = 300),
-#        PEER_STEPS (DDP timed steps per process, default 500), TIMEOUT_S (default 600),
-#        TANDEM_DATA_DIR (Fashion-MNIST IDX directory for both).
+#   env: MODELS, PRECISIONS, PAIRS (above); MLP_STEPS (default 1500), CNN_STEPS (default
+#        300): trainer steps per run, logged every fifth; PEER_STEPS_MLP (default 500),
+#        PEER_STEPS_CNN (default 100): DDP timed steps per process; TIMEOUT_S (default
+#        600); TANDEM_DATA_DIR (Fashion-MNIST IDX directory for both).
 #   (needs: the trainer built; for the peer, scripts/install-deps.sh --bench)
 set -euo pipefail
 build=${1:-build}
 here=$(dirname "$0")
 trainer="$build/apps/trainer"
-config="$here/../../configs/fashion_mlp.toml"
 peer="$here/ddp_peer.py"
-STEPS=${STEPS:-1500}
-PEER_STEPS=${PEER_STEPS:-500}
+MODELS=${MODELS:-"fashion_mlp fashion_cnn"}
+PRECISIONS=${PRECISIONS:-"float32 mixed_bfloat16"}
+PAIRS=${PAIRS:-3}
+MLP_STEPS=${MLP_STEPS:-1500}
+CNN_STEPS=${CNN_STEPS:-300}
+PEER_STEPS_MLP=${PEER_STEPS_MLP:-500}
+PEER_STEPS_CNN=${PEER_STEPS_CNN:-100}
 TIMEOUT_S=${TIMEOUT_S:-600}
-BATCH=128  # [train] batch_size of configs/fashion_mlp.toml.
 CHIEF_PREFIX='[chief:0]'
 
 [[ -x "$trainer" ]] || { echo "build $trainer first (cmake --build $build --target trainer)"; exit 1; }
-(( STEPS >= 300 )) || { echo "STEPS=$STEPS: need at least 300 for two global_step/sec lines after the first"; exit 1; }
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-common=(--config "$config" --set train.max_steps="$STEPS"
-        --set run.intra_op_threads=1 --set run.inter_op_threads=1)
-# The config names its data_dir, so $TANDEM_DATA_DIR only reaches the trainer this way.
-if [[ -n "${TANDEM_DATA_DIR:-}" ]]; then common+=(--set data.data_dir="\"$TANDEM_DATA_DIR\""); fi
+have_torch=0
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then have_torch=1; fi
 
 work=$(mktemp -d)
 group=""  # process group of the command running now, for the exit trap
@@ -102,9 +109,15 @@ mean_step_rate() {
     END { if (n > 0) printf "%.4f\n", sum / n }'
 }
 
-# examples_rate STEPS_PER_SEC: examples/s at BATCH examples per step.
+# examples_rate STEPS_PER_SEC EXAMPLES_PER_STEP: examples/s.
 examples_rate() {
-  awk -v s="$1" -v b="$BATCH" 'BEGIN { printf "%.0f\n", s * b }'
+  awk -v s="$1" -v b="$2" 'BEGIN { printf "%.0f\n", s * b }'
+}
+
+# median A B ...: the median of the numbers given (the lower middle one for an even
+# count), or nothing when none is.
+median() {
+  printf '%s\n' "$@" | awk 'NF' | sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
 }
 
 # ratio A B: A / B with two decimals, or n/a when either is missing.
@@ -125,11 +138,12 @@ failed() {
     tail -n 15 "$3" | sed 's/^/  /'; } >&2
 }
 
-# trainer_rate NAME PREFIX SUBCOMMAND ARGS...: runs the trainer with a fresh model_dir
-# (removed after) and sets `rate` to its aggregate examples/s, or to "" if it failed.
+# trainer_rate NAME PREFIX EXAMPLES_PER_STEP SUBCOMMAND ARGS...: runs the trainer with a
+# fresh model_dir (removed after) and the run's common flags, and sets `rate` to its
+# aggregate examples/s, or to "" if it failed.
 trainer_rate() {
-  local name=$1 prefix=$2 log="$work/$1.log" dir="$work/$1_model" rc=0 steps
-  shift 2
+  local name=$1 prefix=$2 per_step=$3 log="$work/$1.log" dir="$work/$1_model" rc=0 steps
+  shift 3
   rate=""
   mkdir "$dir"
   bounded "$log" "$trainer" "$@" "${common[@]}" --set run.model_dir="\"$dir\"" || rc=$?
@@ -138,33 +152,68 @@ trainer_rate() {
   if (( rc != 0 )) || [[ -z "$steps" ]]; then
     failed "$name" "$rc" "$log"
   else
-    rate=$(examples_rate "$steps")
+    rate=$(examples_rate "$steps" "$per_step")
   fi
 }
 
-trainer_rate local "" train
-local_eps=$rate
-echo "local trainer (1 process): examples_per_second=${local_eps:-failed}"
-trainer_rate cluster "$CHIEF_PREFIX" launch --ps 1 --workers 1
-cluster_eps=$rate
-echo "cluster (chief + 1 worker + 1 ps): examples_per_second=${cluster_eps:-failed}"
-
-ddp_eps=""
-if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+# ddp_rate MODEL PRECISION BATCH STEPS: sets `rate` to DDP's aggregate examples/s, or "".
+ddp_rate() {
+  rate=""
+  (( have_torch )) || return 0
+  local rc=0
   # The peer's own deadline comes before timeout's, so it reports and cleans up itself.
-  peer_args=(--procs 2 --threads 1 --batch "$BATCH" --steps "$PEER_STEPS" --warmup 20
-             --timeout $((TIMEOUT_S > 60 ? TIMEOUT_S - 30 : TIMEOUT_S)))
-  rc=0
-  bounded "$work/ddp.log" /usr/bin/python3 "$peer" "${peer_args[@]}" || rc=$?
-  ddp_eps=$(sed -n 's/^ddp procs=.* examples_per_second=\([0-9.]*\).*/\1/p' "$work/ddp.log")
-  if (( rc != 0 )) || [[ -z "$ddp_eps" ]]; then
+  local args=(--procs 2 --threads 1 --model "$1" --precision "$2" --batch "$3" --steps "$4"
+              --warmup 10 --timeout $((TIMEOUT_S > 60 ? TIMEOUT_S - 30 : TIMEOUT_S)))
+  bounded "$work/ddp.log" /usr/bin/python3 "$peer" "${args[@]}" || rc=$?
+  rate=$(sed -n 's/^ddp procs=.* examples_per_second=\([0-9.]*\).*/\1/p' "$work/ddp.log")
+  if (( rc != 0 )) || [[ -z "$rate" ]]; then
     failed ddp "$rc" "$work/ddp.log"
-    ddp_eps=""
+    rate=""
   fi
-  echo "ddp (2 processes, 1 thread each): examples_per_second=${ddp_eps:-failed}"
-else
-  echo "ddp: PyTorch peer missing (no python3-torch: scripts/install-deps.sh --bench); skipped"
-fi
+}
 
-echo "cluster_vs_local=$(ratio "$cluster_eps" "$local_eps") cluster_vs_ddp=$(ratio "$cluster_eps" "$ddp_eps")"
-[[ -n "$local_eps" && -n "$cluster_eps" ]]  # exit status 1 if a tandem run failed.
+(( have_torch )) || echo "ddp: PyTorch peer missing (no python3-torch: scripts/install-deps.sh --bench); skipped"
+rows=(local collective ps_async ps_sync ddp)
+status=0
+for model in $MODELS; do
+  case $model in
+    fashion_mlp) batch=128; steps=$MLP_STEPS; peer_steps=$PEER_STEPS_MLP ;;
+    fashion_cnn) batch=100; steps=$CNN_STEPS; peer_steps=$PEER_STEPS_CNN ;;
+    *) echo "unknown model $model"; exit 2 ;;
+  esac
+  (( steps >= 15 )) || { echo "$model: need at least 15 steps"; exit 2; }
+  for precision in $PRECISIONS; do
+    common=(--config "$here/../../configs/$model.toml" --set train.max_steps="$steps"
+            --set run.log_step_count_steps=$((steps / 5)) --set run.precision="\"$precision\""
+            --set run.save_checkpoints_steps=$((steps * 10))
+            --set run.intra_op_threads=1 --set run.inter_op_threads=1)
+    if [[ -n "${TANDEM_DATA_DIR:-}" ]]; then common+=(--set data.data_dir="\"$TANDEM_DATA_DIR\""); fi
+    declare -A got=()
+    for (( round = 1; round <= PAIRS; round++ )); do
+      trainer_rate local "" "$batch" train; got[local]+=" $rate"
+      trainer_rate collective "$CHIEF_PREFIX" $((2 * batch)) launch --command train --ps 0 --workers 1
+      got[collective]+=" $rate"
+      trainer_rate ps_async "$CHIEF_PREFIX" "$batch" launch --command train --ps 1 --workers 1
+      got[ps_async]+=" $rate"
+      trainer_rate ps_sync "$CHIEF_PREFIX" $((2 * batch)) launch --command train --ps 1 --workers 1 \
+        --set distribute.sync=true
+      got[ps_sync]+=" $rate"
+      ddp_rate "$model" "$precision" "$batch" "$peer_steps"; got[ddp]+=" $rate"
+    done
+    declare -A med=()
+    for row in "${rows[@]}"; do
+      # shellcheck disable=SC2086
+      med[$row]=$(median ${got[$row]})
+      echo "$model $precision $row: examples_per_second=${med[$row]:-failed} (rounds:${got[$row]:- none})"
+    done
+    if [[ -n "${med[local]}" ]]; then
+      echo "$model $precision scaling_efficiency=$(ratio "${med[collective]}" "$((2 * med[local]))")" \
+           "collective_vs_ddp=$(ratio "${med[collective]}" "${med[ddp]}")" \
+           "ps_async_vs_local=$(ratio "${med[ps_async]}" "${med[local]}")" \
+           "ps_sync_vs_local=$(ratio "${med[ps_sync]}" "${med[local]}")"
+    fi
+    [[ -n "${med[local]}" && -n "${med[collective]}" ]] || status=1
+    unset got med
+  done
+done
+exit "$status"

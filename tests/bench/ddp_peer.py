@@ -2,8 +2,11 @@
 """PyTorch DistributedDataParallel peer of tandem's cluster benchmark (cluster_bench.sh).
 
 Trains what configs/fashion_mlp.toml trains (784-256-128-100-10 MLP, ReLU, softmax
-cross-entropy, Adam lr 0.001, batch 128 per replica) on Fashion-MNIST with --procs
+cross-entropy, Adam lr 0.001, batch 128 per replica), or with --model fashion_cnn what
+configs/fashion_cnn.toml trains (torch_peer.Cnn), on Fashion-MNIST with --procs
 processes on this machine (gloo on 127.0.0.1), each reading its own shuffled shard.
+--precision mixed_bfloat16 runs the forward pass and the loss under CPU autocast
+(bfloat16), as torch_peer does.
 Prints one line from rank 0: "ddp procs=<p> examples_per_second=<x>", x being the
 aggregate rate: procs * batch * steps / the longest timed span over the ranks.
 Needs Debian's python3-torch and libopenblas0-pthread (run with /usr/bin/python3).
@@ -21,7 +24,7 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_peer import fashion_mlp, load_idx  # noqa: E402  (the same model and reader)
+from torch_peer import Cnn, autocast, fashion_mlp, load_idx  # noqa: E402  (the same models)
 
 
 def idx_path(data_dir, name):
@@ -58,7 +61,8 @@ def replica(rank, a, port):
             data, num_replicas=a.procs, rank=rank, shuffle=True, seed=1, drop_last=True)
         loader = torch.utils.data.DataLoader(data, batch_size=a.batch, sampler=sampler,
                                              drop_last=True)
-        model = nn.parallel.DistributedDataParallel(fashion_mlp())
+        model = nn.parallel.DistributedDataParallel(
+            Cnn() if a.model == "fashion_cnn" else fashion_mlp())
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         loss_fn = nn.CrossEntropyLoss()
 
@@ -74,7 +78,8 @@ def replica(rank, a, port):
         def step():
             xb, yb = next(it)
             opt.zero_grad()
-            loss = loss_fn(model(xb), yb)
+            with autocast(a.precision):
+                loss = loss_fn(model(xb), yb)
             loss.backward()  # DDP all-reduces the gradients here.
             opt.step()
 
@@ -105,6 +110,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--procs", type=int, default=2)
+    p.add_argument("--model", choices=["fashion_mlp", "fashion_cnn"], default="fashion_mlp")
+    p.add_argument("--precision", choices=["float32", "mixed_bfloat16"], default="float32")
     p.add_argument("--threads", type=int, default=1, help="intra-op threads per process")
     p.add_argument("--batch", type=int, default=128, help="per-replica batch size")
     p.add_argument("--steps", type=int, default=500, help="timed steps per process")

@@ -224,7 +224,8 @@ TEST(JobConfigTest, NegativeAndOutOfRangeValues) {
               {"job.toml:4:33: [run] keep_checkpoint_every_n_hours must be a finite number > 0"});
   ExpectError(Parse("[model]\nname = \"m\"\n[distribute]\nstrategy = \"mirrored\"\n"),
               {"job.toml:4:12: [distribute] strategy must be one of \"auto\", \"none\", "
-               "\"parameter_server\", got \"mirrored\""});
+               "\"parameter_server\", \"collective\", \"multi_worker_mirrored\", got "
+               "\"mirrored\""});
 }
 
 TEST(JobConfigTest, BothCheckpointCadences) {
@@ -305,6 +306,8 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
     absl::StatusCode code;
     const char* says;
   };
+  const std::string no_ps =
+      "\n[cluster]\nchief = [\"c:1\"]\nworker = [\"w:1\"]\n[task]\ntype = \"chief\"\nindex = 0\n";
   const std::vector<Case> cases = {
       {"[distribute]\nsync = true\n", absl::StatusCode::kInvalidArgument,
        "job.toml:18:8: [distribute] sync = true trains synchronous replicas on a cluster with "
@@ -327,8 +330,16 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
        "needs a cluster (TF_CONFIG or [cluster]) with ps tasks"},
       {"[distribute]\nstrategy = \"none\"\n" + cluster, absl::StatusCode::kInvalidArgument,
        "strategy = \"none\" trains locally, but the cluster has several tasks"},
-      {"[cluster]\nchief = [\"c:1\"]\nworker = [\"w:1\"]\n[task]\ntype = \"chief\"\nindex = 0\n",
-       absl::StatusCode::kInvalidArgument, "has training tasks but no ps task"},
+      {"[distribute]\nstrategy = \"collective\"\n" + cluster, absl::StatusCode::kInvalidArgument,
+       "mirrors the variables on every training task, but the cluster has ps tasks"},
+      {"[distribute]\nstrategy = \"collective\"\nsync = true\n" + no_ps,
+       absl::StatusCode::kInvalidArgument, "the collective strategy is always synchronous"},
+      {"[distribute]\nbytes_per_pack = 4096\n" + cluster, absl::StatusCode::kInvalidArgument,
+       "bytes_per_pack applies only to strategy = \"collective\""},
+      {"[distribute]\ncollective_timeout_secs = 5\n", absl::StatusCode::kInvalidArgument,
+       "collective_timeout_secs applies only to strategy = \"collective\""},
+      {"[distribute]\nstrategy = \"parameter_server\"\n" + no_ps,
+       absl::StatusCode::kInvalidArgument, "needs ps tasks; the cluster"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<JobConfig> job = Parse(std::string(kMinimal) + c.text);
@@ -341,6 +352,20 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
   absl::StatusOr<JobConfig> ok = Parse(std::string(kMinimal) + cluster);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_TRUE(ok->run_config().TrainsOnCluster());
+  EXPECT_FALSE(ok->UsesCollective());
+  // Without ps tasks "auto" is collective all-reduce, as is the alias.
+  for (const char* strategy : {"", "[distribute]\nstrategy = \"multi_worker_mirrored\"\n"}) {
+    absl::StatusOr<JobConfig> c = Parse(std::string(kMinimal) + strategy + no_ps);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_TRUE(c->UsesCollective());
+    EXPECT_THAT(c->DescribeRole(), HasSubstr("collective all-reduce replica 0 of 2"));
+  }
+  absl::StatusOr<JobConfig> tuned =
+      Parse(std::string(kMinimal) + "[distribute]\nbytes_per_pack = 4096\n" + no_ps,
+            {"distribute.check_replicas_steps=0"});
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  EXPECT_EQ(tuned->distribute.bytes_per_pack, 4096);
+  EXPECT_EQ(tuned->distribute.check_replicas_steps, 0);
   // Synchronous, with a backup replica.
   absl::StatusOr<JobConfig> sync = Parse(
       std::string(kMinimal) + "[distribute]\nsync = true\nreplicas_to_aggregate = 1\n" + cluster);

@@ -5,6 +5,8 @@
 // schedulers set.
 #include "estimator/run_config.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <cstdlib>
 
 #include "gmock/gmock.h"
@@ -240,10 +242,25 @@ TEST(RunConfigTest, MalformedTfConfigs) {
   ExpectError(R"({"environment": 1})", {"environment must be a string"});
 }
 
+TEST(RunConfigTest, WithoutAChiefWorkerZeroActsAsTheChief) {
+  // Looser than TensorFlow's Estimator on purpose (Kubeflow's default TFJob has no chief).
+  for (int index : {0, 1}) {
+    const std::string json = absl::StrCat(
+        R"({"cluster": {"worker": ["w0:1", "w1:1"], "ps": ["p:1"]}, "task": {"type": "worker", "index": )",
+        index, "}}");
+    absl::StatusOr<RunConfig> c = FromTfConfig(json.c_str());
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->is_chief(), index == 0);
+    EXPECT_EQ(c->num_worker_replicas(), 2);
+    EXPECT_EQ(c->num_ps_replicas(), 1);
+    EXPECT_EQ(c->global_id_in_cluster(), index);
+  }
+  // Without a worker 0 nothing can lead.
+  ExpectError(R"({"cluster": {"worker": {"1": "w1:1"}}, "task": {"type": "worker", "index": 1}})",
+              {"must have one \"chief\" task, or a \"worker\" task 0"});
+}
+
 TEST(RunConfigTest, ClusterRulesFromTensorFlow) {
-  ExpectError(R"({"cluster": {"worker": ["w0:1", "w1:1"]},
-                  "task": {"type": "worker", "index": 0}})",
-              {"must have one \"chief\" task"});
   ExpectError(R"({"cluster": {"chief": ["c0:1", "c1:1"]}, "task": {"type": "chief", "index": 0}})",
               {"must have only one \"chief\" task"});
   ExpectError(R"({"cluster": {"chief": ["c:1"], "master": ["m:1"]},

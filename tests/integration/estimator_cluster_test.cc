@@ -260,9 +260,11 @@ TEST(EstimatorClusterTest, ConfigErrorsExitTwoAtOnce) {
   json no_ps = {{"chief", Addresses(1)}, {"worker", Addresses(1)}};
   const std::string chief =
       json{{"cluster", no_ps}, {"task", {{"type", "chief"}, {"index", 0}}}}.dump();
-  std::tie(code, err) = RunTrainer(JobArgs("train", model_dir), chief, tmp.path() + "/no_ps");
+  std::vector<std::string> ps_strategy = JobArgs("train", model_dir);
+  ps_strategy.insert(ps_strategy.end(), {"--set", "distribute.strategy=\"parameter_server\""});
+  std::tie(code, err) = RunTrainer(ps_strategy, chief, tmp.path() + "/no_ps");
   EXPECT_EQ(code, 2);
-  EXPECT_THAT(err, HasSubstr("no ps task"));
+  EXPECT_THAT(err, HasSubstr("strategy = \"parameter_server\" needs ps tasks"));
 }
 
 }  // namespace

@@ -3,11 +3,13 @@
 //  - On the same weights: each of the float32 run's 20 checkpoints is evaluated on
 //    2,000 test images in both precisions; the losses must agree within 2% at every
 //    step. This is the numerical error of the bfloat16 path itself.
-//  - Free-running: the mixed_bfloat16 run's own training losses must stay within 3%
+//  - Free-running: the mixed_bfloat16 run's own training losses must stay within 3.5%
 //    of the float32 run's at every step. Two trainings drift apart by chaos as well
 //    as precision: PyTorch's autocast bf16 run against its float32 run on this CNN
-//    (same init and batches) drifts by 1.5-2.4% within 20 steps over seeds 1-5, so
-//    the bound is that peer's spread rounded up, not a tuning of this run.
+//    (same init and batches, tests/bench/torch_autocast_drift.py) drifts within 20
+//    steps over seeds 1-5 by 1.5-2.4% on a Sapphire Rapids (AMX) and by 2.0-3.42% on
+//    an AMD EPYC without a bfloat16 ISA, so the bound is that peer's spread over both
+//    machines rounded up, not a tuning of this run.
 // Both runs see the same batches and dropout masks (seeded), and each run is
 // deterministic, so what differs is bfloat16 arithmetic.
 #include <cmath>
@@ -30,7 +32,7 @@ using ::testing::Not;
 
 constexpr int kSteps = 20;
 constexpr double kSameWeightsBound = 0.02;
-constexpr double kFreeRunningBound = 0.03;
+constexpr double kFreeRunningBound = 0.035;
 
 std::string Cnn() { return std::string(TANDEM_SOURCE_DIR) + "/configs/fashion_cnn.toml"; }
 
