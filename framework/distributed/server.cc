@@ -141,9 +141,8 @@ void Server::Stop(const std::string& reason) {
   if (shutdown_reason_.empty()) shutdown_reason_ = reason;
   // gRPC's shutdown waits for every handler to finish; none may wait on a tensor.
   if (collective_ != nullptr) {
-    collective_->Abort(absl::UnavailableError(absl::StrCat("server ", task_name_,
-                                                           " is stopping (", shutdown_reason_,
-                                                           ")")));
+    collective_->Leave(
+        absl::StrCat("server ", task_name_, " is stopping (", shutdown_reason_, ")"));
   }
   if (worker_ != nullptr) {
     worker_->AbortAllSteps(absl::UnavailableError(

@@ -6,8 +6,8 @@
 //     examples, loss for loss, and stay bitwise equal (check_replicas_steps);
 //   - a chief and two workers, and a chief-less pair of workers, train to max_steps
 //     exactly and every task exits 0;
-//   - a worker killed mid-run is named by the others within the timeout; restarted, it
-//     takes the survivors' live variables and training finishes;
+//   - a worker or the chief killed mid-run is named by the others within the timeout;
+//     restarted, it takes the survivors' live variables and training finishes;
 //   - SIGTERM to a worker stops every replica after the same step, the chief saving it.
 #include <signal.h>
 
@@ -189,7 +189,10 @@ TEST(CollectiveClusterTest, WithoutAChiefWorkerZeroLeads) {
   ExpectFinalCheckpoint(model_dir, /*num_ps=*/1, 300);
 }
 
-TEST(CollectiveClusterTest, AKilledWorkerIsNamedAndTakesTheLiveVariablesWhenItReturns) {
+// Kills `victim` (SIGKILL) once the chief passed step 500; the survivors must name it
+// within the 20 s timeout, and the restarted task must take their live variables (no
+// checkpoint exists past step 0) and finish with them.
+void KillAndRestart(const std::string& type, int index) {
   TempDir tmp;
   const std::string model_dir = tmp.path() + "/model";
   std::filesystem::create_directories(model_dir);
@@ -197,35 +200,40 @@ TEST(CollectiveClusterTest, AKilledWorkerIsNamedAndTakesTheLiveVariablesWhenItRe
   const std::vector<std::string> sets =
       Collective({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=5000"});
   json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(2)}};
-  auto chief = StartTask(cluster, "chief", 0, "train", model_dir, sets);
-  auto w0 = StartTask(cluster, "worker", 0, "train", model_dir, sets);
-  auto w1 = StartTask(cluster, "worker", 1, "train", model_dir, sets);
-  ASSERT_TRUE(WaitForStep(*chief, 500)) << chief->Stderr();
+  std::map<std::string, std::unique_ptr<Subprocess>> tasks;
+  tasks["chief:0"] = StartTask(cluster, "chief", 0, "train", model_dir, sets);
+  tasks["worker:0"] = StartTask(cluster, "worker", 0, "train", model_dir, sets);
+  tasks["worker:1"] = StartTask(cluster, "worker", 1, "train", model_dir, sets);
+  const std::string victim = absl::StrCat(type, ":", index);
+  const std::string watcher = type == "chief" ? "worker:0" : "chief:0";
+  ASSERT_TRUE(WaitForStep(*tasks[watcher], 500)) << tasks[watcher]->Stderr();
   const auto killed_at = std::chrono::steady_clock::now();
-  w1->Kill(SIGKILL);
-  // The survivors fail their step naming worker:1, well within the 20 s timeout.
-  auto named = [](const Subprocess& t) {
-    return t.Stderr().find("worker:1") != std::string::npos &&
-           t.Stderr().find("Collective group aborted") != std::string::npos;
-  };
-  while (!(named(*chief) && named(*w0))) {
-    ASSERT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(20))
-        << chief->Stderr();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  tasks[victim]->Kill(SIGKILL);
+  // Every survivor fails its step naming the victim, within the timeout.
+  for (auto& [name, task] : tasks) {
+    if (name == victim) continue;
+    while (task->Stderr().find("Collective group aborted") == std::string::npos ||
+           task->Stderr().find(victim) == std::string::npos) {
+      ASSERT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(20))
+          << name << ":\n" << task->Stderr();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
-  const int64_t before = LastLoggedStep(chief->Stderr());
+  const int64_t before = LastLoggedStep(tasks[watcher]->Stderr());
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  auto again = StartTask(cluster, "worker", 1, "train", model_dir, sets, ".restarted");
-  ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
-  ASSERT_EQ(w0->Wait(kDeadline), 0) << w0->Stderr();
-  ASSERT_EQ(again->Wait(kDeadline), 0) << again->Stderr();
-  EXPECT_EQ(FinishedAt(chief->Stderr()), kSteps);
-  EXPECT_EQ(FinishedAt(again->Stderr()), kSteps);
-  // No checkpoint existed (every 5000 steps): the restarted worker initialised fresh
-  // variables, then took the survivors' live ones at the step they had reached.
+  tasks[victim] = StartTask(cluster, type, index, "train", model_dir, sets, ".restarted");
+  for (auto& [name, task] : tasks) {
+    ASSERT_EQ(task->Wait(kDeadline), 0) << name << ":\n" << task->Stderr();
+    EXPECT_EQ(FinishedAt(task->Stderr()), kSteps) << name;
+  }
+  // The restarted task restored the step-0 checkpoint, then took the survivors' live
+  // variables at the step they had reached, from the lowest-ranked survivor.
+  const std::string source = type == "chief" ? "worker:0" : "chief:0";
   std::smatch m;
-  const std::string log = again->Stderr();
-  ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(variables from chief:0 at global step (\d+) \(this replica was at 0\))")))
+  const std::string log = tasks[victim]->Stderr();
+  ASSERT_TRUE(std::regex_search(
+      log, m,
+      std::regex("variables from " + source + R"( at global step (\d+) \(this replica was at 0\))")))
       << log;
   EXPECT_GE(std::stoll(m[1]), before);
   // Nothing went back to the start.
@@ -233,6 +241,15 @@ TEST(CollectiveClusterTest, AKilledWorkerIsNamedAndTakesTheLiveVariablesWhenItRe
     EXPECT_GE(step, before);
     EXPECT_LT(loss, std::log(10.0) / 2) << "step " << step;
   }
+  if (type == "chief") ExpectFinalCheckpoint(model_dir, /*num_ps=*/1, kSteps);
+}
+
+TEST(CollectiveClusterTest, AKilledWorkerIsNamedAndTakesTheLiveVariablesWhenItReturns) {
+  KillAndRestart("worker", 1);
+}
+
+TEST(CollectiveClusterTest, AKilledChiefIsNamedAndTakesTheLiveVariablesWhenItReturns) {
+  KillAndRestart("chief", 0);
 }
 
 TEST(CollectiveClusterTest, SigtermToAWorkerStopsEveryReplicaAfterTheSameStep) {

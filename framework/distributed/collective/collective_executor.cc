@@ -45,7 +45,8 @@ CollectiveExecutor::CollectiveExecutor(std::string task_name, uint64_t incarnati
 }
 
 CollectiveExecutor::~CollectiveExecutor() {
-  Abort(absl::CancelledError("the collective executor is shutting down"), /*tell_peers=*/false);
+  Abort(absl::CancelledError("the collective executor is shutting down"), /*tell_peers=*/false,
+        /*leaving=*/true);
   std::vector<Done> joiners;
   {
     absl::MutexLock lock(&mu_);
@@ -183,7 +184,8 @@ absl::StatusOr<CollectiveExecutor::Formation> CollectiveExecutor::Join(
       next_sequence_.clear();
       probing_.clear();
       for (auto it = slots_.begin(); it != slots_.end();) {
-        it = std::get<0>(it->first) < generation_ ? slots_.erase(it) : std::next(it);
+        // Data of another formation can only be stale (generations are random ids).
+        it = std::get<0>(it->first) != generation_ ? slots_.erase(it) : std::next(it);
       }
       return f;
     }
@@ -328,6 +330,9 @@ void CollectiveExecutor::Send(const Key& key, int peer, Tensor data, bool stop, 
   bytes_sent_ += static_cast<int64_t>(data.TotalBytes());
   call->request.tensors.push_back(std::move(data));
   call->options.set_timeout_ms(timeout_ms);
+  // A peer that just joined may be behind a connection still backing off from its
+  // previous run: wait for it (a dead peer is found by the health probe instead).
+  call->options.set_wait_for_ready(true);
   const int64_t wait = StartWait(peer);
   RpcStarted();
   (*w)->CollectiveDataAsync(
@@ -386,8 +391,8 @@ void CollectiveExecutor::HandleData(const WireMessage<proto::CollectiveDataReque
     done(absl::OkStatus());
     if (current) {
       Abort(absl::UnavailableError(absl::StrCat("collective: ", MemberName(r.src_rank()),
-                                                " failed: ", r.abort_message())),
-            /*tell_peers=*/false);
+                                                " ended its collectives: ", r.abort_message())),
+            /*tell_peers=*/false, /*leaving=*/false);
     }
     return;
   }
@@ -444,7 +449,7 @@ void CollectiveExecutor::EndWait(int64_t id) {
   waits_.erase(id);
 }
 
-void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers) {
+void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers, bool leaving) {
   std::vector<RecvDone> waiters;
   std::vector<std::string> peers;
   uint64_t generation;
@@ -470,8 +475,10 @@ void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers) {
       }
     }
   }
-  // Between steps (a peer that finished and left) this is routine; during one it fails it.
-  if (generation != 0 && !waiters.empty()) {
+  // A member that leaves, or a peer's departure between steps (it finished), is routine;
+  // anything else fails a step.
+  const bool routine = leaving || (!tell_peers && waiters.empty());
+  if (generation != 0 && !routine) {
     LOG(WARNING) << "Collective group aborted: " << status;
   } else if (generation != 0) {
     LOG(INFO) << "Collective group closed: " << status.message();
@@ -490,6 +497,7 @@ void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers) {
     call->request.proto.set_src_rank(rank);
     call->request.proto.set_abort_message(std::string(status.message()));
     call->options.set_timeout_ms(kProbeTimeoutMs);
+    call->options.set_wait_for_ready(true);
     RpcStarted();
     (*w)->CollectiveDataAsync(&call->options, &call->request, &call->response,
                               [this, call](const absl::Status&) { RpcEnded(); });

@@ -121,7 +121,12 @@ class CollectiveExecutor {
   // Fails every pending collective of this generation, and the ones started later
   // until the next Join, with `status`, and tells the other members to do the same (so a
   // member waiting on this one fails at once instead of at its timeout).
-  void Abort(const absl::Status& status) { Abort(status, /*tell_peers=*/true); }
+  void Abort(const absl::Status& status) { Abort(status, /*tell_peers=*/true, /*leaving=*/false); }
+  // As Abort, for a member that stops taking part (its server is stopping): logged as
+  // routine, not as a failure.
+  void Leave(const std::string& reason) {
+    Abort(absl::UnavailableError(reason), /*tell_peers=*/true, /*leaving=*/true);
+  }
 
   // RPC handlers (Worker forwards them).
   void HandleData(const WireMessage<proto::CollectiveDataRequest>& request, Done done);
@@ -150,7 +155,7 @@ class CollectiveExecutor {
     int64_t since_us;
   };
 
-  void Abort(const absl::Status& status, bool tell_peers);
+  void Abort(const absl::Status& status, bool tell_peers, bool leaving);
   // Counts an RPC this executor started; the destructor waits for all of them.
   void RpcStarted();
   void RpcEnded();

@@ -91,6 +91,7 @@ void GrpcCall(grpc::GenericStub* stub, const std::string& method, const std::str
     state->context.set_deadline(std::chrono::system_clock::now() +
                                 std::chrono::milliseconds(options->timeout_ms()));
   }
+  if (options != nullptr && options->wait_for_ready()) state->context.set_wait_for_ready(true);
   state->send = EncodeByteBuffer(request->proto, request->tensors);
   if (options != nullptr) {
     options->SetCancelCallback([weak = std::weak_ptr<State>(state)] {
