@@ -36,9 +36,6 @@ void RegisterCollectiveOps(OpRegistry* r) {
                .infer = [](InferenceContext& ctx) -> absl::Status {
                  for (int i = 0; i < ctx.num_inputs(); ++i) {
                    TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(i, DType::kFloat));
-                   if (!ctx.input_shape(i).IsFullyDefined()) {
-                     return ctx.Error("every input needs a fully defined shape");
-                   }
                  }
                  return SameAsInputs(ctx);
                }});
@@ -77,7 +74,8 @@ std::vector<Output> CollectiveAllReduce(const Scope& scope, const std::vector<Ou
 }
 
 absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
-                                                       const std::vector<Output>& grads) {
+                                                       const std::vector<Output>& grads,
+                                                       const std::vector<Variable>& vars) {
   const std::vector<std::string>& marks = scope.graph()->GetCollection(kEnabled);
   if (marks.empty()) {
     return absl::FailedPreconditionError("AllReduceGradients: the graph is not marked with "
@@ -90,12 +88,14 @@ absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
   std::vector<std::vector<int>> buckets;
   int64_t bytes = 0;
   for (int i = static_cast<int>(grads.size()) - 1; i >= 0; --i) {
-    if (!grads[i].shape().IsFullyDefined()) {
+    // A gradient has its variable's shape, which is fully defined where the gradient's
+    // static shape may not be (Conv2DBackpropFilter's).
+    if (vars.size() != grads.size() || !vars[i].shape().IsFullyDefined()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "AllReduceGradients: gradient ", grads[i].name(), " has no fully defined shape (",
-          grads[i].shape().DebugString(), ")"));
+          "AllReduceGradients: the variable of gradient ", grads[i].name(),
+          " needs a fully defined shape"));
     }
-    const int64_t g = grads[i].shape().num_elements() * 4;
+    const int64_t g = vars[i].shape().num_elements() * 4;
     const int64_t cap = buckets.size() == 1 ? first : per_pack;  // The open bucket's cap.
     if (buckets.empty() || (bytes > 0 && bytes + g > cap)) {
       buckets.emplace_back();

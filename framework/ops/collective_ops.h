@@ -50,10 +50,11 @@ bool CollectiveAllReduceEnabled(const Graph& graph);
 // The nodes y = CollectiveAllReduce(xs); errors are recorded in the scope.
 std::vector<Output> CollectiveAllReduce(const Scope& scope, const std::vector<Output>& xs,
                                         int64_t instance_key, bool average);
-// Buckets `grads` (float32, in variable order) as EnableCollectiveAllReduce describes and
-// returns their averages in the same order.
+// Buckets `grads` (float32, the gradients of `vars` in order) as
+// EnableCollectiveAllReduce describes and returns their averages in the same order.
 absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
-                                                       const std::vector<Output>& grads);
+                                                       const std::vector<Output>& grads,
+                                                       const std::vector<Variable>& vars);
 
 // A NoOp "collective/broadcast_variables" that sets every variable of `vars` to the
 // broadcast source's value (one CollectiveBroadcast node).

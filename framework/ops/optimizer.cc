@@ -374,7 +374,7 @@ absl::StatusOr<Node*> Optimizer::ApplyGradients(const Scope& scope,
     for (size_t i = 0; i < vars.size(); ++i) {
       if (sparse[i] != nullptr) dense[i] = IndexedSlicesToDense(scope, *sparse[i]);
     }
-    absl::StatusOr<std::vector<Output>> reduced = AllReduceGradients(scope, dense);
+    absl::StatusOr<std::vector<Output>> reduced = AllReduceGradients(scope, dense, vars);
     if (!reduced.ok()) return fail(reduced.status());
     return BuildUpdates(scope, vars, *reduced,
                         std::vector<const IndexedSlices*>(vars.size(), nullptr), global_step, name);
