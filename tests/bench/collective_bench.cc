@@ -85,10 +85,16 @@ int Main(int argc, char** argv) {
   CLI::App app{"collective all-reduce against raw TCP loopback"};
   std::vector<double> mib = {1, 13};
   int members = 2, reps = 20, rounds = 3;
+  CollectiveOptions options;
+  uint64_t piece_kib = options.piece_bytes >> 10, small_kib = options.small_bytes >> 10;
   app.add_option("--mib", mib, "buffer sizes in MiB")->capture_default_str();
   app.add_option("--members", members, "group size")->check(CLI::Range(2, 16));
   app.add_option("--reps", reps, "all-reduces per round")->check(CLI::Range(1, 100000));
   app.add_option("--rounds", rounds, "rounds (medians)")->check(CLI::Range(1, 100));
+  app.add_option("--piece_kib", piece_kib, "CollectiveOptions::piece_bytes / 1024")
+      ->capture_default_str();
+  app.add_option("--small_kib", small_kib, "CollectiveOptions::small_bytes / 1024")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   ClusterSpec cluster;
@@ -100,7 +106,8 @@ int Main(int argc, char** argv) {
   std::vector<std::unique_ptr<Server>> servers;
   CollectiveGroup group;
   for (int i = 0; i < members; ++i) group.members.push_back(ClusterSpec::TaskDeviceName("worker", i));
-  const CollectiveOptions options;
+  options.piece_bytes = std::max<uint64_t>(1, piece_kib) << 10;
+  options.small_bytes = small_kib << 10;
   for (int i = 0; i < members; ++i) {
     ServerOptions o;
     o.cluster = cluster;

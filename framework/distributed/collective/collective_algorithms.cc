@@ -33,6 +33,11 @@ void AddInto(float* __restrict dst, const float* __restrict src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
+void Scale(float* p, int64_t n, float scale) {
+  if (scale == 1.0f) return;
+  for (int64_t i = 0; i < n; ++i) p[i] *= scale;
+}
+
 // Phase of the result a folded-in rank of recursive doubling receives.
 constexpr int kFoldResultPhase = 1000;
 
@@ -40,14 +45,13 @@ constexpr int kFoldResultPhase = 1000;
 
 class CollectiveExecutor::Run : public std::enable_shared_from_this<CollectiveExecutor::Run> {
  public:
-  Run(CollectiveExecutor* ex, uint64_t generation, int64_t instance, int64_t sequence, int rank,
-      int size, Done done)
+  Run(CollectiveExecutor* ex, const CollectiveExecutor::Start& start, int64_t instance, Done done)
       : ex_(ex),
-        generation_(generation),
+        generation_(start.generation),
         instance_(instance),
-        sequence_(sequence),
-        rank_(rank),
-        size_(size),
+        sequence_(start.sequence),
+        rank_(start.rank),
+        size_(start.size),
         stop_snapshot_(ex->stop_requested_.load()),
         done_(std::move(done)) {}
 
@@ -132,6 +136,7 @@ struct RingLane {
   Tensor data;
   int64_t lo = 0, hi = 0;
   int lane = 0;
+  float scale = 1.0f;
   std::vector<Tensor> gathered;  // By segment: what the all-gather received.
 
   int64_t SegBegin(int seg, int n) const { return lo + (hi - lo) * seg / n; }
@@ -168,6 +173,11 @@ struct CollectiveAlgorithms {
     if (phase < 2 * n - 2) {
       const int q = phase - (n - 1);
       const int send_seg = Mod(r + 1 - q, n), recv_seg = Mod(r - q, n);
+      // Segment r + 1 is complete here: scale it once, before anyone gets it.
+      if (q == 0) {
+        Scale(lane->SegData(send_seg, n), static_cast<int64_t>(lane->SegBytes(send_seg, n) / 4),
+              lane->scale);
+      }
       run->SendTo(right, phase, lane->lane,
                   q == 0 ? lane->SegView(send_seg, n) : lane->gathered[send_seg]);
       run->RecvFrom(left, phase, lane->lane, lane->SegBytes(recv_seg, n),
@@ -178,7 +188,7 @@ struct CollectiveAlgorithms {
     }
   }
 
-  static void StartRing(RunPtr run, Tensor data, uint64_t piece_bytes) {
+  static void StartRing(RunPtr run, Tensor data, uint64_t piece_bytes, float scale) {
     const int n = run->size();
     const int64_t count = data.NumElements();
     const int64_t lanes = std::max<int64_t>(
@@ -190,6 +200,7 @@ struct CollectiveAlgorithms {
       lane->lo = count * l / lanes;
       lane->hi = count * (l + 1) / lanes;
       lane->lane = static_cast<int>(l);
+      lane->scale = scale;
       lane->gathered.resize(n);
       all.push_back(lane);
     }
@@ -211,6 +222,7 @@ struct CollectiveAlgorithms {
   struct Doubling : std::enable_shared_from_this<Doubling> {
     RunPtr run;
     Tensor data;
+    float scale = 1.0f;
     int p2 = 1, rem = 0, new_rank = 0;
 
     int Real(int nr) const { return nr < rem ? 2 * nr + 1 : nr + rem; }
@@ -224,6 +236,7 @@ struct CollectiveAlgorithms {
     void Level(int k) {
       const int r = run->rank();
       if ((1 << k) >= p2) {
+        Scale(data.data<float>(), data.NumElements(), scale);
         if (r < 2 * rem) run->SendTo(r - 1, kFoldResultPhase, 0, Whole());
         return;
       }
@@ -237,11 +250,12 @@ struct CollectiveAlgorithms {
     }
   };
 
-  static void StartDoubling(RunPtr run, Tensor data) {
+  static void StartDoubling(RunPtr run, Tensor data, float scale) {
     const int n = run->size(), r = run->rank();
     auto d = std::make_shared<Doubling>();
     d->run = run;
     d->data = data;
+    d->scale = scale;
     while (d->p2 * 2 <= n) d->p2 *= 2;
     d->rem = n - d->p2;
     run->Hold();
@@ -264,42 +278,28 @@ struct CollectiveAlgorithms {
   }
 };
 
-void CollectiveExecutor::AllReduceSum(int64_t instance_key, Tensor data, Done done) {
+void CollectiveExecutor::AllReduceSum(int64_t instance_key, Tensor data, Done done, float scale) {
   if (data.dtype() != DType::kFloat) {
     done(absl::InvalidArgumentError("collective all-reduce: float32 data only"));
     return;
   }
-  uint64_t generation;
-  int64_t sequence;
-  if (absl::Status s = Begin(instance_key, &generation, &sequence); !s.ok()) {
-    done(s);
+  absl::StatusOr<Start> start = Begin(instance_key);
+  if (start.ok() && start->size == 1) Scale(data.data<float>(), data.NumElements(), scale);
+  if (!start.ok() || start->size == 1) {
+    done(start.status());
     return;
   }
-  int rank, size;
-  CollectiveOptions options;
-  {
-    absl::MutexLock lock(&mu_);
-    rank = group_.rank;
-    size = static_cast<int>(group_.members.size());
-    options = options_;
-  }
-  if (size == 1) {
-    done(absl::OkStatus());
-    return;
-  }
-  auto run = std::make_shared<Run>(
-      this, generation, instance_key, sequence, rank, size,
-      [this, done = std::move(done)](const absl::Status& s) { done(s); });
+  auto run = std::make_shared<Run>(this, *start, instance_key, std::move(done));
   auto* raw = run.get();
   // The stop mark counts once the whole collective is through.
   auto agreed = [this, raw] {
     if (raw->stop_known()) stop_agreed_ = true;
   };
-  if (data.TotalBytes() <= options.small_bytes || data.NumElements() < size) {
+  if (data.TotalBytes() <= start->options.small_bytes || data.NumElements() < start->size) {
     run->on_success = agreed;
-    CollectiveAlgorithms::StartDoubling(run, data);
+    CollectiveAlgorithms::StartDoubling(run, data, scale);
   } else {
-    CollectiveAlgorithms::StartRing(run, data, options.piece_bytes);
+    CollectiveAlgorithms::StartRing(run, data, start->options.piece_bytes, scale);
     std::function<void()> copy = run->on_success;
     run->on_success = [copy, agreed] {
       copy();
@@ -309,27 +309,14 @@ void CollectiveExecutor::AllReduceSum(int64_t instance_key, Tensor data, Done do
 }
 
 void CollectiveExecutor::Broadcast(int64_t instance_key, Tensor data, Done done) {
-  uint64_t generation;
-  int64_t sequence;
-  if (absl::Status s = Begin(instance_key, &generation, &sequence); !s.ok()) {
-    done(s);
+  absl::StatusOr<Start> start = Begin(instance_key);
+  if (!start.ok() || start->size == 1) {
+    done(start.status());
     return;
   }
-  int rank, size, source;
-  uint64_t piece_bytes;
-  {
-    absl::MutexLock lock(&mu_);
-    rank = group_.rank;
-    size = static_cast<int>(group_.members.size());
-    source = source_;
-    piece_bytes = options_.piece_bytes;
-  }
-  if (size == 1) {
-    done(absl::OkStatus());
-    return;
-  }
-  auto run = std::make_shared<Run>(this, generation, instance_key, sequence, rank, size,
-                                   std::move(done));
+  const int rank = start->rank, size = start->size, source = start->source;
+  const uint64_t piece_bytes = start->options.piece_bytes;
+  auto run = std::make_shared<Run>(this, *start, instance_key, std::move(done));
   const size_t total = data.TotalBytes();
   const int64_t pieces = std::max<int64_t>(1, (total + piece_bytes - 1) / piece_bytes);
   run->Hold();
@@ -350,23 +337,17 @@ void CollectiveExecutor::Broadcast(int64_t instance_key, Tensor data, Done done)
 
 void CollectiveExecutor::AllGather(int64_t instance_key, Tensor data,
                                    std::function<void(absl::StatusOr<std::vector<Tensor>>)> done) {
-  uint64_t generation;
-  int64_t sequence;
-  if (absl::Status s = Begin(instance_key, &generation, &sequence); !s.ok()) {
-    done(s);
+  absl::StatusOr<Start> start = Begin(instance_key);
+  if (!start.ok()) {
+    done(start.status());
     return;
   }
-  int rank, size;
-  {
-    absl::MutexLock lock(&mu_);
-    rank = group_.rank;
-    size = static_cast<int>(group_.members.size());
-  }
+  const int rank = start->rank, size = start->size;
   auto gathered = std::make_shared<std::vector<Tensor>>(size);
   const size_t bytes = data.TotalBytes();
   (*gathered)[rank] = data.ByteRange(0, bytes);
   auto run = std::make_shared<Run>(
-      this, generation, instance_key, sequence, rank, size,
+      this, *start, instance_key,
       [gathered, done = std::move(done)](const absl::Status& s) {
         if (!s.ok()) {
           done(s);

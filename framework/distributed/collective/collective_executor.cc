@@ -34,6 +34,13 @@ constexpr int64_t kJoinLogEveryMs = 30000;
 constexpr int64_t kProbeTimeoutMs = 5000;
 constexpr int64_t kWatchdogTickMs = 200;
 
+// One CollectiveData call in flight.
+struct DataCall {
+  WireMessage<proto::CollectiveDataRequest> request;
+  WireMessage<proto::CollectiveDataResponse> response;
+  CallOptions options;
+};
+
 }  // namespace
 
 CollectiveExecutor::CollectiveExecutor(std::string task_name, uint64_t incarnation,
@@ -244,9 +251,6 @@ void CollectiveExecutor::HandleJoin(const proto::CollectiveJoinRequest& request,
     j.response = response;
     j.done = std::move(done);
     j.since_us = env::NowMicros();
-    if (static_cast<int>(round_.size()) < n) {
-      done = nullptr;
-    }
   }
   if (superseded) superseded(absl::AbortedError("collective group: a newer join of the same rank"));
   JoinReply();
@@ -286,8 +290,7 @@ void CollectiveExecutor::JoinReply() {
 
 // --- Transport -------------------------------------------------------------------------
 
-absl::Status CollectiveExecutor::Begin(int64_t instance_key, uint64_t* generation,
-                                       int64_t* sequence) {
+absl::StatusOr<CollectiveExecutor::Start> CollectiveExecutor::Begin(int64_t instance_key) {
   absl::MutexLock lock(&mu_);
   if (!configured_ || generation_ == 0) {
     return absl::FailedPreconditionError(
@@ -295,9 +298,14 @@ absl::Status CollectiveExecutor::Begin(int64_t instance_key, uint64_t* generatio
         "SessionOptions::collective and a Join)");
   }
   if (!aborted_.ok()) return aborted_;
-  *generation = generation_;
-  *sequence = next_sequence_[instance_key]++;
-  return absl::OkStatus();
+  Start start;
+  start.generation = generation_;
+  start.sequence = next_sequence_[instance_key]++;
+  start.rank = group_.rank;
+  start.size = static_cast<int>(group_.members.size());
+  start.source = source_;
+  start.options = options_;
+  return start;
 }
 
 void CollectiveExecutor::Send(const Key& key, int peer, Tensor data, bool stop, Done done) {
@@ -313,12 +321,7 @@ void CollectiveExecutor::Send(const Key& key, int peer, Tensor data, bool stop, 
     done(w.status());
     return;
   }
-  struct Call {
-    WireMessage<proto::CollectiveDataRequest> request;
-    WireMessage<proto::CollectiveDataResponse> response;
-    CallOptions options;
-  };
-  auto call = std::make_shared<Call>();
+  auto call = std::make_shared<DataCall>();
   proto::CollectiveDataRequest& r = call->request.proto;
   r.set_generation(std::get<0>(key));
   r.set_instance_key(std::get<1>(key));
@@ -487,12 +490,7 @@ void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers, bool
   for (const std::string& peer : peers) {
     absl::StatusOr<WorkerInterface*> w = workers_->GetWorker(peer);
     if (!w.ok()) continue;
-    struct Call {
-      WireMessage<proto::CollectiveDataRequest> request;
-      WireMessage<proto::CollectiveDataResponse> response;
-      CallOptions options;
-    };
-    auto call = std::make_shared<Call>();
+    auto call = std::make_shared<DataCall>();
     call->request.proto.set_generation(generation);
     call->request.proto.set_src_rank(rank);
     call->request.proto.set_abort_message(std::string(status.message()));

@@ -104,9 +104,11 @@ class CollectiveExecutor {
   // The broadcast source of the current generation.
   int source() const;
 
-  // Sums the float32 `data` over the group, in place. Each (instance_key) must run
-  // once per step on every member, in any order relative to other instances.
-  void AllReduceSum(int64_t instance_key, Tensor data, Done done);
+  // Sums the float32 `data` over the group, in place, and multiplies the sum by
+  // `scale` (1 / size(): the mean). Each (instance_key) must run once per step on every
+  // member, in any order relative to other instances. Each element is scaled once, by
+  // the member that completes its sum, so every member ends with the same bits.
+  void AllReduceSum(int64_t instance_key, Tensor data, Done done, float scale = 1.0f);
   // Every member's `data` (same byte size everywhere) ends with the source's bytes.
   void Broadcast(int64_t instance_key, Tensor data, Done done);
   // Every member's `data` (same byte size everywhere), in rank order.
@@ -159,8 +161,17 @@ class CollectiveExecutor {
   // Counts an RPC this executor started; the destructor waits for all of them.
   void RpcStarted();
   void RpcEnded();
-  // Starts a collective: its generation and sequence number, or the abort status.
-  absl::Status Begin(int64_t instance_key, uint64_t* generation, int64_t* sequence);
+  // What a collective starts with: the group as it stands, this instance's sequence.
+  struct Start {
+    uint64_t generation = 0;
+    int64_t sequence = 0;
+    int rank = 0;
+    int size = 1;
+    int source = 0;
+    CollectiveOptions options;
+  };
+  // Starts a collective of `instance_key`, or returns the abort status.
+  absl::StatusOr<Start> Begin(int64_t instance_key);
   // Sends `data` to `peer`; `done` gets the RPC status.
   void Send(const Key& key, int peer, Tensor data, bool stop, Done done);
   // Calls `done` with the piece under `key` once it arrives (or the abort status).

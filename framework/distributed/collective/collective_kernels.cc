@@ -44,43 +44,56 @@ void Pack(const OpKernelContext& ctx, const std::vector<size_t>& offsets, char* 
   }
 }
 
-absl::Status NoGroup(const OpKernelContext& ctx) {
-  return ctx.Annotate(absl::FailedPreconditionError(
-      "this session has no collective group (SessionOptions::collective): collective ops run "
-      "only with [distribute] strategy = \"collective\""));
-}
-
-class CollectiveAllReduceKernel : public AsyncOpKernel {
+// What both kernels share: the instance key, the step's group, the packed inputs.
+class CollectiveKernel : public AsyncOpKernel {
  public:
   absl::Status Init(const Node& node) override {
     TANDEM_ASSIGN_OR_RETURN(instance_key_, GetAttr<int64_t>(node.attrs(), "instance_key"));
-    average_ = GetAttrOr<bool>(node.attrs(), "average", true);
     return absl::OkStatus();
   }
 
-  void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
+ protected:
+  // The step's group, or null after failing `done` with FAILED_PRECONDITION.
+  static CollectiveExecutor* Group(OpKernelContext& ctx, DoneCallback& done) {
     CollectiveExecutor* ex = ctx.step().collective;
     if (ex == nullptr) {
-      done(NoGroup(ctx));
-      return;
+      done(ctx.Annotate(absl::FailedPreconditionError(
+          "this session has no collective group (SessionOptions::collective): collective ops "
+          "run only with [distribute] strategy = \"collective\"")));
     }
+    return ex;
+  }
+  // The inputs packed into one `dtype` buffer; `offsets` gets their byte offsets.
+  static Tensor Packed(const OpKernelContext& ctx, DType dtype, std::vector<size_t>* offsets) {
     size_t total = 0;
-    std::vector<size_t> offsets = PackOffsets(ctx, &total);
-    Tensor packed(DType::kFloat, TensorShape({static_cast<int64_t>(total / sizeof(float))}));
-    Pack(ctx, offsets, packed.raw_data(), total);
-    const int group = ex->size();
-    ex->AllReduceSum(instance_key_, packed,
-                     [this, &ctx, packed, offsets = std::move(offsets), group,
-                      done = std::move(done)](const absl::Status& s) {
+    *offsets = PackOffsets(ctx, &total);
+    Tensor packed(dtype, TensorShape({static_cast<int64_t>(total / DTypeSize(dtype))}));
+    Pack(ctx, *offsets, packed.raw_data(), total);
+    return packed;
+  }
+
+  int64_t instance_key_ = 0;
+};
+
+class CollectiveAllReduceKernel : public CollectiveKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    average_ = GetAttrOr<bool>(node.attrs(), "average", true);
+    return CollectiveKernel::Init(node);
+  }
+
+  void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
+    CollectiveExecutor* ex = Group(ctx, done);
+    if (ex == nullptr) return;
+    std::vector<size_t> offsets;
+    Tensor packed = Packed(ctx, DType::kFloat, &offsets);
+    const float scale = average_ ? 1.0f / static_cast<float>(ex->size()) : 1.0f;
+    ex->AllReduceSum(
+        instance_key_, packed,
+        [&ctx, packed, offsets = std::move(offsets), done = std::move(done)](const absl::Status& s) {
                        if (!s.ok()) {
                          done(ctx.Annotate(s));
                          return;
-                       }
-                       if (average_ && group > 1) {
-                         const float scale = 1.0f / static_cast<float>(group);
-                         float* p = packed.data<float>();
-                         const int64_t n = packed.NumElements();
-                         for (int64_t i = 0; i < n; ++i) p[i] *= scale;
                        }
                        for (int i = 0; i < ctx.num_inputs(); ++i) {
                          const int64_t begin = static_cast<int64_t>(offsets[i] / sizeof(float));
@@ -89,31 +102,21 @@ class CollectiveAllReduceKernel : public AsyncOpKernel {
                                                .Reshaped(ctx.input(i).shape()));
                        }
                        done(absl::OkStatus());
-                     });
+        },
+        scale);
   }
 
  private:
-  int64_t instance_key_ = 0;
   bool average_ = true;
 };
 
-class CollectiveBroadcastKernel : public AsyncOpKernel {
+class CollectiveBroadcastKernel : public CollectiveKernel {
  public:
-  absl::Status Init(const Node& node) override {
-    TANDEM_ASSIGN_OR_RETURN(instance_key_, GetAttr<int64_t>(node.attrs(), "instance_key"));
-    return absl::OkStatus();
-  }
-
   void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
-    CollectiveExecutor* ex = ctx.step().collective;
-    if (ex == nullptr) {
-      done(NoGroup(ctx));
-      return;
-    }
-    size_t total = 0;
-    std::vector<size_t> offsets = PackOffsets(ctx, &total);
-    Tensor packed(DType::kUInt8, TensorShape({static_cast<int64_t>(total)}));
-    Pack(ctx, offsets, packed.raw_data(), total);
+    CollectiveExecutor* ex = Group(ctx, done);
+    if (ex == nullptr) return;
+    std::vector<size_t> offsets;
+    Tensor packed = Packed(ctx, DType::kUInt8, &offsets);
     ex->Broadcast(instance_key_, packed,
                   [&ctx, packed, offsets = std::move(offsets),
                    done = std::move(done)](const absl::Status& s) {
@@ -132,9 +135,6 @@ class CollectiveBroadcastKernel : public AsyncOpKernel {
                     done(absl::OkStatus());
                   });
   }
-
- private:
-  int64_t instance_key_ = 0;
 };
 
 }  // namespace

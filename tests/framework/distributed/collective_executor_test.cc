@@ -91,9 +91,9 @@ Tensor MemberData(int r, int64_t count) {
   return t;
 }
 
-// Runs AllReduceSum of MemberData on every member at once; checks the sums and that
-// every member holds the same bits.
-void ExpectAllReduce(Group& g, int64_t instance, int64_t count) {
+// Runs AllReduceSum of MemberData on every member at once; checks the sums (times
+// `scale`) and that every member holds the same bits.
+void ExpectAllReduce(Group& g, int64_t instance, int64_t count, float scale = 1.0f) {
   const int n = static_cast<int>(g.ex.size());
   std::vector<Tensor> data;
   for (int r = 0; r < n; ++r) data.push_back(MemberData(r, count));
@@ -102,7 +102,7 @@ void ExpectAllReduce(Group& g, int64_t instance, int64_t count) {
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       status[r] = Wait([&](CollectiveExecutor::Done d) {
-        g.ex[r]->AllReduceSum(instance, data[r], std::move(d));
+        g.ex[r]->AllReduceSum(instance, data[r], std::move(d), scale);
       });
     });
   }
@@ -111,7 +111,7 @@ void ExpectAllReduce(Group& g, int64_t instance, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     float want = 0;
     for (int r = 0; r < n; ++r) want += static_cast<float>(r * 1000 + i % 977);
-    ASSERT_EQ(data[0].data<float>()[i], want) << "element " << i << " of " << count;
+    ASSERT_EQ(data[0].data<float>()[i], want * scale) << "element " << i << " of " << count;
   }
   for (int r = 1; r < n; ++r) {
     EXPECT_EQ(std::memcmp(data[r].raw_data(), data[0].raw_data(), data[0].TotalBytes()), 0)
@@ -135,7 +135,8 @@ TEST(CollectiveExecutorTest, AllReduceSumsOnEveryGroupSizeAndBufferSize) {
     for (int64_t count : {int64_t{1}, int64_t{2}, int64_t{257}, int64_t{5000}, int64_t{100003}}) {
       SCOPED_TRACE(absl::StrCat(count, " floats"));
       ExpectAllReduce(g, instance, count);
-      ExpectAllReduce(g, instance, count);  // The same instance again: the next sequence.
+      // The same instance again (the next sequence), as a mean.
+      ExpectAllReduce(g, instance, count, 1.0f / static_cast<float>(n));
       ++instance;
     }
   }
