@@ -11,6 +11,7 @@
 #include "framework/core/status.h"
 #include "framework/distributed/local_master.h"
 #include "framework/distributed/rpc/grpc_clients.h"
+#include "framework/distributed/rpc_policy.h"
 #include "framework/runtime/remapper.h"
 
 namespace tandem {
@@ -53,18 +54,12 @@ absl::Status GrpcSession::Init(const proto::GraphDef& graph, const SessionOption
   req.proto.mutable_config()->set_wait_for_workers_ms(options.wait_for_workers_ms);
   // A master that is not up yet (or a connection still being set up) is retried
   // within the wait the options allow.
-  const int64_t wait_ms = options.wait_for_workers_ms > 0 ? options.wait_for_workers_ms : 60000;
-  const int64_t deadline = env::NowMicros() + wait_ms * 1000;
-  for (int64_t backoff_ms = 50;; backoff_ms = std::min<int64_t>(2 * backoff_ms, 1000)) {
+  const int64_t wait_ms =
+      options.wait_for_workers_ms > 0 ? options.wait_for_workers_ms : kWaitForTasksMs;
+  TANDEM_RETURN_IF_ERROR(RetryWithBackoff(wait_ms, /*retry_deadline_exceeded=*/false, [&] {
     resp = {};
-    absl::Status st = CallAndWait(master_, &MasterInterface::CreateSessionAsync, req, &resp);
-    if (st.ok()) break;
-    if (st.code() != absl::StatusCode::kUnavailable ||
-        env::NowMicros() + backoff_ms * 1000 > deadline) {
-      return st;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-  }
+    return CallAndWait(master_, &MasterInterface::CreateSessionAsync, req, &resp);
+  }));
   handle_ = resp.proto.session_handle();
   absl::MutexLock lock(&mu_);
   graph_version_ = resp.proto.graph_version();
@@ -128,7 +123,7 @@ absl::Status GrpcSession::Close() {
   WireMessage<proto::CloseSessionResponse> resp;
   req.proto.set_session_handle(handle_);
   CallOptions call;
-  call.set_timeout_ms(10000);
+  call.set_timeout_ms(kCloseRpcMs);
   return CallAndWait(master_, &MasterInterface::CloseSessionAsync, req, &resp, &call);
 }
 

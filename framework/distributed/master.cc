@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "framework/core/random.h"
 #include "framework/core/status.h"
+#include "framework/distributed/rpc_policy.h"
 #include "framework/distributed/worker_rendezvous.h"
 
 namespace tandem {
@@ -133,7 +134,7 @@ void Master::ListDevicesAsync(CallOptions*, const WireMessage<proto::ListDevices
     return;
   }
   pool_.Schedule([this, response, done = std::move(done)] {
-    auto devices = ListClusterDevices(env_.worker_cache, {}, /*wait_ms=*/5000);
+    auto devices = ListClusterDevices(env_.worker_cache, {}, kListDevicesWaitMs);
     if (devices.ok()) {
       for (auto& d : *devices) *response->proto.add_device() = std::move(d);
     }
@@ -147,7 +148,7 @@ void Master::ResetAsync(CallOptions*, const WireMessage<proto::ResetRequest>* re
   pool_.Schedule([this, request, done = std::move(done)] {
     std::vector<std::string> filters(request->proto.device_filters().begin(),
                                      request->proto.device_filters().end());
-    auto devices = ListClusterDevices(env_.worker_cache, filters, /*wait_ms=*/5000);
+    auto devices = ListClusterDevices(env_.worker_cache, filters, kListDevicesWaitMs);
     if (!devices.ok()) {
       done(devices.status());
       return;

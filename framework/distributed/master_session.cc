@@ -7,12 +7,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
 #include "framework/core/env.h"
 #include "framework/core/random.h"
 #include "framework/core/status.h"
 #include "framework/distributed/partitioner.h"
 #include "framework/distributed/placer.h"
+#include "framework/distributed/rpc_policy.h"
 #include "framework/distributed/worker_rendezvous.h"
 #include "framework/graph/op_registry.h"
 #include "framework/runtime/subgraph.h"
@@ -21,7 +23,6 @@
 namespace tandem {
 namespace {
 
-constexpr int64_t kDefaultWaitMs = 60000;
 
 bool TaskMatchesFilters(const std::string& task, const std::vector<std::string>& filters) {
   if (filters.empty()) return true;
@@ -65,35 +66,31 @@ int64_t RandomStepIdBase() {
 
 absl::StatusOr<std::vector<proto::DeviceAttributes>> ListClusterDevices(
     WorkerCacheInterface* cache, const std::vector<std::string>& filters, int64_t wait_ms) {
-  if (wait_ms <= 0) wait_ms = kDefaultWaitMs;
-  const int64_t deadline = env::NowMicros() + wait_ms * 1000;
+  if (wait_ms <= 0) wait_ms = kWaitForTasksMs;
   std::vector<proto::DeviceAttributes> devices;
   for (const std::string& task : cache->ListTasks()) {
     if (!TaskMatchesFilters(task, filters)) continue;
     TANDEM_ASSIGN_OR_RETURN(WorkerInterface * w, cache->GetWorker(task));
-    int64_t backoff_ms = 50;
-    while (true) {
-      WireMessage<proto::GetStatusRequest> req;
-      WireMessage<proto::GetStatusResponse> resp;
-      CallOptions opts;
-      opts.set_timeout_ms(std::max<int64_t>(100, wait_ms / 10));
-      absl::Status s = CallAndWait(w, &WorkerInterface::GetStatusAsync, req, &resp, &opts);
-      if (s.ok()) {
-        for (auto& d : *resp.proto.mutable_device()) {
-          // Only devices that match the filters (a task may hold GPUs the session
-          // must not use).
-          if (TaskMatchesFilters(d.name(), filters)) devices.push_back(std::move(d));
-        }
-        break;
-      }
-      bool retry = s.code() == absl::StatusCode::kUnavailable ||
-                   s.code() == absl::StatusCode::kDeadlineExceeded;
-      if (!retry || env::NowMicros() + backoff_ms * 1000 > deadline) {
-        return Annotate(s, task, absl::StrCat("waiting ", wait_ms, " ms for the task to answer"));
-      }
-      LOG_EVERY_N(INFO, 10) << "waiting for " << task << " to start: " << s.message();
-      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-      backoff_ms = std::min<int64_t>(backoff_ms * 2, 1000);
+    WireMessage<proto::GetStatusResponse> resp;
+    absl::Status s = RetryWithBackoff(
+        wait_ms, /*retry_deadline_exceeded=*/true,
+        [&] {
+          WireMessage<proto::GetStatusRequest> req;
+          resp = {};
+          CallOptions opts;
+          opts.set_timeout_ms(std::max<int64_t>(100, wait_ms / 10));
+          return CallAndWait(w, &WorkerInterface::GetStatusAsync, req, &resp, &opts);
+        },
+        [&](const absl::Status& e) {
+          LOG_EVERY_N(INFO, 10) << "waiting for " << task << " to start: " << e.message();
+        });
+    if (!s.ok()) {
+      return Annotate(s, task, absl::StrCat("waiting ", wait_ms, " ms for the task to answer"));
+    }
+    for (auto& d : *resp.proto.mutable_device()) {
+      // Only devices that match the filters (a task may hold GPUs the session must
+      // not use).
+      if (TaskMatchesFilters(d.name(), filters)) devices.push_back(std::move(d));
     }
   }
   if (devices.empty()) {
@@ -231,16 +228,7 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::BuildPlan(
       part.retval_global.push_back(static_cast<int>(rets[i].first));
       (*rets[i].second->mutable_attr())["index"].set_i(static_cast<int64_t>(i));
     }
-    WireMessage<proto::RegisterGraphRequest> req;
-    WireMessage<proto::RegisterGraphResponse> resp;
-    req.proto.set_session_handle(handle_);
-    *req.proto.mutable_graph() = std::move(def);
-    absl::Status s = CallAndWait(part.worker, &WorkerInterface::RegisterGraphAsync, req, &resp);
-    if (!s.ok()) {
-      Deregister(*plan);
-      return Annotate(s, part.task, "registering a partition");
-    }
-    part.graph_handle = resp.proto.graph_handle();
+    part.def = std::move(def);
     if (std::find(plan->tasks.begin(), plan->tasks.end(), part.task) == plan->tasks.end()) {
       plan->tasks.push_back(part.task);
     }
@@ -249,17 +237,70 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::BuildPlan(
   return plan;
 }
 
+absl::Status MasterSession::RegisterPlan(Plan* plan) {
+  struct Call {
+    WireMessage<proto::RegisterGraphRequest> request;
+    WireMessage<proto::RegisterGraphResponse> response;
+    absl::Status status;
+  };
+  std::vector<Call> calls(plan->parts.size());
+  absl::BlockingCounter pending(static_cast<int>(calls.size()));
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Part& part = plan->parts[i];
+    calls[i].request.proto.set_session_handle(handle_);
+    *calls[i].request.proto.mutable_graph() = std::move(part.def);
+    part.def.Clear();
+    part.worker->RegisterGraphAsync(nullptr, &calls[i].request, &calls[i].response,
+                                    [&calls, &pending, i](const absl::Status& s) {
+                                      calls[i].status = s;
+                                      pending.DecrementCount();
+                                    });
+  }
+  pending.Wait();
+  absl::Status first;
+  Plan registered;  // The parts that were registered, to drop on an error.
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Part& part = plan->parts[i];
+    if (calls[i].status.ok()) {
+      part.graph_handle = calls[i].response.proto.graph_handle();
+      registered.parts.push_back(part);
+    } else if (first.ok()) {
+      first = Annotate(calls[i].status, part.task, "registering a partition");
+    }
+  }
+  if (!first.ok()) Deregister(registered);
+  return first;
+}
+
 absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetPlan(
     std::vector<std::string> feeds, const std::vector<std::string>& fetches,
     std::vector<std::string> targets) {
   std::string key = RunSignature(feeds, fetches, targets);
-  absl::MutexLock lock(&mu_);
-  if (closed_) return absl::FailedPreconditionError("session is closed");
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second;
-  TANDEM_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan, BuildPlan(feeds, fetches, targets));
-  plans_[key] = plan;
-  return std::shared_ptr<const Plan>(plan);
+  std::shared_ptr<Plan> plan;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::FailedPreconditionError("session is closed");
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+    TANDEM_ASSIGN_OR_RETURN(plan, BuildPlan(feeds, fetches, targets));
+  }
+  TANDEM_RETURN_IF_ERROR(RegisterPlan(plan.get()));
+  std::shared_ptr<const Plan> existing;
+  bool closed;
+  {
+    absl::MutexLock lock(&mu_);
+    closed = closed_;
+    auto it = plans_.find(key);
+    if (!closed && it == plans_.end()) {
+      plans_[key] = plan;
+      return std::shared_ptr<const Plan>(plan);
+    }
+    if (!closed) existing = it->second;
+  }
+  // Closed meanwhile, or another step of the same signature registered first.
+  Deregister(*plan);
+  if (closed) return absl::FailedPreconditionError("session is closed");
+  return existing;
 }
 
 absl::Status MasterSession::Run(const WireMessage<proto::RunStepRequest>& request,
@@ -440,7 +481,7 @@ absl::Status MasterSession::Close() {
     WireMessage<proto::DeleteWorkerSessionResponse> resp;
     req.proto.set_session_handle(handle_);
     CallOptions opts;
-    opts.set_timeout_ms(5000);
+    opts.set_timeout_ms(kCloseRpcMs);
     absl::Status s = CallAndWait(*w, &WorkerInterface::DeleteWorkerSessionAsync, req, &resp, &opts);
     if (!s.ok()) LOG(WARNING) << "closing session " << handle_ << " on " << task << ": " << s;
   }

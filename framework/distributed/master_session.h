@@ -74,6 +74,7 @@ class MasterSession {
     std::string graph_handle;
     std::vector<int> arg_global;     // Local _Arg index -> position in the sorted feeds.
     std::vector<int> retval_global;  // Local _Retval index -> position in the fetches.
+    proto::GraphDef def;             // Until it is registered.
   };
   struct Plan {
     std::vector<std::string> feeds;  // Sorted.
@@ -88,10 +89,14 @@ class MasterSession {
   absl::StatusOr<std::shared_ptr<const Plan>> GetPlan(std::vector<std::string> feeds,
                                                       const std::vector<std::string>& fetches,
                                                       std::vector<std::string> targets);
+  // Places, partitions and renumbers the step's graph (under mu_, which guards the graph).
   absl::StatusOr<std::shared_ptr<Plan>> BuildPlan(const std::vector<std::string>& feeds,
                                                   const std::vector<std::string>& fetches,
                                                   const std::vector<std::string>& targets)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Registers every partition of `plan` with its task, all at once and without mu_
+  // (a slow task holds up no other step); on an error the ones registered are dropped.
+  absl::Status RegisterPlan(Plan* plan) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status RunPlan(const Plan& plan, const std::vector<Tensor>& feeds,
                        const proto::RunStepRequest& options,
                        WireMessage<proto::RunStepResponse>* response);
