@@ -45,17 +45,10 @@ double Median(std::vector<double> v) {
 // Seconds for two threads to exchange `bytes` each way at once over two loopback TCP
 // connections (one per direction).
 double RawExchange(size_t bytes) {
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  listen(listener, 2);
+  const testing::LoopbackListener l = testing::ListenOnLoopback(2);
   int a = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK_EQ(connect(a, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  int b = accept(listener, nullptr, nullptr);
+  CHECK_EQ(connect(a, reinterpret_cast<const sockaddr*>(&l.addr), sizeof(l.addr)), 0);
+  int b = accept(l.fd, nullptr, nullptr);
   std::vector<char> out_a(bytes, 1), out_b(bytes, 2), in_a(bytes), in_b(bytes);
   auto side = [bytes](int fd, const std::vector<char>& out, std::vector<char>& in) {
     std::thread sender([&] {
@@ -77,7 +70,7 @@ double RawExchange(size_t bytes) {
   const double s = Seconds(t0);
   close(a);
   close(b);
-  close(listener);
+  close(l.fd);
   return s;
 }
 

@@ -50,18 +50,13 @@ double Seconds(Clock::time_point t0) {
 
 // Bytes/second of `bytes` sent `reps` times through a loopback TCP connection.
 double RawTcp(size_t bytes, int reps) {
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  listen(listener, 1);
+  const testing::LoopbackListener l = testing::ListenOnLoopback(1);
+  const int listener = l.fd;
+  const sockaddr_in addr = l.addr;
   std::vector<char> out(bytes, 1);
   std::thread sender([&] {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    CHECK_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
     for (int r = 0; r < reps; ++r) {
       size_t sent = 0;
       while (sent < bytes) sent += send(fd, out.data() + sent, bytes - sent, 0);

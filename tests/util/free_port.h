@@ -3,6 +3,7 @@
 // PickFreePort: an ephemeral TCP port on 127.0.0.1 that was free a moment ago (the
 // kernel picks it for a socket bound to port 0, which is then closed). Tests use it
 // to write cluster specs before starting the servers that bind them.
+// ListenOnLoopback: a listening socket on such a port, for raw TCP peers.
 #ifndef TANDEM_TESTS_UTIL_FREE_PORT_H_
 #define TANDEM_TESTS_UTIL_FREE_PORT_H_
 
@@ -27,6 +28,26 @@ inline int PickFreePort() {
   CHECK_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   close(fd);
   return ntohs(addr.sin_port);
+}
+
+// A TCP listener on 127.0.0.1 at an ephemeral port; connect to `addr` (benchmarks'
+// raw-socket peers).
+struct LoopbackListener {
+  int fd = -1;
+  sockaddr_in addr{};
+};
+
+inline LoopbackListener ListenOnLoopback(int backlog) {
+  LoopbackListener l;
+  l.fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK_GE(l.fd, 0);
+  l.addr.sin_family = AF_INET;
+  l.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK_EQ(bind(l.fd, reinterpret_cast<sockaddr*>(&l.addr), sizeof(l.addr)), 0);
+  socklen_t len = sizeof(l.addr);
+  CHECK_EQ(getsockname(l.fd, reinterpret_cast<sockaddr*>(&l.addr), &len), 0);
+  CHECK_EQ(listen(l.fd, backlog), 0);
+  return l;
 }
 
 }  // namespace tandem::testing
