@@ -33,25 +33,15 @@ namespace tandem {
 
 using StatusCallback = std::function<void(const absl::Status&)>;
 
-// Declares `virtual void NameAsync(CallOptions*, const WireMessage<proto::NameRequest>*,
-// WireMessage<proto::NameResponse>*, StatusCallback)`; every RPC has this shape.
-#define TANDEM_RPC_METHOD(Name)                                                                    \
-  virtual void Name##Async(CallOptions* options, const WireMessage<proto::Name##Request>* request, \
-                           WireMessage<proto::Name##Response>* response, StatusCallback done) = 0
-
-// The override of TANDEM_RPC_METHOD(Name) in an implementation.
+// The override of the interface method NameAsync in an implementation.
 #define TANDEM_RPC_OVERRIDE(Name)                                                          \
   void Name##Async(CallOptions* options, const WireMessage<proto::Name##Request>* request, \
                    WireMessage<proto::Name##Response>* response, StatusCallback done) override
 
-// The worker service's methods, listed once: X(Name) for each. Interface, server,
-// in-process worker and gRPC client all expand this list.
-//   GetStatus            this task's devices and their incarnations
-//   RegisterGraph        builds the executor of one partition (one device of this task)
-//   RunGraph             runs a registered partition for one step
-//   RecvTensor           the value a _Send of this task made (or will make) under a key
-//   CollectiveData       one piece of a collective, pushed to the member that needs it
-//   CollectiveJoin       asks the group's leader (rank 0) to form the collective group
+// The worker service's methods, listed once more: X(Name) for each, for the code that
+// must handle every one alike (the gRPC service's handler table, the gRPC client's
+// forwarding methods, overrides in implementations). WorkerInterface below declares
+// and documents each; a method missing from either fails to compile.
 // clang-format off
 #define TANDEM_WORKER_RPCS(X) \
   X(GetStatus)            \
@@ -68,14 +58,81 @@ using StatusCallback = std::function<void(const absl::Status&)>;
   X(CollectiveJoin)
 // clang-format on
 
-// Statement forms for expanding the lists inside a class.
-#define TANDEM_DECLARE_RPC(Name) TANDEM_RPC_METHOD(Name);
+// Statement form for expanding the lists inside a class.
 #define TANDEM_OVERRIDE_RPC(Name) TANDEM_RPC_OVERRIDE(Name);
 
 class WorkerInterface {
  public:
   virtual ~WorkerInterface() = default;
-  TANDEM_WORKER_RPCS(TANDEM_DECLARE_RPC)
+
+  // This task's devices, with their incarnations (a restarted task has new ones);
+  // also the health probe of collectives and of the chief's liveness checks.
+  virtual void GetStatusAsync(
+      CallOptions* options, const WireMessage<proto::GetStatusRequest>* request,
+      WireMessage<proto::GetStatusResponse>* response, StatusCallback done) = 0;
+
+  // Creates the worker session `session_handle` (a master session's partitions
+  // and stateful kernels live in it).
+  virtual void CreateWorkerSessionAsync(
+      CallOptions* options, const WireMessage<proto::CreateWorkerSessionRequest>* request,
+      WireMessage<proto::CreateWorkerSessionResponse>* response, StatusCallback done) = 0;
+
+  // Drops a worker session and every partition registered in it.
+  virtual void DeleteWorkerSessionAsync(
+      CallOptions* options, const WireMessage<proto::DeleteWorkerSessionRequest>* request,
+      WireMessage<proto::DeleteWorkerSessionResponse>* response, StatusCallback done) = 0;
+
+  // Builds the executor of one partition (every node on one device of this task)
+  // in a worker session; returns its graph handle.
+  virtual void RegisterGraphAsync(
+      CallOptions* options, const WireMessage<proto::RegisterGraphRequest>* request,
+      WireMessage<proto::RegisterGraphResponse>* response, StatusCallback done) = 0;
+
+  // Drops a registered partition.
+  virtual void DeregisterGraphAsync(
+      CallOptions* options, const WireMessage<proto::DeregisterGraphRequest>* request,
+      WireMessage<proto::DeregisterGraphResponse>* response, StatusCallback done) = 0;
+
+  // Runs a registered partition for one step: the request's tensors feed its _Arg
+  // nodes, the response carries its _Retval values. ABORTED for an unknown session
+  // or graph handle (this task restarted).
+  virtual void RunGraphAsync(
+      CallOptions* options, const WireMessage<proto::RunGraphRequest>* request,
+      WireMessage<proto::RunGraphResponse>* response, StatusCallback done) = 0;
+
+  // The value a _Send of this task made (or will make) for `rendezvous_key` in a
+  // step; large values come in chunks.
+  virtual void RecvTensorAsync(
+      CallOptions* options, const WireMessage<proto::RecvTensorRequest>* request,
+      WireMessage<proto::RecvTensorResponse>* response, StatusCallback done) = 0;
+
+  // Ends a step on this task (drops its rendezvous), aborting it first when
+  // `abort_code` is set.
+  virtual void CleanupGraphAsync(
+      CallOptions* options, const WireMessage<proto::CleanupGraphRequest>* request,
+      WireMessage<proto::CleanupGraphResponse>* response, StatusCallback done) = 0;
+
+  // Drops the resources (variables) of the named containers, or of every one.
+  virtual void CleanupAllAsync(
+      CallOptions* options, const WireMessage<proto::CleanupAllRequest>* request,
+      WireMessage<proto::CleanupAllResponse>* response, StatusCallback done) = 0;
+
+  // Asks the server to stop serving (`trainer serve` then exits 0).
+  virtual void ShutdownAsync(
+      CallOptions* options, const WireMessage<proto::ShutdownRequest>* request,
+      WireMessage<proto::ShutdownResponse>* response, StatusCallback done) = 0;
+
+  // One piece of a collective, pushed by the member that has it to the member
+  // that needs it (collective/collective_executor.h), or a member's abort.
+  virtual void CollectiveDataAsync(
+      CallOptions* options, const WireMessage<proto::CollectiveDataRequest>* request,
+      WireMessage<proto::CollectiveDataResponse>* response, StatusCallback done) = 0;
+
+  // Asks this task, the collective group's leader (rank 0), to form the group;
+  // answered once every member has asked.
+  virtual void CollectiveJoinAsync(
+      CallOptions* options, const WireMessage<proto::CollectiveJoinRequest>* request,
+      WireMessage<proto::CollectiveJoinResponse>* response, StatusCallback done) = 0;
 };
 
 class WorkerCacheInterface {
