@@ -127,10 +127,7 @@ absl::StatusOr<internal::ReplicaVariables> CollectiveReplicaVariables(ModeGraph&
   TANDEM_ASSIGN_OR_RETURN(Node * broadcast, ops::BroadcastVariables(g.root, vars));
   v.broadcast_op = broadcast->name();
   v.global_step = g.global_step.value().name();
-  for (const ops::Variable& var : vars) {
-    v.reads.push_back(var.value().name());
-    v.names.push_back(var.name());
-  }
+  for (const ops::Variable& var : vars) v.reads.push_back(var.value().name());
   v.fingerprint = ops::CollectiveFingerprint(*g.root.graph());
   return v;
 }

@@ -666,9 +666,7 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
 bool JobConfig::UsesCollective() const {
   const std::string& s = distribute.strategy;
   if (s == "collective" || s == "multi_worker_mirrored") return true;
-  const int training =
-      cluster.NumTasks(kJobChief) + cluster.NumTasks(kJobMaster) + cluster.NumTasks(kJobWorker);
-  return s == "auto" && cluster.NumTasks(kJobPs) == 0 && training > 1;
+  return s == "auto" && cluster.NumTasks(kJobPs) == 0 && internal::TrainingTasks(cluster) > 1;
 }
 
 std::string JobConfig::DescribeRole() const {

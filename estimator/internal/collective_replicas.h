@@ -50,7 +50,6 @@ struct ReplicaVariables {
   std::string global_step;             // Tensor name of the global step's read.
   std::string broadcast_op;            // ops::BroadcastVariables' node.
   std::vector<std::string> reads;      // A read of every global variable.
-  std::vector<std::string> names;      // Their variables' names, for messages.
   std::string fingerprint;             // ops::CollectiveFingerprint of the graph.
 };
 

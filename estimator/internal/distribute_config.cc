@@ -9,14 +9,9 @@
 
 namespace tandem::internal {
 
-namespace {
-
-// Chief, master and worker tasks: the tasks that train.
 int TrainingTasks(const ClusterSpec& cluster) {
   return cluster.NumTasks(kJobChief) + cluster.NumTasks(kJobMaster) + cluster.NumTasks(kJobWorker);
 }
-
-}  // namespace
 
 absl::Status CheckDistribute(const JobConfig& c,
                              const std::function<std::string(const std::string&)>& where) {
@@ -88,8 +83,7 @@ absl::Status CheckDistribute(const JobConfig& c,
                   "partitioner = \"none\" and num_shards = 0",
                   absl::StatusCode::kUnimplemented);
   }
-  const int training = TrainingTasks(c.cluster);
-  if (training <= 1 && c.cluster.NumTasks(kJobPs) == 0) {
+  if (replicas <= 1 && c.cluster.NumTasks(kJobPs) == 0) {
     if (d.strategy == "parameter_server" && !c.cluster.empty()) {
       return refuse("strategy",
                     "strategy = \"parameter_server\" needs a cluster with ps tasks; this one "

@@ -16,6 +16,9 @@
 
 namespace tandem::internal {
 
+// Chief, master and worker tasks: the tasks that train.
+int TrainingTasks(const ClusterSpec& cluster);
+
 absl::Status CheckDistribute(const JobConfig& c,
                              const std::function<std::string(const std::string&)>& where);
 

@@ -71,16 +71,16 @@ CollectiveExecutor::~CollectiveExecutor() {
       +[](int* n) { return *n == 0; }, &rpcs_in_flight_));
 }
 
-void CollectiveExecutor::RpcStarted() {
-  absl::MutexLock lock(&mu_);
-  ++rpcs_in_flight_;
+std::shared_ptr<void> CollectiveExecutor::RpcInFlight() {
+  {
+    absl::MutexLock lock(&mu_);
+    ++rpcs_in_flight_;
+  }
+  return std::shared_ptr<void>(nullptr, [this](void*) {
+    absl::MutexLock lock(&mu_);
+    --rpcs_in_flight_;
+  });
 }
-
-void CollectiveExecutor::RpcEnded() {
-  absl::MutexLock lock(&mu_);
-  --rpcs_in_flight_;
-}
-
 absl::Status CollectiveExecutor::Configure(CollectiveGroup group, CollectiveOptions options) {
   if (group.rank < 0 || group.rank >= static_cast<int>(group.members.size())) {
     return absl::InvalidArgumentError(absl::StrCat("collective group: rank ", group.rank,
@@ -330,22 +330,16 @@ void CollectiveExecutor::Send(const Key& key, int peer, Tensor data, bool stop, 
   r.set_piece(std::get<4>(key));
   r.set_src_rank(std::get<5>(key));
   r.set_stop_requested(stop);
-  bytes_sent_ += static_cast<int64_t>(data.TotalBytes());
   call->request.tensors.push_back(std::move(data));
   call->options.set_timeout_ms(timeout_ms);
   // A peer that just joined may be behind a connection still backing off from its
   // previous run: wait for it (a dead peer is found by the health probe instead).
   call->options.set_wait_for_ready(true);
   const int64_t wait = StartWait(peer);
-  RpcStarted();
   (*w)->CollectiveDataAsync(
       &call->options, &call->request, &call->response,
-      [this, call, wait, peer, done = std::move(done)](const absl::Status& s) {
+      [this, call, wait, peer, guard = RpcInFlight(), done = std::move(done)](const absl::Status& s) {
         EndWait(wait);
-        struct Ended {
-          CollectiveExecutor* ex;
-          ~Ended() { ex->RpcEnded(); }
-        } ended{this};
         if (!s.ok()) {
           absl::Status failed = absl::UnavailableError(absl::StrCat(
               "collective: sending to ", MemberName(peer), " failed: ", s.message()));
@@ -496,9 +490,8 @@ void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers, bool
     call->request.proto.set_abort_message(std::string(status.message()));
     call->options.set_timeout_ms(kProbeTimeoutMs);
     call->options.set_wait_for_ready(true);
-    RpcStarted();
     (*w)->CollectiveDataAsync(&call->options, &call->request, &call->response,
-                              [this, call](const absl::Status&) { RpcEnded(); });
+                              [call, guard = RpcInFlight()](const absl::Status&) {});
   }
 }
 
@@ -569,14 +562,9 @@ void CollectiveExecutor::Probe(int peer) {
   };
   auto call = std::make_shared<Call>();
   call->options.set_timeout_ms(kProbeTimeoutMs);
-  RpcStarted();
   (*w)->GetStatusAsync(
       &call->options, &call->request, &call->response,
-      [this, call, peer, generation](const absl::Status& s) {
-        struct Ended {
-          CollectiveExecutor* ex;
-          ~Ended() { ex->RpcEnded(); }
-        } ended{this};
+      [this, call, peer, generation, guard = RpcInFlight()](const absl::Status& s) {
         absl::Status verdict;
         {
           absl::MutexLock lock(&mu_);

@@ -135,9 +135,6 @@ class CollectiveExecutor {
   void HandleJoin(const proto::CollectiveJoinRequest& request,
                   proto::CollectiveJoinResponse* response, Done done);
 
-  // Bytes sent in CollectiveData calls (for tests and benchmarks).
-  int64_t bytes_sent() const { return bytes_sent_; }
-
  private:
   class Run;
   friend class Run;
@@ -158,9 +155,9 @@ class CollectiveExecutor {
   };
 
   void Abort(const absl::Status& status, bool tell_peers, bool leaving);
-  // Counts an RPC this executor started; the destructor waits for all of them.
-  void RpcStarted();
-  void RpcEnded();
+  // Counts an RPC this executor starts until the returned guard (held by the RPC's
+  // callback) is dropped; the destructor waits for all of them.
+  std::shared_ptr<void> RpcInFlight();
   // What a collective starts with: the group as it stands, this instance's sequence.
   struct Start {
     uint64_t generation = 0;
@@ -191,7 +188,6 @@ class CollectiveExecutor {
   WorkerCacheInterface* const workers_;
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> stop_agreed_{false};
-  std::atomic<int64_t> bytes_sent_{0};
 
   mutable absl::Mutex mu_;
   CollectiveGroup group_ ABSL_GUARDED_BY(mu_);

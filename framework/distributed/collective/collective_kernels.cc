@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "framework/core/status.h"
 #include "framework/distributed/collective/collective_executor.h"
 #include "framework/graph/device_spec.h"
@@ -63,16 +64,33 @@ class CollectiveKernel : public AsyncOpKernel {
     }
     return ex;
   }
-  // The inputs packed into one `dtype` buffer; `offsets` gets their byte offsets.
-  static Tensor Packed(const OpKernelContext& ctx, DType dtype, std::vector<size_t>* offsets) {
+  // The inputs packed into one `dtype` buffer; `offsets` gets their byte offsets. The
+  // last step's buffer is used again once nothing else holds it (its outputs are views
+  // of it), so steady-state steps allocate none.
+  Tensor Packed(const OpKernelContext& ctx, DType dtype, std::vector<size_t>* offsets) {
     size_t total = 0;
     *offsets = PackOffsets(ctx, &total);
-    Tensor packed(dtype, TensorShape({static_cast<int64_t>(total / DTypeSize(dtype))}));
+    const int64_t n = static_cast<int64_t>(total / DTypeSize(dtype));
+    Tensor packed;
+    {
+      absl::MutexLock lock(&mu_);
+      if (buffer_.IsInitialized() && buffer_.dtype() == dtype && buffer_.NumElements() == n &&
+          buffer_.BufferIsUnique()) {
+        packed = buffer_;
+      } else {
+        packed = Tensor(dtype, TensorShape({n}));
+        buffer_ = packed;
+      }
+    }
     Pack(ctx, *offsets, packed.raw_data(), total);
     return packed;
   }
 
   int64_t instance_key_ = 0;
+
+ private:
+  absl::Mutex mu_;
+  Tensor buffer_ ABSL_GUARDED_BY(mu_);  // The last packed buffer.
 };
 
 class CollectiveAllReduceKernel : public CollectiveKernel {
