@@ -154,9 +154,10 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
           "tasks"));
     }
     if (config.num_ps_replicas() > 0 && e->options_.collective) {
-      return ConfigError(absl::StrCat("Estimator: collective all-reduce replicas mirror the "
-                                      "variables, but the cluster ",
-                                      config.cluster_spec().DebugString(), " has ps tasks"));
+      return ConfigError(
+          absl::StrCat("Estimator: collective all-reduce replicas mirror the "
+                       "variables, but the cluster ",
+                       config.cluster_spec().DebugString(), " has ps tasks"));
     }
     InputContext& context = e->train_input_context_;
     if (context.num_input_pipelines == 1 && config.global_id_in_cluster()) {
@@ -379,10 +380,10 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
   }
   TANDEM_RETURN_IF_ERROR(closed);
   if (collective && group->StopAgreed()) {
-    return absl::AbortedError(absl::StrCat(
-        "training stopped at global step ", global_step,
-        ": another replica was asked to stop (SIGTERM or SIGINT)",
-        config.is_chief() ? "; checkpoint saved" : ""));
+    return absl::AbortedError(
+        absl::StrCat("training stopped at global step ", global_step,
+                     ": another replica was asked to stop (SIGTERM or SIGINT)",
+                     config.is_chief() ? "; checkpoint saved" : ""));
   }
   LOG(INFO) << "Training finished at global step " << global_step << " (" << local_steps
             << " steps run by this task).";

@@ -411,15 +411,16 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
   creator_options.factory = options.factory;
   creator_options.keep_ready_variables = options.keep_ready_variables;
 
-  auto then = [&options](std::unique_ptr<SessionCreator> creator) -> std::unique_ptr<SessionCreator> {
+  auto then =
+      [&options](std::unique_ptr<SessionCreator> creator) -> std::unique_ptr<SessionCreator> {
     if (!options.after_restore) return creator;
     return std::make_unique<ThenCreator>(std::move(creator), options.after_restore);
   };
   if (!options.is_chief) {
     std::unique_ptr<SessionCreator> creator;
     if (options.initialize_locally) {
-      creator = std::make_unique<ChiefSessionCreator>(std::move(creator_options),
-                                                      options.checkpoint_dir);
+      creator =
+          std::make_unique<ChiefSessionCreator>(std::move(creator_options), options.checkpoint_dir);
     } else {
       creator =
           std::make_unique<WorkerSessionCreator>(std::move(creator_options), options.max_wait_secs);
@@ -462,11 +463,10 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
   }
   for (auto& hook : options.hooks) hooks.push_back(std::move(hook));
 
-  return MonitoredSession::Create(
-      graph,
-      then(std::make_unique<ChiefSessionCreator>(std::move(creator_options),
-                                                 options.checkpoint_dir)),
-      std::move(hooks));
+  return MonitoredSession::Create(graph,
+                                  then(std::make_unique<ChiefSessionCreator>(
+                                      std::move(creator_options), options.checkpoint_dir)),
+                                  std::move(hooks));
 }
 
 }  // namespace tandem

@@ -170,8 +170,9 @@ CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags) {
       "evaluator, each this trainer with its own TF_CONFIG on 127.0.0.1");
   launch->add_option("--config", flags.config, "the TOML job config every task runs")->required();
   launch->add_option("--set", flags.sets, "config override passed to every task (repeatable)");
-  launch->add_option("--ps", flags.ps,
-                     "parameter server tasks (0: collective all-reduce, no parameter servers)")
+  launch
+      ->add_option("--ps", flags.ps,
+                   "parameter server tasks (0: collective all-reduce, no parameter servers)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
   launch->add_option("--workers", flags.workers, "worker tasks besides the chief")

@@ -74,8 +74,9 @@ absl::Status ConfigureCollectiveGroup(const RunConfig& config, int64_t timeout_s
 
 SessionFactory SharedSessionFactory(CollectiveExecutor* executor) {
   auto shared = std::make_shared<std::shared_ptr<Session>>();
-  return [shared, executor](const proto::GraphDef& def,
-                            const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+  return [shared, executor](
+             const proto::GraphDef& def,
+             const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
     if (*shared == nullptr) {
       SessionOptions so = options;
       so.collective = executor;
@@ -109,10 +110,10 @@ absl::Status CheckReplicasAgree(Session* session, CollectiveExecutor* executor,
     }
   }
   if (!differ.empty()) {
-    return absl::InternalError(absl::StrCat(
-        "collective replicas diverged at global step ", step, ": the variables of ",
-        absl::StrJoin(differ, ", "), " differ from those of ", executor->MemberName(0),
-        " (checksums of ", vars.reads.size(), " variables)"));
+    return absl::InternalError(absl::StrCat("collective replicas diverged at global step ", step,
+                                            ": the variables of ", absl::StrJoin(differ, ", "),
+                                            " differ from those of ", executor->MemberName(0),
+                                            " (checksums of ", vars.reads.size(), " variables)"));
   }
   return absl::OkStatus();
 }

@@ -47,17 +47,16 @@ absl::Status ConfigureCollectiveGroup(const RunConfig& config, int64_t timeout_s
 SessionFactory SharedSessionFactory(CollectiveExecutor* executor);
 
 struct ReplicaVariables {
-  std::string global_step;             // Tensor name of the global step's read.
-  std::string broadcast_op;            // ops::BroadcastVariables' node.
-  std::vector<std::string> reads;      // A read of every global variable.
-  std::string fingerprint;             // ops::CollectiveFingerprint of the graph.
+  std::string global_step;         // Tensor name of the global step's read.
+  std::string broadcast_op;        // ops::BroadcastVariables' node.
+  std::vector<std::string> reads;  // A read of every global variable.
+  std::string fingerprint;         // ops::CollectiveFingerprint of the graph.
 };
 
 // Forms the group and broadcasts the variables (see above), waiting up to `wait_ms`
 // for every replica.
 std::function<absl::Status(Session*)> FormGroupAndBroadcast(CollectiveExecutor* executor,
-                                                            ReplicaVariables vars,
-                                                            int64_t wait_ms);
+                                                            ReplicaVariables vars, int64_t wait_ms);
 
 class ReplicaCheckHook : public SessionRunHook {
  public:

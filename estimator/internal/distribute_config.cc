@@ -24,12 +24,12 @@ absl::Status CheckDistribute(const JobConfig& c,
   const bool collective = c.UsesCollective();
   if (collective) {
     if (c.cluster.NumTasks(kJobPs) > 0) {
-      return refuse("strategy",
-                    absl::StrCat("strategy = \"", d.strategy,
-                                 "\" mirrors the variables on every training task, but the "
-                                 "cluster has ps tasks: ",
-                                 c.cluster.DebugString(),
-                                 "; use \"parameter_server\" or drop the ps job"));
+      return refuse(
+          "strategy",
+          absl::StrCat("strategy = \"", d.strategy,
+                       "\" mirrors the variables on every training task, but the "
+                       "cluster has ps tasks: ",
+                       c.cluster.DebugString(), "; use \"parameter_server\" or drop the ps job"));
     }
     if (d.sync) {
       return refuse("sync",
@@ -44,8 +44,9 @@ absl::Status CheckDistribute(const JobConfig& c,
               d.collective_timeout_secs != defaults.collective_timeout_secs},
              {"check_replicas_steps", d.check_replicas_steps != defaults.check_replicas_steps}}) {
       if (set) {
-        return refuse(key, key + " applies only to strategy = \"collective\" (a cluster of "
-                                 "training tasks without ps tasks)");
+        return refuse(key, key +
+                               " applies only to strategy = \"collective\" (a cluster of "
+                               "training tasks without ps tasks)");
       }
     }
   }

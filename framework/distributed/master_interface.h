@@ -34,35 +34,37 @@ class MasterInterface {
 
   // Creates a master session for a graph (placed at once); returns its handle and
   // graph version.
-  virtual void CreateSessionAsync(
-      CallOptions* options, const WireMessage<proto::CreateSessionRequest>* request,
-      WireMessage<proto::CreateSessionResponse>* response, StatusCallback done) = 0;
+  virtual void CreateSessionAsync(CallOptions* options,
+                                  const WireMessage<proto::CreateSessionRequest>* request,
+                                  WireMessage<proto::CreateSessionResponse>* response,
+                                  StatusCallback done) = 0;
 
   // Adds nodes to a session's graph at its current version.
-  virtual void ExtendSessionAsync(
-      CallOptions* options, const WireMessage<proto::ExtendSessionRequest>* request,
-      WireMessage<proto::ExtendSessionResponse>* response, StatusCallback done) = 0;
+  virtual void ExtendSessionAsync(CallOptions* options,
+                                  const WireMessage<proto::ExtendSessionRequest>* request,
+                                  WireMessage<proto::ExtendSessionResponse>* response,
+                                  StatusCallback done) = 0;
 
   // Runs one step: feeds, fetches and targets by name; the master builds (once per
   // signature) and runs the partitioned plan.
-  virtual void RunStepAsync(
-      CallOptions* options, const WireMessage<proto::RunStepRequest>* request,
-      WireMessage<proto::RunStepResponse>* response, StatusCallback done) = 0;
+  virtual void RunStepAsync(CallOptions* options, const WireMessage<proto::RunStepRequest>* request,
+                            WireMessage<proto::RunStepResponse>* response, StatusCallback done) = 0;
 
   // Closes a session and deregisters its partitions.
-  virtual void CloseSessionAsync(
-      CallOptions* options, const WireMessage<proto::CloseSessionRequest>* request,
-      WireMessage<proto::CloseSessionResponse>* response, StatusCallback done) = 0;
+  virtual void CloseSessionAsync(CallOptions* options,
+                                 const WireMessage<proto::CloseSessionRequest>* request,
+                                 WireMessage<proto::CloseSessionResponse>* response,
+                                 StatusCallback done) = 0;
 
   // The devices of the cluster's tasks that the filters admit.
-  virtual void ListDevicesAsync(
-      CallOptions* options, const WireMessage<proto::ListDevicesRequest>* request,
-      WireMessage<proto::ListDevicesResponse>* response, StatusCallback done) = 0;
+  virtual void ListDevicesAsync(CallOptions* options,
+                                const WireMessage<proto::ListDevicesRequest>* request,
+                                WireMessage<proto::ListDevicesResponse>* response,
+                                StatusCallback done) = 0;
 
   // Closes every session and drops the named containers on every task.
-  virtual void ResetAsync(
-      CallOptions* options, const WireMessage<proto::ResetRequest>* request,
-      WireMessage<proto::ResetResponse>* response, StatusCallback done) = 0;
+  virtual void ResetAsync(CallOptions* options, const WireMessage<proto::ResetRequest>* request,
+                          WireMessage<proto::ResetResponse>* response, StatusCallback done) = 0;
 };
 
 }  // namespace tandem

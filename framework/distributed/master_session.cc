@@ -23,7 +23,6 @@
 namespace tandem {
 namespace {
 
-
 bool TaskMatchesFilters(const std::string& task, const std::vector<std::string>& filters) {
   if (filters.empty()) return true;
   auto task_spec = DeviceSpec::Parse(task);

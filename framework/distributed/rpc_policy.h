@@ -37,9 +37,9 @@ inline constexpr int64_t kCloseRpcMs = 5000;
 
 // Calls `attempt` until it succeeds, fails with a non-transient error, or the next
 // retry would end past `wait_ms`. `on_retry` (may be empty) sees each transient error.
-inline absl::Status RetryWithBackoff(int64_t wait_ms, bool retry_deadline_exceeded,
-                                     const std::function<absl::Status()>& attempt,
-                                     const std::function<void(const absl::Status&)>& on_retry = {}) {
+inline absl::Status RetryWithBackoff(
+    int64_t wait_ms, bool retry_deadline_exceeded, const std::function<absl::Status()>& attempt,
+    const std::function<void(const absl::Status&)>& on_retry = {}) {
   const int64_t deadline = env::NowMicros() + wait_ms * 1000;
   for (int64_t backoff_ms = 50;; backoff_ms = std::min<int64_t>(2 * backoff_ms, 1000)) {
     absl::Status s = attempt();

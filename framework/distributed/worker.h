@@ -63,7 +63,7 @@ struct WorkerEnv {
   ThreadPool* intra_op_pool = nullptr;           // Not owned.
   int intra_op_threads = 0;                      // ExecutorArgs::intra_op_threads.
   std::function<void(const std::string& reason)> on_shutdown;  // May be empty.
-  CollectiveExecutor* collective = nullptr;  // Not owned; may be null.
+  CollectiveExecutor* collective = nullptr;                    // Not owned; may be null.
   // RecvTensor sends a larger tensor in chunks of this many bytes, which the receiver
   // asks for several at a time (WorkerRendezvous) over its connections to this task.
   uint64_t recv_chunk_bytes = kDefaultRecvChunkBytes;

@@ -67,9 +67,10 @@ class WorkerInterface {
 
   // This task's devices, with their incarnations (a restarted task has new ones);
   // also the health probe of collectives and of the chief's liveness checks.
-  virtual void GetStatusAsync(
-      CallOptions* options, const WireMessage<proto::GetStatusRequest>* request,
-      WireMessage<proto::GetStatusResponse>* response, StatusCallback done) = 0;
+  virtual void GetStatusAsync(CallOptions* options,
+                              const WireMessage<proto::GetStatusRequest>* request,
+                              WireMessage<proto::GetStatusResponse>* response,
+                              StatusCallback done) = 0;
 
   // Creates the worker session `session_handle` (a master session's partitions
   // and stateful kernels live in it).
@@ -84,55 +85,64 @@ class WorkerInterface {
 
   // Builds the executor of one partition (every node on one device of this task)
   // in a worker session; returns its graph handle.
-  virtual void RegisterGraphAsync(
-      CallOptions* options, const WireMessage<proto::RegisterGraphRequest>* request,
-      WireMessage<proto::RegisterGraphResponse>* response, StatusCallback done) = 0;
+  virtual void RegisterGraphAsync(CallOptions* options,
+                                  const WireMessage<proto::RegisterGraphRequest>* request,
+                                  WireMessage<proto::RegisterGraphResponse>* response,
+                                  StatusCallback done) = 0;
 
   // Drops a registered partition.
-  virtual void DeregisterGraphAsync(
-      CallOptions* options, const WireMessage<proto::DeregisterGraphRequest>* request,
-      WireMessage<proto::DeregisterGraphResponse>* response, StatusCallback done) = 0;
+  virtual void DeregisterGraphAsync(CallOptions* options,
+                                    const WireMessage<proto::DeregisterGraphRequest>* request,
+                                    WireMessage<proto::DeregisterGraphResponse>* response,
+                                    StatusCallback done) = 0;
 
   // Runs a registered partition for one step: the request's tensors feed its _Arg
   // nodes, the response carries its _Retval values. ABORTED for an unknown session
   // or graph handle (this task restarted).
-  virtual void RunGraphAsync(
-      CallOptions* options, const WireMessage<proto::RunGraphRequest>* request,
-      WireMessage<proto::RunGraphResponse>* response, StatusCallback done) = 0;
+  virtual void RunGraphAsync(CallOptions* options,
+                             const WireMessage<proto::RunGraphRequest>* request,
+                             WireMessage<proto::RunGraphResponse>* response,
+                             StatusCallback done) = 0;
 
   // The value a _Send of this task made (or will make) for `rendezvous_key` in a
   // step; large values come in chunks.
-  virtual void RecvTensorAsync(
-      CallOptions* options, const WireMessage<proto::RecvTensorRequest>* request,
-      WireMessage<proto::RecvTensorResponse>* response, StatusCallback done) = 0;
+  virtual void RecvTensorAsync(CallOptions* options,
+                               const WireMessage<proto::RecvTensorRequest>* request,
+                               WireMessage<proto::RecvTensorResponse>* response,
+                               StatusCallback done) = 0;
 
   // Ends a step on this task (drops its rendezvous), aborting it first when
   // `abort_code` is set.
-  virtual void CleanupGraphAsync(
-      CallOptions* options, const WireMessage<proto::CleanupGraphRequest>* request,
-      WireMessage<proto::CleanupGraphResponse>* response, StatusCallback done) = 0;
+  virtual void CleanupGraphAsync(CallOptions* options,
+                                 const WireMessage<proto::CleanupGraphRequest>* request,
+                                 WireMessage<proto::CleanupGraphResponse>* response,
+                                 StatusCallback done) = 0;
 
   // Drops the resources (variables) of the named containers, or of every one.
-  virtual void CleanupAllAsync(
-      CallOptions* options, const WireMessage<proto::CleanupAllRequest>* request,
-      WireMessage<proto::CleanupAllResponse>* response, StatusCallback done) = 0;
+  virtual void CleanupAllAsync(CallOptions* options,
+                               const WireMessage<proto::CleanupAllRequest>* request,
+                               WireMessage<proto::CleanupAllResponse>* response,
+                               StatusCallback done) = 0;
 
   // Asks the server to stop serving (`trainer serve` then exits 0).
-  virtual void ShutdownAsync(
-      CallOptions* options, const WireMessage<proto::ShutdownRequest>* request,
-      WireMessage<proto::ShutdownResponse>* response, StatusCallback done) = 0;
+  virtual void ShutdownAsync(CallOptions* options,
+                             const WireMessage<proto::ShutdownRequest>* request,
+                             WireMessage<proto::ShutdownResponse>* response,
+                             StatusCallback done) = 0;
 
   // One piece of a collective, pushed by the member that has it to the member
   // that needs it (collective/collective_executor.h), or a member's abort.
-  virtual void CollectiveDataAsync(
-      CallOptions* options, const WireMessage<proto::CollectiveDataRequest>* request,
-      WireMessage<proto::CollectiveDataResponse>* response, StatusCallback done) = 0;
+  virtual void CollectiveDataAsync(CallOptions* options,
+                                   const WireMessage<proto::CollectiveDataRequest>* request,
+                                   WireMessage<proto::CollectiveDataResponse>* response,
+                                   StatusCallback done) = 0;
 
   // Asks this task, the collective group's leader (rank 0), to form the group;
   // answered once every member has asked.
-  virtual void CollectiveJoinAsync(
-      CallOptions* options, const WireMessage<proto::CollectiveJoinRequest>* request,
-      WireMessage<proto::CollectiveJoinResponse>* response, StatusCallback done) = 0;
+  virtual void CollectiveJoinAsync(CallOptions* options,
+                                   const WireMessage<proto::CollectiveJoinRequest>* request,
+                                   WireMessage<proto::CollectiveJoinResponse>* response,
+                                   StatusCallback done) = 0;
 };
 
 class WorkerCacheInterface {

@@ -28,7 +28,7 @@
 namespace tandem {
 
 class OpKernelContext;
-class Rendezvous;  // framework/runtime; kernels of Send/Recv use it.
+class Rendezvous;          // framework/runtime; kernels of Send/Recv use it.
 class CollectiveExecutor;  // framework/distributed/collective; collective kernels use it.
 
 class OpKernel {

@@ -78,8 +78,9 @@ absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
                                                        const std::vector<Variable>& vars) {
   const std::vector<std::string>& marks = scope.graph()->GetCollection(kEnabled);
   if (marks.empty()) {
-    return absl::FailedPreconditionError("AllReduceGradients: the graph is not marked with "
-                                         "EnableCollectiveAllReduce");
+    return absl::FailedPreconditionError(
+        "AllReduceGradients: the graph is not marked with "
+        "EnableCollectiveAllReduce");
   }
   const Node* mark = scope.graph()->FindNode(marks[0]);
   const int64_t per_pack = GetAttrOr<int64_t>(mark->attrs(), "bytes_per_pack", 25 << 20);
@@ -91,9 +92,9 @@ absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
     // A gradient has its variable's shape, which is fully defined where the gradient's
     // static shape may not be (Conv2DBackpropFilter's).
     if (vars.size() != grads.size() || !vars[i].shape().IsFullyDefined()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "AllReduceGradients: the variable of gradient ", grads[i].name(),
-          " needs a fully defined shape"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("AllReduceGradients: the variable of gradient ", grads[i].name(),
+                       " needs a fully defined shape"));
     }
     const int64_t g = vars[i].shape().num_elements() * 4;
     const int64_t cap = buckets.size() == 1 ? first : per_pack;  // The open bucket's cap.
@@ -109,9 +110,9 @@ absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
   for (size_t b = 0; b < buckets.size(); ++b) {
     std::vector<Output> xs;
     for (int i : buckets[b]) xs.push_back(grads[i]);
-    std::vector<Output> ys = CollectiveAllReduce(
-        scope.WithOpName(absl::StrCat("collective/all_reduce_", b)), xs,
-        static_cast<int64_t>(b) + 1, /*average=*/true);
+    std::vector<Output> ys =
+        CollectiveAllReduce(scope.WithOpName(absl::StrCat("collective/all_reduce_", b)), xs,
+                            static_cast<int64_t>(b) + 1, /*average=*/true);
     TANDEM_RETURN_IF_ERROR(scope.status());
     nodes.push_back(ys[0].node);
     for (size_t k = 0; k < buckets[b].size(); ++k) reduced[buckets[b][k]] = ys[k];
@@ -132,8 +133,8 @@ absl::StatusOr<Node*> BroadcastVariables(const Scope& scope, const std::vector<V
   Scope s = scope.NewSubScope("collective");
   std::vector<Output> values;
   for (const Variable& v : vars) {
-    values.push_back(ReadVariableOp(s.WithOpName(v.name() + "/broadcast_read"), v.handle(),
-                                    v.dtype()));
+    values.push_back(
+        ReadVariableOp(s.WithOpName(v.name() + "/broadcast_read"), v.handle(), v.dtype()));
   }
   Node* bcast = internal::BuildNode(s.WithOpName("broadcast"), kBroadcast, values,
                                     {{"instance_key", kBroadcastInstanceKey}});
@@ -157,9 +158,8 @@ std::string CollectiveFingerprint(const Graph& graph) {
     for (const Output& in : n->inputs()) {
       shapes.push_back(absl::StrCat(DTypeName(in.dtype()), in.shape().DebugString()));
     }
-    parts.push_back(absl::StrCat(n->op(), "#",
-                                 GetAttrOr<int64_t>(n->attrs(), "instance_key", 0), "(",
-                                 absl::StrJoin(shapes, ","), ")"));
+    parts.push_back(absl::StrCat(n->op(), "#", GetAttrOr<int64_t>(n->attrs(), "instance_key", 0),
+                                 "(", absl::StrJoin(shapes, ","), ")"));
   }
   std::sort(parts.begin(), parts.end());
   const std::string all = absl::StrJoin(parts, ";");

@@ -98,7 +98,8 @@ int Main(int argc, char** argv) {
   CHECK(cluster.AddJob("worker", addrs).ok());
   std::vector<std::unique_ptr<Server>> servers;
   CollectiveGroup group;
-  for (int i = 0; i < members; ++i) group.members.push_back(ClusterSpec::TaskDeviceName("worker", i));
+  for (int i = 0; i < members; ++i)
+    group.members.push_back(ClusterSpec::TaskDeviceName("worker", i));
   options.piece_bytes = std::max<uint64_t>(1, piece_kib) << 10;
   options.small_bytes = small_kib << 10;
   for (int i = 0; i < members; ++i) {
@@ -153,9 +154,8 @@ int Main(int argc, char** argv) {
       }
     }
     ++instance;
-    const char* algo = static_cast<uint64_t>(count * 4) <= options.small_bytes
-                           ? "recursive doubling"
-                           : "ring";
+    const char* algo =
+        static_cast<uint64_t>(count * 4) <= options.small_bytes ? "recursive doubling" : "ring";
     if (members == 2) {
       std::printf("allreduce %.1f MiB (%s, %d members): %.3f ms, floor %.3f ms, ratio %.2f\n", m,
                   algo, members, Median(ours) * 1e3, Median(floor) * 1e3,

@@ -5,10 +5,9 @@
 // schedulers set.
 #include "estimator/run_config.h"
 
-#include "absl/strings/str_cat.h"
-
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -34,13 +34,13 @@ void TrainAndScore(const json& cluster, std::vector<std::pair<std::string, int>>
   const std::string model_dir = tmp.path() + "/model";
   std::filesystem::create_directories(model_dir);
   tasks.push_back({"evaluator", 0});
-  std::vector<TaskRun> runs =
-      StartTasks(cluster, {{"environment", "cloud"}}, tasks, model_dir, "",
-                 {absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=2500",
-                  "eval.steps=10"});
+  std::vector<TaskRun> runs = StartTasks(cluster, {{"environment", "cloud"}}, tasks, model_dir, "",
+                                         {absl::StrCat("train.max_steps=", kSteps),
+                                          "run.save_checkpoints_steps=2500", "eval.steps=10"});
   ExpectAllExitZero(runs);
   ExpectFinalCheckpoint(model_dir, /*num_ps=*/1, kSteps);
-  const auto [accuracy, step] = testing::FinalEvaluation(Find(runs, "evaluator_0").process->Stdout());
+  const auto [accuracy, step] =
+      testing::FinalEvaluation(Find(runs, "evaluator_0").process->Stdout());
   EXPECT_EQ(step, kSteps);
   EXPECT_GE(accuracy, 0.88);
   std::printf("accuracy at %lld synchronous steps: %.4f\n", static_cast<long long>(step), accuracy);

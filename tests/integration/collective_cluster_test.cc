@@ -57,9 +57,8 @@ std::unique_ptr<Subprocess> StartTask(const json& cluster, const std::string& ty
                                       const std::string& command, const std::string& model_dir,
                                       const std::vector<std::string>& sets,
                                       const std::string& log_suffix = "") {
-  json tf = {{"cluster", cluster},
-             {"task", {{"type", type}, {"index", index}}},
-             {"environment", "cloud"}};
+  json tf = {
+      {"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}, {"environment", "cloud"}};
   const std::string log =
       (std::filesystem::path(model_dir).parent_path() / absl::StrCat(type, "_", index, log_suffix))
           .string();
@@ -98,8 +97,8 @@ TEST(CollectiveClusterTest, TwoReplicasFollowOneProcessWithTheDoubleBatch) {
   // so the two replicas' batches make the single process's batch k of 2B rows.
   const std::vector<std::string> same = {
       absl::StrCat("train.max_steps=", kSteps), "run.log_step_count_steps=1",
-      "run.save_checkpoints_steps=1000", "data.shuffle_buffer=1",
-      "model.params.optimizer=\"sgd\"", "model.params.learning_rate=0.1"};
+      "run.save_checkpoints_steps=1000",        "data.shuffle_buffer=1",
+      "model.params.optimizer=\"sgd\"",         "model.params.learning_rate=0.1"};
   std::vector<std::string> local_sets = same;
   local_sets.push_back(absl::StrCat("train.batch_size=", 2 * kBatch));
   std::filesystem::create_directories(tmp.path() + "/local");
@@ -148,13 +147,12 @@ TEST(CollectiveClusterTest, ChiefAndTwoWorkersTrainToMaxStepsAndTheEvaluatorScor
   const std::string model_dir = tmp.path() + "/model";
   std::filesystem::create_directories(model_dir);
   constexpr int64_t kSteps = 1500;
-  const std::vector<std::string> sets = Collective({absl::StrCat("train.max_steps=", kSteps),
-                                                    "run.save_checkpoints_steps=500"});
+  const std::vector<std::string> sets =
+      Collective({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=500"});
   json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(2)}};
-  std::vector<TaskRun> runs =
-      StartTasks(cluster, {{"environment", "cloud"}},
-                 {{"chief", 0}, {"worker", 0}, {"worker", 1}, {"evaluator", 0}}, model_dir, "",
-                 sets);
+  std::vector<TaskRun> runs = StartTasks(
+      cluster, {{"environment", "cloud"}},
+      {{"chief", 0}, {"worker", 0}, {"worker", 1}, {"evaluator", 0}}, model_dir, "", sets);
   ExpectAllExitZero(runs);
   for (const char* name : {"chief_0", "worker_0", "worker_1"}) {
     EXPECT_EQ(FinishedAt(Find(runs, name).process->Stderr()), kSteps) << name;
@@ -162,7 +160,8 @@ TEST(CollectiveClusterTest, ChiefAndTwoWorkersTrainToMaxStepsAndTheEvaluatorScor
     EXPECT_EQ(testing::LocalSteps(Find(runs, name).process->Stderr()), kSteps) << name;
   }
   ExpectFinalCheckpoint(model_dir, /*num_ps=*/1, kSteps);
-  const auto [accuracy, step] = testing::FinalEvaluation(Find(runs, "evaluator_0").process->Stdout());
+  const auto [accuracy, step] =
+      testing::FinalEvaluation(Find(runs, "evaluator_0").process->Stdout());
   EXPECT_EQ(step, kSteps);
   // 1500 synchronous steps of 3 x 128 examples; one process reaches 0.85 in about 3000
   // steps of 128 (cluster_job.h).
@@ -185,7 +184,8 @@ TEST(CollectiveClusterTest, WithoutAChiefWorkerZeroLeads) {
   EXPECT_THAT(leader, HasSubstr("worker 0 (this task) acts as the chief"));
   EXPECT_THAT(leader, HasSubstr("collective all-reduce replica 0 of 2"));
   EXPECT_THAT(leader, HasSubstr("Saving checkpoints for 300"));
-  EXPECT_THAT(Find(runs, "worker_1").process->Stderr(), ::testing::Not(HasSubstr("Saving checkpoints")));
+  EXPECT_THAT(Find(runs, "worker_1").process->Stderr(),
+              ::testing::Not(HasSubstr("Saving checkpoints")));
   ExpectFinalCheckpoint(model_dir, /*num_ps=*/1, 300);
 }
 
@@ -215,7 +215,8 @@ void KillAndRestart(const std::string& type, int index) {
     while (task->Stderr().find("Collective group aborted") == std::string::npos ||
            task->Stderr().find(victim) == std::string::npos) {
       ASSERT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(20))
-          << name << ":\n" << task->Stderr();
+          << name << ":\n"
+          << task->Stderr();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
@@ -233,7 +234,8 @@ void KillAndRestart(const std::string& type, int index) {
   std::smatch m;
   const std::string log = tasks[victim]->Stderr();
   ASSERT_TRUE(std::regex_search(
-      log, m, std::regex(R"(variables from (\w+:\d+) at global step (\d+) \(this replica was at 0\))")))
+      log, m,
+      std::regex(R"(variables from (\w+:\d+) at global step (\d+) \(this replica was at 0\))")))
       << log;
   EXPECT_NE(m[1].str(), victim);
   EXPECT_GE(std::stoll(m[2]), before);

@@ -209,7 +209,8 @@ struct CollectiveAlgorithms {
         for (int seg = 0; seg < n; ++seg) {
           if (seg == Mod(r + 1, n)) continue;  // Reduced here.
           const Tensor& got = lane->gathered[seg];
-          if (got.TotalBytes() > 0) std::memcpy(lane->SegData(seg, n), got.raw_data(), got.TotalBytes());
+          if (got.TotalBytes() > 0)
+            std::memcpy(lane->SegData(seg, n), got.raw_data(), got.TotalBytes());
         }
       }
     };
@@ -346,15 +347,14 @@ void CollectiveExecutor::AllGather(int64_t instance_key, Tensor data,
   auto gathered = std::make_shared<std::vector<Tensor>>(size);
   const size_t bytes = data.TotalBytes();
   (*gathered)[rank] = data.ByteRange(0, bytes);
-  auto run = std::make_shared<Run>(
-      this, *start, instance_key,
-      [gathered, done = std::move(done)](const absl::Status& s) {
-        if (!s.ok()) {
-          done(s);
-          return;
-        }
-        done(std::move(*gathered));
-      });
+  auto run = std::make_shared<Run>(this, *start, instance_key,
+                                   [gathered, done = std::move(done)](const absl::Status& s) {
+                                     if (!s.ok()) {
+                                       done(s);
+                                       return;
+                                     }
+                                     done(std::move(*gathered));
+                                   });
   auto* raw = run.get();
   run->on_success = [this, raw] {
     if (raw->stop_known()) stop_agreed_ = true;

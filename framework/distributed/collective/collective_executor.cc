@@ -84,8 +84,7 @@ std::shared_ptr<void> CollectiveExecutor::RpcInFlight() {
 absl::Status CollectiveExecutor::Configure(CollectiveGroup group, CollectiveOptions options) {
   if (group.rank < 0 || group.rank >= static_cast<int>(group.members.size())) {
     return absl::InvalidArgumentError(absl::StrCat("collective group: rank ", group.rank,
-                                                   " is not in a group of ",
-                                                   group.members.size()));
+                                                   " is not in a group of ", group.members.size()));
   }
   if (group.members[group.rank] != task_name_) {
     return absl::InvalidArgumentError(absl::StrCat("collective group: rank ", group.rank, " is ",
@@ -232,9 +231,10 @@ void CollectiveExecutor::HandleJoin(const proto::CollectiveJoinRequest& request,
     const int n = static_cast<int>(group_.members.size());
     if (request.group_size() != n || request.rank() < 0 || request.rank() >= n ||
         group_.members[request.rank()] != request.task()) {
-      done(absl::InvalidArgumentError(absl::StrCat(
-          "collective group: ", request.task(), " asked to join as rank ", request.rank(), " of ",
-          request.group_size(), ", but the leader's group is ", absl::StrJoin(group_.members, ", "))));
+      done(absl::InvalidArgumentError(
+          absl::StrCat("collective group: ", request.task(), " asked to join as rank ",
+                       request.rank(), " of ", request.group_size(), ", but the leader's group is ",
+                       absl::StrJoin(group_.members, ", "))));
       return;
     }
     const int r = request.rank();
@@ -268,7 +268,8 @@ void CollectiveExecutor::JoinReply() {
         s = absl::FailedPreconditionError(absl::StrCat(
             "collective group: ", MemberNameLocked(rank), " built other collective ops (",
             j.request.fingerprint(), ") than ", MemberNameLocked(round_.begin()->first), " (",
-            round_.begin()->second.request.fingerprint(), "): every replica must run the same model"));
+            round_.begin()->second.request.fingerprint(),
+            "): every replica must run the same model"));
       }
     }
     proto::CollectiveJoinResponse formed;
@@ -338,11 +339,12 @@ void CollectiveExecutor::Send(const Key& key, int peer, Tensor data, bool stop, 
   const int64_t wait = StartWait(peer);
   (*w)->CollectiveDataAsync(
       &call->options, &call->request, &call->response,
-      [this, call, wait, peer, guard = RpcInFlight(), done = std::move(done)](const absl::Status& s) {
+      [this, call, wait, peer, guard = RpcInFlight(),
+       done = std::move(done)](const absl::Status& s) {
         EndWait(wait);
         if (!s.ok()) {
-          absl::Status failed = absl::UnavailableError(absl::StrCat(
-              "collective: sending to ", MemberName(peer), " failed: ", s.message()));
+          absl::Status failed = absl::UnavailableError(
+              absl::StrCat("collective: sending to ", MemberName(peer), " failed: ", s.message()));
           Abort(failed);
           done(failed);
           return;
@@ -404,8 +406,8 @@ void CollectiveExecutor::HandleData(const WireMessage<proto::CollectiveDataReque
     absl::MutexLock lock(&mu_);
     if (!configured_ || r.src_rank() < 0 ||
         r.src_rank() >= static_cast<int>(group_.members.size()) || r.src_rank() == group_.rank) {
-      done(absl::InvalidArgumentError(
-          absl::StrCat("CollectiveData: source rank ", r.src_rank(), " is not a peer of ", task_name_)));
+      done(absl::InvalidArgumentError(absl::StrCat("CollectiveData: source rank ", r.src_rank(),
+                                                   " is not a peer of ", task_name_)));
       return;
     }
     if (r.generation() != generation_ &&
@@ -536,9 +538,9 @@ void CollectiveExecutor::Watchdog() {
       d(absl::UnavailableError(absl::StrCat("waiting for ", missing, " to join")));
     }
     if (overdue) {
-      Abort(absl::UnavailableError(absl::StrCat(
-          "collective: ", MemberName(overdue->first), " has not answered for ",
-          overdue->second / 1000, " s ([distribute] collective_timeout_secs)")));
+      Abort(absl::UnavailableError(absl::StrCat("collective: ", MemberName(overdue->first),
+                                                " has not answered for ", overdue->second / 1000,
+                                                " s ([distribute] collective_timeout_secs)")));
     }
     for (int peer : probe) Probe(peer);
     mu_.Lock();
@@ -580,8 +582,8 @@ void CollectiveExecutor::Probe(int peer) {
               if (d.incarnation() == incarnations_[peer]) same = true;
             }
             if (!same) {
-              verdict = absl::UnavailableError(absl::StrCat(
-                  "collective: ", MemberNameLocked(peer), " restarted since the group formed"));
+              verdict = absl::UnavailableError(absl::StrCat("collective: ", MemberNameLocked(peer),
+                                                            " restarted since the group formed"));
             }
           }
         }

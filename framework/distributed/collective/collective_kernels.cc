@@ -35,8 +35,7 @@ std::vector<size_t> PackOffsets(const OpKernelContext& ctx, size_t* total) {
   return offsets;
 }
 
-void Pack(const OpKernelContext& ctx, const std::vector<size_t>& offsets, char* dst,
-          size_t total) {
+void Pack(const OpKernelContext& ctx, const std::vector<size_t>& offsets, char* dst, size_t total) {
   for (int i = 0; i < ctx.num_inputs(); ++i) {
     const size_t n = ctx.input(i).TotalBytes();
     if (n > 0) std::memcpy(dst + offsets[i], ctx.input(i).raw_data(), n);
@@ -108,18 +107,18 @@ class CollectiveAllReduceKernel : public CollectiveKernel {
     const float scale = average_ ? 1.0f / static_cast<float>(ex->size()) : 1.0f;
     ex->AllReduceSum(
         instance_key_, packed,
-        [&ctx, packed, offsets = std::move(offsets), done = std::move(done)](const absl::Status& s) {
-                       if (!s.ok()) {
-                         done(ctx.Annotate(s));
-                         return;
-                       }
-                       for (int i = 0; i < ctx.num_inputs(); ++i) {
-                         const int64_t begin = static_cast<int64_t>(offsets[i] / sizeof(float));
-                         const int64_t count = ctx.input(i).NumElements();
-                         ctx.set_output(i, packed.Slice(begin, begin + count)
-                                               .Reshaped(ctx.input(i).shape()));
-                       }
-                       done(absl::OkStatus());
+        [&ctx, packed, offsets = std::move(offsets),
+         done = std::move(done)](const absl::Status& s) {
+          if (!s.ok()) {
+            done(ctx.Annotate(s));
+            return;
+          }
+          for (int i = 0; i < ctx.num_inputs(); ++i) {
+            const int64_t begin = static_cast<int64_t>(offsets[i] / sizeof(float));
+            const int64_t count = ctx.input(i).NumElements();
+            ctx.set_output(i, packed.Slice(begin, begin + count).Reshaped(ctx.input(i).shape()));
+          }
+          done(absl::OkStatus());
         },
         scale);
   }

@@ -20,9 +20,9 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewGrpcChannel(const std::string&
   void Class::Name##Async(CallOptions* options, const WireMessage<proto::Name##Request>* request, \
                           WireMessage<proto::Name##Response>* response, StatusCallback done) {    \
     static const std::string* const kMethod = new std::string(std::string(Prefix) + #Name);       \
-    grpc::GenericStub* stub = Pick(absl::string_view(#Name) == "RecvTensor" ||                    \
-                                     absl::string_view(#Name) == "CollectiveData",                \
-                                 &done);                                                          \
+    grpc::GenericStub* stub = Pick(                                                               \
+        absl::string_view(#Name) == "RecvTensor" || absl::string_view(#Name) == "CollectiveData", \
+        &done);                                                                                   \
     GrpcCall(stub, *kMethod, token_, options, request, response, std::move(done));                \
   }
 

@@ -65,9 +65,8 @@ std::vector<absl::StatusOr<CollectiveExecutor::Formation>> JoinAll(
                                                                  absl::UnknownError("unset"));
   std::vector<std::thread> threads;
   for (size_t i = 0; i < g.ex.size(); ++i) {
-    threads.emplace_back([&, i] {
-      out[i] = g.ex[i]->Join(steps[i], prints.empty() ? "same" : prints[i], 20000);
-    });
+    threads.emplace_back(
+        [&, i] { out[i] = g.ex[i]->Join(steps[i], prints.empty() ? "same" : prints[i], 20000); });
   }
   for (auto& t : threads) t.join();
   return out;
@@ -272,13 +271,14 @@ TEST(CollectiveExecutorTest, KernelsAverageAndBroadcastInSessions) {
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&, r] {
       Scope root = Scope::NewRootScope();
-      Output a = ops::Const(root.WithOpName("a"),
-                            Tensor::FromVector<float>({1.f + r, 2.f + r, 3.f + r}, TensorShape({3})));
+      Output a =
+          ops::Const(root.WithOpName("a"),
+                     Tensor::FromVector<float>({1.f + r, 2.f + r, 3.f + r}, TensorShape({3})));
       Output b = ops::Const(root.WithOpName("b"),
                             Tensor::FromVector<float>({10.f * (r + 1)}, TensorShape({1, 1})));
       std::vector<Output> avg = ops::CollectiveAllReduce(root.WithOpName("ar"), {a, b}, 1, true);
-      Output c = ops::Const(root.WithOpName("c"),
-                            Tensor::FromVector<int64_t>({100 + r}, TensorShape({})));
+      Output c =
+          ops::Const(root.WithOpName("c"), Tensor::FromVector<int64_t>({100 + r}, TensorShape({})));
       Node* bcast = root.AddNode("CollectiveBroadcast", "bc", {c}, {{"instance_key", int64_t{2}}});
       CHECK(root.status().ok()) << root.status();
       proto::GraphDef def;
