@@ -12,7 +12,7 @@
 #include "framework/distributed/local_master.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/rpc_policy.h"
-#include "framework/runtime/remapper.h"
+#include "framework/runtime/prepare_graph.h"
 
 namespace tandem {
 
@@ -45,9 +45,10 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Create(
 absl::Status GrpcSession::Init(const proto::GraphDef& graph, const SessionOptions& options) {
   WireMessage<proto::CreateSessionRequest> req;
   WireMessage<proto::CreateSessionResponse> resp;
-  // The precision rewrite runs here, on the client, so the master partitions the
-  // graph the policy made.
-  TANDEM_ASSIGN_OR_RETURN(*req.proto.mutable_graph(), PrepareGraph(graph, options.precision));
+  // The precision rewrite and the fusions run here, on the client, so the master
+  // partitions the graph they made.
+  auto prepared = std::make_unique<PreparedGraph>(options.precision);
+  TANDEM_ASSIGN_OR_RETURN(*req.proto.mutable_graph(), prepared->Prepare(graph));
   for (const std::string& f : options.device_filters)
     req.proto.mutable_config()->add_device_filters(f);
   req.proto.mutable_config()->set_allow_soft_placement(options.allow_soft_placement);
@@ -62,6 +63,8 @@ absl::Status GrpcSession::Init(const proto::GraphDef& graph, const SessionOption
   }));
   handle_ = resp.proto.session_handle();
   absl::MutexLock lock(&mu_);
+  prepared->Commit(graph, req.proto.graph());
+  prepared_ = std::move(prepared);
   graph_version_ = resp.proto.graph_version();
   return absl::OkStatus();
 }
@@ -74,9 +77,10 @@ absl::Status GrpcSession::Extend(const proto::GraphDef& graph) {
   WireMessage<proto::ExtendSessionRequest> req;
   WireMessage<proto::ExtendSessionResponse> resp;
   req.proto.set_session_handle(handle_);
-  *req.proto.mutable_graph() = graph;
+  TANDEM_ASSIGN_OR_RETURN(*req.proto.mutable_graph(), prepared_->Prepare(graph));
   req.proto.set_current_graph_version(graph_version_);
   TANDEM_RETURN_IF_ERROR(CallAndWait(master_, &MasterInterface::ExtendSessionAsync, req, &resp));
+  prepared_->Commit(graph, req.proto.graph());
   graph_version_ = resp.proto.new_graph_version();
   return absl::OkStatus();
 }

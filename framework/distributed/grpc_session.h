@@ -2,11 +2,13 @@
 //
 // GrpcSession: the Session interface over a master, usually the master service of
 // this task's own Server ("grpc://host:port"). When that Server is in this process
-// (and the token matches), the session calls its Master directly (local_master.h). Creating it
-// creates a master session with the graph (waiting for the cluster's tasks to answer); Extend sends
-// the new nodes; Run sends feeds and gets fetches as raw tensor bytes. Everything a DirectSession
-// can run, a GrpcSession runs the same, placed across the cluster. ABORTED and UNAVAILABLE from Run
-// mean the session must be re-created (a task restarted or died).
+// (and the token matches), the session calls its Master directly (local_master.h).
+// Creating it creates a master session with the graph (waiting for the cluster's tasks
+// to answer); Extend sends the new nodes, prepared in the context of the whole graph
+// (prepare_graph.h); Run sends feeds and gets fetches as raw tensor bytes. Everything a
+// DirectSession can run, a GrpcSession runs the same, placed across the cluster.
+// ABORTED and UNAVAILABLE from Run mean the session must be re-created (a task
+// restarted or died).
 //
 // NewSession picks DirectSession for an empty target and GrpcSession for
 // "grpc://...".
@@ -21,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "framework/distributed/master_interface.h"
 #include "framework/distributed/transport_security.h"
+#include "framework/runtime/prepare_graph.h"
 #include "framework/runtime/session.h"
 
 namespace tandem {
@@ -54,6 +57,8 @@ class GrpcSession : public Session {
   std::string handle_;
   absl::Mutex mu_;
   int64_t graph_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // What the master holds, so Extend sends prepared nodes (prepare_graph.h).
+  std::unique_ptr<PreparedGraph> prepared_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 

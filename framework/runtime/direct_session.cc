@@ -7,12 +7,13 @@
 #include "absl/strings/str_join.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
-#include "framework/runtime/remapper.h"
+#include "framework/runtime/prepare_graph.h"
 #include "framework/runtime/runtime_kernels.h"
 #include "framework/runtime/subgraph.h"
 
 namespace tandem {
-DirectSession::DirectSession(const SessionOptions& options) : options_(options) {}
+DirectSession::DirectSession(const SessionOptions& options)
+    : options_(options), prepared_(options.precision) {}
 DirectSession::~DirectSession() = default;
 
 absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
@@ -27,9 +28,7 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
   s->intra_op_threads_ = intra;
   absl::MutexLock lock(&s->mu_);
   s->graph_ = std::make_unique<Graph>(OpRegistry::Global());
-  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef def, PrepareGraph(graph, options.precision));
-  TANDEM_RETURN_IF_ERROR(s->graph_->AddGraphDef(def));
-  TANDEM_RETURN_IF_ERROR(s->PlaceNodes());
+  TANDEM_RETURN_IF_ERROR(s->ExtendLocked(graph));
   return s;
 }
 
@@ -58,7 +57,13 @@ absl::Status DirectSession::PlaceNodes() {
 absl::Status DirectSession::Extend(const proto::GraphDef& graph) {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError("session is closed");
-  TANDEM_RETURN_IF_ERROR(graph_->AddGraphDef(graph));
+  return ExtendLocked(graph);
+}
+
+absl::Status DirectSession::ExtendLocked(const proto::GraphDef& graph) {
+  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef def, prepared_.Prepare(graph));
+  TANDEM_RETURN_IF_ERROR(graph_->AddGraphDef(def));
+  prepared_.Commit(graph, def);
   return PlaceNodes();
 }
 

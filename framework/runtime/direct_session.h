@@ -20,6 +20,7 @@
 #include "framework/graph/graph.h"
 #include "framework/runtime/device.h"
 #include "framework/runtime/executor.h"
+#include "framework/runtime/prepare_graph.h"
 #include "framework/runtime/session.h"
 
 namespace tandem {
@@ -48,6 +49,8 @@ class DirectSession : public Session {
     std::vector<Output> feed_endpoints;  // In the session graph, same order.
   };
   explicit DirectSession(const SessionOptions& options);
+  // Prepares `graph`'s new nodes (prepare_graph.h), adds and places them.
+  absl::Status ExtendLocked(const proto::GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status PlaceNodes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::shared_ptr<const Executable>> GetExecutable(
       std::vector<std::string> feeds, absl::Span<const std::string> fetches,
@@ -61,6 +64,7 @@ class DirectSession : public Session {
   std::atomic<int64_t> next_step_id_{1};
   absl::Mutex mu_;
   std::unique_ptr<Graph> graph_ ABSL_GUARDED_BY(mu_);
+  PreparedGraph prepared_ ABSL_GUARDED_BY(mu_);  // What graph_ holds, as given.
   absl::flat_hash_map<std::string, std::shared_ptr<const Executable>> executables_
       ABSL_GUARDED_BY(mu_);
   // Stateful kernels shared by all executables (their graphs live in executables_).

@@ -1,18 +1,15 @@
 // framework/runtime/remapper.cc
 #include "framework/runtime/remapper.h"
 
-#include <atomic>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "framework/core/status.h"
 #include "framework/graph/graph.h"
-#include "glog/logging.h"
 
 namespace tandem {
 namespace {
@@ -144,20 +141,6 @@ absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
     emit(original);
     auto f = fused_after.find(original.name());
     if (f != fused_after.end()) emit(std::move(f->second));
-  }
-  return out;
-}
-
-absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precision precision) {
-  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef typed, ApplyPrecision(def, precision));
-  RemapReport report;
-  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef out,
-                          FuseBiasAndRelu(typed, OpRegistry::Global(), &report));
-  static std::atomic<bool> logged{false};
-  if (!report.fused.empty() && !logged.exchange(true)) {
-    std::vector<std::string> chains;
-    for (const auto& [chain, n] : report.fused) chains.push_back(absl::StrCat(chain, " x", n));
-    LOG(INFO) << "Fused into one oneDNN primitive each: " << absl::StrJoin(chains, ", ");
   }
   return out;
 }

@@ -24,7 +24,6 @@
 #include "absl/status/statusor.h"
 #include "framework/graph/op_registry.h"
 #include "framework/protos/graph.pb.h"
-#include "framework/runtime/mixed_precision.h"
 
 namespace tandem {
 
@@ -35,10 +34,6 @@ struct RemapReport {
 absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
                                                 const OpRegistry* registry,
                                                 RemapReport* report = nullptr);
-
-// The graph a session runs: ApplyPrecision(def, precision), then FuseBiasAndRelu.
-// Logs the fusions once per process.
-absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precision precision);
 
 }  // namespace tandem
 

@@ -43,8 +43,9 @@ struct SessionOptions {
   int64_t wait_for_workers_ms = 0;
   // kMixedBfloat16 rewrites the graph the session is created with
   // (framework/runtime/mixed_precision.h); then, whatever the precision, bias and ReLU
-  // chains are fused (framework/runtime/remapper.h). Nodes added later by Extend run as
-  // given.
+  // chains are fused (framework/runtime/remapper.h). Nodes added later by Extend are
+  // rewritten and fused the same way, in the context of the whole graph
+  // (framework/runtime/prepare_graph.h).
   Precision precision = Precision::kFloat32;
   // In-process sessions only: the collective group that the graph's collective ops
   // (framework/ops/collective_ops.h) reduce over. Not owned; must outlive the session.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -28,11 +29,13 @@
 #include "framework/ops/layers.h"
 #include "framework/ops/losses.h"
 #include "framework/ops/math_ops.h"
+#include "framework/ops/nn_ops.h"
 #include "framework/ops/optimizers.h"
 #include "framework/ops/state_ops.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/free_port.h"
+#include "tests/util/ramp.h"
 
 namespace tandem {
 namespace {
@@ -387,6 +390,47 @@ TEST(GrpcSessionTest, ExtendAddsNodes) {
   auto out = session->Run({}, {b.name()});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].scalar<float>(), 4.0f);
+}
+
+TEST(GrpcSessionTest, ExtendRewritesAndFusesNewNodesAsCreateDoes) {
+  // A MatMul -> BiasAdd -> Relu chain added by Extend under mixed_bfloat16 reaches the
+  // master rewritten and fused: the same bits and ops as a local session given it whole.
+  auto server = Server::CreateLocal();
+  ASSERT_TRUE(server.ok());
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DType::kFloat, PartialShape({3, 5}));
+  Output w = ops::Const(root.WithOpName("w"), testing::Ramp(TensorShape({5, 4}), 0.41f, 0.1f));
+  Output b = ops::Const(root.WithOpName("b"), testing::Ramp(TensorShape({4}), 1.7f, 0.0f));
+  SessionOptions opts;
+  opts.target = (*server)->target();
+  opts.precision = Precision::kMixedBfloat16;
+  auto remote = NewSession(ToDef(root), opts);
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  Output out = ops::Identity(
+      root.WithOpName("out"), ops::Relu(root, ops::BiasAdd(root, ops::MatMul(root, x, w), b)));
+  ASSERT_TRUE((*remote)->Extend(ToDef(root)).ok());
+  opts.target = "";
+  auto local = NewSession(ToDef(root), opts);
+  ASSERT_TRUE(local.ok()) << local.status();
+  const FeedMap feed = {{"x:0", testing::Ramp(TensorShape({3, 5}), 0.29f, -0.3f)}};
+  RunOptions trace;
+  trace.trace = true;
+  RunMetadata remote_meta, local_meta;
+  auto a = (*remote)->Run(feed, {out.name()}, {}, trace, &remote_meta);
+  auto c = (*local)->Run(feed, {out.name()}, {}, trace, &local_meta);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ((*a)[0].TotalBytes(), (*c)[0].TotalBytes());
+  EXPECT_EQ(std::memcmp((*a)[0].raw_data(), (*c)[0].raw_data(), (*c)[0].TotalBytes()), 0);
+  auto ops_of = [](const RunMetadata& m) {
+    std::multiset<std::string> ops;
+    for (const auto& n : m.step_stats.nodes) {
+      if (n.op != "_Send" && n.op != "_Recv") ops.insert(n.op);
+    }
+    return ops;
+  };
+  EXPECT_EQ(ops_of(remote_meta), ops_of(local_meta));
+  EXPECT_EQ(ops_of(remote_meta).count("_FusedMatMul"), 1u);
 }
 
 TEST(GrpcSessionTest, ErrorsNameTheProblemAndTheServerKeepsServing) {

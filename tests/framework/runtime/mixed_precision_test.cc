@@ -21,18 +21,14 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/util/ramp.h"
 
 namespace tandem {
 namespace {
 
 using ::testing::HasSubstr;
 
-Tensor Ramp(const TensorShape& shape, float scale, float offset) {
-  Tensor t(DType::kFloat, shape);
-  int64_t i = 0;
-  for (float& v : t.flat<float>()) v = std::sin(scale * static_cast<float>(i++)) + offset;
-  return t;
-}
+using ::tandem::testing::Ramp;
 
 // x [8,6] -> MatMul w1 [6,5] -> BiasAdd b -> Relu -> MatMul w2 [5,4] -> Softmax, plus
 // the gradients of sum(softmax * r) with respect to x, w1 and w2 (w2 is read by the

@@ -19,6 +19,7 @@
 #include "framework/runtime/session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/ramp.h"
 
 namespace tandem {
 namespace {
@@ -27,12 +28,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
-Tensor Ramp(const TensorShape& shape, float scale, float offset) {
-  Tensor t(DType::kFloat, shape);
-  int64_t i = 0;
-  for (float& v : t.flat<float>()) v = std::sin(scale * static_cast<float>(i++)) + offset;
-  return t;
-}
+using ::tandem::testing::Ramp;
 
 proto::GraphDef DefOf(const Scope& root) {
   EXPECT_TRUE(root.ok()) << root.status();

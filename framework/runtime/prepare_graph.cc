@@ -1,0 +1,56 @@
+// framework/runtime/prepare_graph.cc
+#include "framework/runtime/prepare_graph.h"
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "framework/core/status.h"
+#include "framework/graph/op_registry.h"
+#include "framework/runtime/remapper.h"
+#include "glog/logging.h"
+
+namespace tandem {
+
+absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precision precision) {
+  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef typed, ApplyPrecision(def, precision));
+  RemapReport report;
+  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef out,
+                          FuseBiasAndRelu(typed, OpRegistry::Global(), &report));
+  static std::atomic<bool> logged{false};
+  if (!report.fused.empty() && !logged.exchange(true)) {
+    std::vector<std::string> chains;
+    for (const auto& [chain, n] : report.fused) chains.push_back(absl::StrCat(chain, " x", n));
+    LOG(INFO) << "Fused into one oneDNN primitive each: " << absl::StrJoin(chains, ", ");
+  }
+  return out;
+}
+
+absl::StatusOr<proto::GraphDef> PreparedGraph::Prepare(const proto::GraphDef& extension) const {
+  proto::GraphDef whole = given_;
+  bool adds = false;
+  for (const proto::NodeDef& node : extension.node()) {
+    if (given_names_.contains(node.name())) continue;
+    *whole.add_node() = node;
+    adds = true;
+  }
+  proto::GraphDef out;
+  out.set_version(extension.version());
+  if (!adds && !held_.empty()) return out;
+  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef prepared, PrepareGraph(whole, precision_));
+  for (proto::NodeDef& node : *prepared.mutable_node()) {
+    if (!held_.contains(node.name())) *out.add_node() = std::move(node);
+  }
+  return out;
+}
+
+void PreparedGraph::Commit(const proto::GraphDef& extension, const proto::GraphDef& prepared) {
+  for (const proto::NodeDef& node : extension.node()) {
+    if (given_names_.insert(node.name()).second) *given_.add_node() = node;
+  }
+  for (const proto::NodeDef& node : prepared.node()) held_.insert(node.name());
+}
+
+}  // namespace tandem
