@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/synchronization/blocking_counter.h"
+#include "framework/core/denormal.h"
 
 namespace tandem {
 
@@ -18,6 +19,7 @@ ThreadPool::ThreadPool(std::string name, int num_threads) : name_(std::move(name
     threads_.emplace_back([this] {
       // Linux limits thread names to 15 characters; the name shows in top -H and gdb.
       pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
+      FlushDenormals();
       WorkerLoop();
     });
   }

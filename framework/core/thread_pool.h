@@ -1,7 +1,8 @@
 // framework/core/thread_pool.h
 //
 // A fixed-size pool of worker threads running closures in FIFO order, plus
-// ParallelFor, which splits [0, n) into chunks run on the pool and the caller.
+// ParallelFor, which splits [0, n) into chunks run on the pool and the caller. The
+// threads flush denormal floats (core/denormal.h).
 //
 // Thread safety: Schedule and ParallelFor may be called from any thread, including
 // from closures running on the pool. The destructor waits for queued work to finish.

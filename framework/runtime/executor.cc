@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "framework/core/denormal.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "glog/logging.h"
@@ -16,11 +17,17 @@ namespace {
 // omp_set_num_threads sets the calling thread's own default only, and kernels run on
 // pool threads, RPC threads and inline on callers: each sets it before its first
 // kernel (and again only if a session with another count uses the thread).
+// The first time, and whenever the count changes, it also sets flushing of denormals
+// on every thread of the calling thread's OpenMP team (core/denormal.h): oneDNN's
+// parallel regions run on that team too, and a team created before the caller flushed
+// would not have inherited it.
 void UseOmpThreads(int n) {
   thread_local int current = 0;
   if (current != n) {
     omp_set_num_threads(n);
     current = n;
+#pragma omp parallel num_threads(n)
+    FlushDenormals();
   }
 }
 
@@ -100,6 +107,8 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
   // Runs `ready` nodes: expensive ones go to the pool (but the last, when
   // `expensive_inline`), the rest inline.
   void Dispatch(std::vector<int>& ready, bool expensive_inline = true) {
+    // Pool threads flush denormals for good; a caller's or RPC thread only here.
+    ScopedFlushDenormals flush;
     while (!ready.empty()) {
       int id = ready.back();
       ready.pop_back();

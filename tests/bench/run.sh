@@ -73,6 +73,14 @@ for threads in 1 2; do
     done
   done
 done
+# A long MLP run, with denormal floats flushed (the default) and kept
+# (TANDEM_KEEP_DENORMALS=1): the first and the last tenth of each run show a step that
+# slows down as training pushes gradients and Adam moments below 1.2e-38.
+for keep in 0 1; do
+  out=$(TANDEM_KEEP_DENORMALS=$keep OMP_NUM_THREADS=1 "$bench" --model mlp --threads 1 --batch 128 \
+        --steps 6000 2>/dev/null)
+  echo "mlp long run threads=1 keep_denormals=$keep $(echo "$out" | sed -n 's/.*\(examples_per_second=.*\)/\1/p')"
+done
 for threads in 1 2; do OMP_NUM_THREADS=$threads "$bench" --model matmul --threads "$threads" | tail -1; done
 fi
 

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "apps/examples/fashion_models.h"
@@ -71,16 +72,23 @@ int TrainBench(const std::string& model, int threads, int inter_op, int64_t batc
   Tensor y(DType::kInt32, TensorShape({batch}));
   for (int64_t i = 0; i < batch; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
   FeedMap feeds = {{"images", x}, {"labels", y}};
-  Clock::time_point start;
+  // Step end times, to compare the first and the last tenth of the run: a step that
+  // slows down as training goes on (denormal floats) shows there.
+  std::vector<Clock::time_point> ends(steps + 1);
   for (int i = 0; i < warmup + steps; ++i) {
-    if (i == warmup) start = Clock::now();
+    if (i == warmup) ends[0] = Clock::now();
     auto out = (*session)->Run(feeds, {loss.name()}, {(*train)->name()});
     if (!out.ok()) {
       std::fprintf(stderr, "step: %s\n", std::string(out.status().message()).c_str());
       return 1;
     }
+    if (i >= warmup) ends[i - warmup + 1] = Clock::now();
   }
-  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  const double secs = std::chrono::duration<double>(ends[steps] - ends[0]).count();
+  const int tenth = std::max(1, steps / 10);
+  auto rate_between = [&](int from, int to) {
+    return batch * (to - from) / std::chrono::duration<double>(ends[to] - ends[from]).count();
+  };
   if (profile) {
     // One traced step: total microseconds per op type, largest first.
     RunOptions opts;
@@ -103,6 +111,8 @@ int TrainBench(const std::string& model, int threads, int inter_op, int64_t batc
   const double rate = batch * steps / secs;
   std::printf("tandem %s threads=%d precision=%s examples_per_second=%.0f", model.c_str(), threads,
               std::string(PrecisionName(precision)).c_str(), rate);
+  std::printf(" steps=%d first_tenth=%.0f last_tenth=%.0f", steps, rate_between(0, tenth),
+              rate_between(steps - tenth, steps));
   if (model == "cnn") std::printf(" gflops=%.0f", rate * cnn_flops / 1e9);
   std::printf("\n");
   return 0;

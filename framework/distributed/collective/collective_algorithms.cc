@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "framework/core/denormal.h"
 #include "framework/distributed/collective/collective_executor.h"
 
 namespace tandem {
@@ -29,12 +30,16 @@ namespace {
 
 int Mod(int a, int n) { return ((a % n) + n) % n; }
 
+// Runs on whichever thread received `src` (an RPC thread): flushes denormals as the
+// kernels do.
 void AddInto(float* __restrict dst, const float* __restrict src, int64_t n) {
+  ScopedFlushDenormals flush;
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
 void Scale(float* p, int64_t n, float scale) {
   if (scale == 1.0f) return;
+  ScopedFlushDenormals flush;
   for (int64_t i = 0; i < n; ++i) p[i] *= scale;
 }
 

@@ -359,6 +359,26 @@ TEST(GrpcSessionTest, TrainingMatchesDirectSession) {
   EXPECT_EQ(servers[1]->worker()->NumLiveSteps(), 0);
 }
 
+TEST(GrpcSessionTest, KernelsOnAnotherTaskFlushDenormals) {
+  // The ps runs its part of the step on an RPC thread: a denormal operand reads as
+  // zero (DAZ), a denormal product is written as zero (FTZ), as on the caller.
+  auto servers = StartCluster({{"worker", 1}, {"ps", 1}});
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DType::kFloat, PartialShape({-1}));
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  Output daz = ops::Mul(ps, x, ops::Const(ps, 1.0f));
+  Output ftz = ops::Mul(ps, ops::Const(ps, 1e-21f), ops::Const(ps, 1e-21f));
+  auto session = Connect(servers[0]->target(), root);
+  ASSERT_NE(session, nullptr);
+  auto out = session->Run({{"x", Tensor::FromVector<float>({1e-40f, 2.0f}, TensorShape({2}))}},
+                          {daz.name(), ftz.name()});
+  ASSERT_TRUE(out.ok()) << out.status();
+#if defined(__x86_64__) || defined(__aarch64__)
+  EXPECT_THAT((*out)[0].flat<float>(), ElementsAre(0.0f, 2.0f));
+  EXPECT_EQ((*out)[1].scalar<float>(), 0.0f);
+#endif
+}
+
 TEST(GrpcSessionTest, FeedsAndFetchesCrossTasks) {
   auto servers = StartCluster({{"worker", 2}});
   Scope root = Scope::NewRootScope();
@@ -406,8 +426,8 @@ TEST(GrpcSessionTest, ExtendRewritesAndFusesNewNodesAsCreateDoes) {
   opts.precision = Precision::kMixedBfloat16;
   auto remote = NewSession(ToDef(root), opts);
   ASSERT_TRUE(remote.ok()) << remote.status();
-  Output out = ops::Identity(
-      root.WithOpName("out"), ops::Relu(root, ops::BiasAdd(root, ops::MatMul(root, x, w), b)));
+  Output out = ops::Identity(root.WithOpName("out"),
+                             ops::Relu(root, ops::BiasAdd(root, ops::MatMul(root, x, w), b)));
   ASSERT_TRUE((*remote)->Extend(ToDef(root)).ok());
   opts.target = "";
   auto local = NewSession(ToDef(root), opts);
