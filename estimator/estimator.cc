@@ -90,7 +90,7 @@ SyncReplicasHookOptions SyncReplicasOptionsFor(const RunConfig& config,
                                                const TransportSecurity& security) {
   SyncReplicasHookOptions o;
   o.is_chief = config.is_chief();
-  o.replica_id = config.global_id_in_cluster().value_or(0);
+  o.replica_id = config.replica_index().value_or(0);
   o.total_num_replicas = config.num_worker_replicas();
   o.replicas_to_aggregate =
       sync.replicas_to_aggregate > 0 ? sync.replicas_to_aggregate : o.total_num_replicas;
@@ -160,9 +160,9 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
                        config.cluster_spec().DebugString(), " has ps tasks"));
     }
     InputContext& context = e->train_input_context_;
-    if (context.num_input_pipelines == 1 && config.global_id_in_cluster()) {
+    if (context.num_input_pipelines == 1 && config.replica_index()) {
       context.num_input_pipelines = config.num_worker_replicas();
-      context.input_pipeline_id = *config.global_id_in_cluster();
+      context.input_pipeline_id = *config.replica_index();
     }
   }
   return e;

@@ -699,8 +699,7 @@ std::string JobConfig::DescribeRole() const {
   }
   if (UsesCollective()) {
     return absl::StrCat(type, " (", where, "), collective all-reduce replica ",
-                        rc.global_id_in_cluster().value_or(0), " of ", rc.num_worker_replicas(),
-                        ": ",
+                        rc.replica_index().value_or(0), " of ", rc.num_worker_replicas(), ": ",
                         rc.is_chief() ? "initialises or restores and broadcasts the variables, "
                                         "trains, writes checkpoints and summaries"
                                       : "trains a mirrored copy of the variables",

@@ -110,7 +110,10 @@ absl::StatusOr<std::optional<std::string>> OptionalString(const json& config, co
   return std::optional<std::string>(it->get<std::string>());
 }
 
-// Appends the chief-less counting and ordering of TensorFlow's _get_global_id_in_cluster.
+// TensorFlow's _get_global_id_in_cluster: the chief type first, the other jobs
+// alphabetically ("evaluator" among them when "cluster" lists it), ps last. A job
+// spans its highest task index + 1, as TensorFlow's ClusterSpec.job_tasks does for a
+// sparse job.
 int GlobalId(const ClusterSpec& cluster, const std::string& task_type, int task_id,
              absl::string_view chief_type) {
   std::vector<std::string> order = {std::string(chief_type)};
@@ -121,9 +124,36 @@ int GlobalId(const ClusterSpec& cluster, const std::string& task_type, int task_
   int next = 0;
   for (const std::string& job : order) {
     if (job == task_type) return next + task_id;
-    next += cluster.NumTasks(job);
+    const std::vector<int> indices = cluster.TaskIndices(job);
+    next += indices.empty() ? 0 : indices.back() + 1;
   }
   return next;  // Unreachable: task_type was validated to be in the cluster.
+}
+
+// The position of a training task among the chief (or master) and the workers, in
+// task index order; unset for any other task.
+std::optional<int> ReplicaIndex(const ClusterSpec& cluster, const std::string& task_type,
+                                int task_id, absl::string_view chief_type) {
+  if (task_type != chief_type && task_type != kJobWorker) return std::nullopt;
+  int rank = 0;
+  for (absl::string_view job : {chief_type, kJobWorker}) {
+    for (int index : cluster.TaskIndices(job)) {
+      if (job == task_type && index == task_id) return rank;
+      ++rank;
+    }
+  }
+  return std::nullopt;  // Unreachable: the task was validated to be in the cluster.
+}
+
+// `cluster` without its "evaluator" job.
+ClusterSpec WithoutEvaluator(const ClusterSpec& cluster) {
+  ClusterSpec out;
+  for (const auto& [job, tasks] : cluster.job_tasks()) {
+    if (job == kJobEvaluator) continue;
+    if (tasks.empty()) out.AddJob(job, {}).IgnoreError();
+    for (const auto& [index, address] : tasks) out.AddTask(job, index, address).IgnoreError();
+  }
+  return out;
 }
 
 std::string SessionMaster(const ClusterSpec& cluster, const std::string& task_type, int task_id,
@@ -281,15 +311,10 @@ absl::StatusOr<RunConfig> RunConfig::Create(const RunConfigOptions& options,
   c.session_config_ = options.session_config;
   c.environment_ = tf_config.environment;
 
-  const ClusterSpec& cluster = tf_config.cluster;
-  if (cluster.HasJob(kJobEvaluator)) {
-    return TfConfigError(
-        absl::StrCat("\"cluster\" must not contain an \"evaluator\" job: the "
-                     "evaluator is not part of the training cluster; cluster "
-                     "is ",
-                     cluster.DebugString()));
-  }
-  if (cluster.empty()) {
+  // As given, with the evaluator when the scheduler lists it (Kubeflow does): TensorFlow
+  // validates the task and numbers the global ids on it.
+  const ClusterSpec& given = tf_config.cluster;
+  if (given.empty()) {
     // Local mode.
     c.task_type_ = tf_config.task_type.empty() ? std::string(kJobWorker) : tf_config.task_type;
     c.task_id_ = tf_config.task_index.value_or(0);
@@ -304,6 +329,7 @@ absl::StatusOr<RunConfig> RunConfig::Create(const RunConfigOptions& options,
           absl::StrCat("if \"cluster\" is not set, task.index must be 0, got ", c.task_id_));
     }
     c.global_id_in_cluster_ = 0;
+    c.replica_index_ = 0;
     c.master_ = tf_config.session_master.value_or("");
     c.evaluation_master_ = tf_config.eval_session_master.value_or("");
     c.is_chief_ = true;
@@ -312,15 +338,15 @@ absl::StatusOr<RunConfig> RunConfig::Create(const RunConfigOptions& options,
     return c;
   }
 
-  const bool legacy = cluster.HasJob(kJobMaster);
-  if (legacy && cluster.HasJob(kJobChief)) {
+  const bool legacy = given.HasJob(kJobMaster);
+  if (legacy && given.HasJob(kJobChief)) {
     return TfConfigError(
         absl::StrCat("if a \"master\" job exists in \"cluster\", a \"chief\" "
                      "job is not supported; cluster is ",
-                     cluster.DebugString()));
+                     given.DebugString()));
   }
   const absl::string_view chief_type = legacy ? kJobMaster : kJobChief;
-  TANDEM_RETURN_IF_ERROR(ValidateTask(cluster, tf_config, chief_type));
+  TANDEM_RETURN_IF_ERROR(ValidateTask(given, tf_config, chief_type));
   c.task_type_ = tf_config.task_type;
   c.task_id_ = *tf_config.task_index;
   if (c.task_type_ == kJobEvaluator) {
@@ -335,15 +361,19 @@ absl::StatusOr<RunConfig> RunConfig::Create(const RunConfigOptions& options,
     c.num_ps_replicas_ = 0;
     c.num_worker_replicas_ = 0;
     c.global_id_in_cluster_.reset();
+    c.replica_index_.reset();
     c.is_chief_ = false;
     return c;
   }
+  // The evaluator serves nothing and binds no port: no training task may wait on it.
+  const ClusterSpec cluster = WithoutEvaluator(given);
   c.cluster_spec_ = cluster;
   c.evaluation_master_ = "";
   c.master_ = SessionMaster(cluster, c.task_type_, c.task_id_, tf_config);
   c.num_ps_replicas_ = cluster.NumTasks(kJobPs);
   c.num_worker_replicas_ = cluster.NumTasks(kJobWorker) + cluster.NumTasks(chief_type);
-  c.global_id_in_cluster_ = GlobalId(cluster, c.task_type_, c.task_id_, chief_type);
+  c.global_id_in_cluster_ = GlobalId(given, c.task_type_, c.task_id_, chief_type);
+  c.replica_index_ = ReplicaIndex(cluster, c.task_type_, c.task_id_, chief_type);
   c.is_chief_ = c.task_type_ == chief_type;
   if (cluster.NumTasks(chief_type) == 0) {
     // A chief-less cluster (Kubeflow's PS/Worker TFJob): worker 0 acts as the chief, as

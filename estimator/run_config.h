@@ -23,7 +23,16 @@
 //     "eval_session_master" for the evaluator, else "".
 //   * num_ps_replicas = #ps; num_worker_replicas = #worker + #chief (or #master).
 //   * global_id_in_cluster: chief (or master) first, then the other jobs alphabetically,
-//     ps last.
+//     ps last; a sparse job spans its highest index + 1.
+//   * An "evaluator" job inside "cluster" (Kubeflow's operator lists every replica type
+//     there) is accepted, as TensorFlow does: it is not counted in num_worker_replicas,
+//     the evaluator's own cluster is cleared, and it shifts the global ids of the jobs
+//     sorted after it ("worker"). Unlike TensorFlow, the training tasks' cluster_spec
+//     leaves it out: the evaluator runs no server, so nothing may connect to or wait on
+//     it, and master is derived without it.
+//   * replica_index (tandem's, not TensorFlow's): the task's position among the chief
+//     (or master) and the workers in index order. It numbers input shards and
+//     collective ranks, which the evaluator must not shift.
 //   * Default session device filters (between-graph replication): chief/master see ps
 //     and themselves, worker k sees ps and "/job:worker/task:k", ps see everyone,
 //     evaluator none.
@@ -32,10 +41,9 @@
 //   * "environment": kept; "cloud" (Kubeflow, SageMaker, AI Platform) changes nothing,
 //     "google" means the scheduler runs the servers (is_google_environment()).
 //   * "service", if present, must be an object.
-// Stricter than TensorFlow, on purpose: an "evaluator" job inside "cluster" is an error
-// (schedulers never put it there; AI Platform documents that), every address is
-// validated, and a task index that is missing from a sparse job is an error (TensorFlow
-// would produce master "grpc://None").
+// Stricter than TensorFlow, on purpose: every address is validated, and a task index
+// that is missing from a sparse job is an error (TensorFlow would produce master
+// "grpc://None").
 //
 // Thread safety: value type.
 #ifndef TANDEM_ESTIMATOR_RUN_CONFIG_H_
@@ -137,6 +145,9 @@ class RunConfig {
   int num_worker_replicas() const { return num_worker_replicas_; }
   // Unset for the evaluator.
   std::optional<int> global_id_in_cluster() const { return global_id_in_cluster_; }
+  // 0 .. num_worker_replicas-1 for the chief (or master) and the workers; unset for
+  // the ps and evaluator tasks.
+  std::optional<int> replica_index() const { return replica_index_; }
   const std::string& environment() const { return environment_; }
   bool is_google_environment() const { return environment_ == "google"; }
   // True when this task is part of a multi-task training cluster.
@@ -170,6 +181,7 @@ class RunConfig {
   int num_ps_replicas_ = 0;
   int num_worker_replicas_ = 1;
   std::optional<int> global_id_in_cluster_ = 0;
+  std::optional<int> replica_index_ = 0;
   std::string environment_;
 };
 

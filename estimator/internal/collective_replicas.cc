@@ -40,17 +40,8 @@ class ForwardingSession : public Session {
 
 std::vector<std::string> CollectiveMembers(const RunConfig& config) {
   const ClusterSpec& cluster = config.cluster_spec();
-  std::vector<std::string> order;
-  for (absl::string_view first : {kJobChief, kJobMaster}) {
-    if (cluster.HasJob(first)) order.push_back(std::string(first));
-  }
-  for (const std::string& job : cluster.jobs()) {
-    if (job != kJobChief && job != kJobMaster && job != kJobPs && job != kJobEvaluator) {
-      order.push_back(job);
-    }
-  }
   std::vector<std::string> members;
-  for (const std::string& job : order) {
+  for (absl::string_view job : {kJobChief, kJobMaster, kJobWorker}) {
     for (int index : cluster.TaskIndices(job)) {
       members.push_back(ClusterSpec::TaskDeviceName(job, index));
     }
@@ -62,10 +53,7 @@ absl::Status ConfigureCollectiveGroup(const RunConfig& config, int64_t timeout_s
                                       CollectiveExecutor* executor) {
   CollectiveGroup group;
   group.members = CollectiveMembers(config);
-  const std::string self = config.task_device_name();
-  for (size_t i = 0; i < group.members.size(); ++i) {
-    if (group.members[i] == self) group.rank = static_cast<int>(i);
-  }
+  group.rank = config.replica_index().value_or(-1);
   CollectiveOptions options;
   options.timeout_ms = timeout_secs * 1000;
   options.probe_after_ms = std::min<int64_t>(options.probe_after_ms, options.timeout_ms / 2);

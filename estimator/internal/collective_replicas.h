@@ -2,8 +2,9 @@
 //
 // The collective strategy's part of Estimator::Train (MultiWorkerMirroredStrategy):
 //
-//   - The group: the cluster's training tasks in global_id_in_cluster order (chief, or
-//     worker 0 without one, is rank 0), set on this task's CollectiveExecutor.
+//   - The group: the chief (or master) and the workers in RunConfig::replica_index
+//     order (the chief, or worker 0 without one, is rank 0), set on this task's
+//     CollectiveExecutor.
 //   - One in-process session per Train call, shared by every session the monitored
 //     session (re)creates: a failed collective step re-forms the group without losing
 //     this replica's live variables.

@@ -6,6 +6,8 @@
 #include "estimator/run_config.h"
 
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -173,11 +175,57 @@ TEST(RunConfigTest, EvaluatorIsNotPartOfTheTrainingCluster) {
   EXPECT_EQ(c->num_worker_replicas(), 0);
   EXPECT_FALSE(c->global_id_in_cluster().has_value());
   EXPECT_FALSE(c->session_config().has_value());
-  ExpectError(R"({"cluster": {"chief": ["c:1"], "evaluator": ["e:1"]},
-                  "task": {"type": "chief", "index": 0}})",
-              {"must not contain an \"evaluator\" job"});
   ExpectError(R"({"cluster": {"master": ["m:1"]}, "task": {"type": "evaluator", "index": 0}})",
               {"\"evaluator\" is not supported"});
+}
+
+TEST(RunConfigTest, KubeflowListsTheEvaluatorInTheCluster) {
+  // The training-operator's TF_CONFIG for the shipped TFJob: every replica type in
+  // "cluster", the evaluator too. TensorFlow: the evaluator is not a worker replica and
+  // shifts the global ids of the jobs sorted after it; its own cluster is cleared.
+  const std::string cluster = R"("cluster": {
+      "chief": ["fashion-mlp-chief-0.default.svc:2222"],
+      "evaluator": ["fashion-mlp-evaluator-0.default.svc:2222"],
+      "ps": ["fashion-mlp-ps-0.default.svc:2222", "fashion-mlp-ps-1.default.svc:2222"],
+      "worker": ["fashion-mlp-worker-0.default.svc:2222", "fashion-mlp-worker-1.default.svc:2222"]},
+      "environment": "cloud")";
+  auto config = [&](const char* type, int index) {
+    return FromTfConfig(
+        absl::StrCat("{", cluster, R"(, "task": {"type": ")", type, R"(", "index": )", index, "}}")
+            .c_str());
+  };
+  struct Want {
+    const char* type;
+    int index;
+    int global_id;
+    std::optional<int> replica;
+  };
+  for (const Want& w : {Want{"chief", 0, 0, 0}, Want{"worker", 0, 2, 1}, Want{"worker", 1, 3, 2},
+                        Want{"ps", 0, 4, std::nullopt}, Want{"ps", 1, 5, std::nullopt}}) {
+    absl::StatusOr<RunConfig> c = config(w.type, w.index);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->global_id_in_cluster(), w.global_id) << w.type << w.index;
+    EXPECT_EQ(c->replica_index(), w.replica) << w.type << w.index;
+    EXPECT_EQ(c->num_worker_replicas(), 3);
+    EXPECT_EQ(c->num_ps_replicas(), 2);
+    EXPECT_EQ(c->is_chief(), std::string(w.type) == "chief");
+    // Nothing connects to the evaluator: it runs no server.
+    EXPECT_FALSE(c->cluster_spec().HasJob("evaluator"));
+    EXPECT_EQ(c->cluster_spec().TotalTasks(), 5);
+  }
+  absl::StatusOr<RunConfig> evaluator = config("evaluator", 0);
+  ASSERT_TRUE(evaluator.ok()) << evaluator.status();
+  EXPECT_TRUE(evaluator->cluster_spec().empty());
+  EXPECT_FALSE(evaluator->global_id_in_cluster().has_value());
+  EXPECT_FALSE(evaluator->replica_index().has_value());
+  EXPECT_EQ(evaluator->num_worker_replicas(), 0);
+  // A lone chief beside the evaluator trains locally: the evaluator is not part of the
+  // training cluster (TensorFlow would give master "grpc://c:1").
+  absl::StatusOr<RunConfig> lone = FromTfConfig(
+      R"({"cluster": {"chief": ["c:1"], "evaluator": ["e:1"]}, "task": {"type": "chief", "index": 0}})");
+  ASSERT_TRUE(lone.ok()) << lone.status();
+  EXPECT_EQ(lone->master(), "");
+  EXPECT_FALSE(lone->TrainsOnCluster());
 }
 
 TEST(RunConfigTest, SingleNodeClusterRunsLocally) {
@@ -253,6 +301,7 @@ TEST(RunConfigTest, WithoutAChiefWorkerZeroActsAsTheChief) {
     EXPECT_EQ(c->num_worker_replicas(), 2);
     EXPECT_EQ(c->num_ps_replicas(), 1);
     EXPECT_EQ(c->global_id_in_cluster(), index);
+    EXPECT_EQ(c->replica_index(), index);
   }
   // Without a worker 0 nothing can lead.
   ExpectError(R"({"cluster": {"worker": {"1": "w1:1"}}, "task": {"type": "worker", "index": 1}})",

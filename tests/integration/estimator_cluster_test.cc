@@ -7,8 +7,12 @@
 // checks how every process ends, what global_step counts, the final checkpoint's
 // shards, the accuracy the evaluator (or the chief) reports at max_steps, and the
 // final model exported for serving by the task that evaluated it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -18,6 +22,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -42,6 +47,7 @@ using testing::JobArgs;
 using testing::kJobDeadline;
 using testing::kMaxSteps;
 using testing::LocalSteps;
+using ::testing::Not;
 using testing::StartTasks;
 using testing::Subprocess;
 using testing::TaskRun;
@@ -72,14 +78,35 @@ void ExpectFinalExport(const std::string& model_dir) {
   EXPECT_LE(versions, 2) << base;
 }
 
+// True when nothing listens on 127.0.0.1:`port` (this process can bind it).
+bool PortIsFree(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return bound;
+}
+
 TEST(EstimatorClusterTest, KubeflowChiefTwoWorkersTwoPsAndEvaluator) {
+  // The deploy/kubeflow TFJob as the training-operator writes its TF_CONFIG: every
+  // replica type in "cluster", the evaluator too.
   TempDir tmp;
   const std::string model_dir = tmp.path() + "/model";
-  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(2)}, {"ps", Addresses(2)}};
+  json cluster = {{"chief", Addresses(1)},
+                  {"worker", Addresses(2)},
+                  {"ps", Addresses(2)},
+                  {"evaluator", Addresses(1)}};
   std::vector<TaskRun> runs = StartTasks(
       cluster, {{"environment", "cloud"}},
       {{"ps", 0}, {"ps", 1}, {"chief", 0}, {"worker", 0}, {"worker", 1}, {"evaluator", 0}},
       model_dir, "", kExportFinal);
+  // The evaluator serves nothing: the port "cluster" names for it stays free.
+  const std::string evaluator_address = cluster["evaluator"][0].get<std::string>();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_TRUE(PortIsFree(std::stoi(evaluator_address.substr(evaluator_address.rfind(':') + 1))));
   ExpectAllExitZero(runs);
   ExpectFinalExport(model_dir);
 
@@ -110,6 +137,25 @@ TEST(EstimatorClusterTest, KubeflowChiefTwoWorkersTwoPsAndEvaluator) {
   EXPECT_GE(event_accuracy, 0.85);
   EXPECT_GE(accuracy, 0.85);
   EXPECT_THAT(Find(runs, "ps_0").process->Stdout(), HasSubstr("ps: stopped: training finished"));
+}
+
+TEST(EstimatorClusterTest, ChieflessPsWorkerTfJob) {
+  // Kubeflow's default PS/Worker TFJob: no chief, no evaluator. Worker 0 acts as the
+  // chief: it initialises, writes checkpoints, evaluates the final one and exports it.
+  TempDir tmp;
+  const std::string model_dir = tmp.path() + "/model";
+  json cluster = {{"worker", Addresses(2)}, {"ps", Addresses(1)}};
+  std::vector<TaskRun> runs =
+      StartTasks(cluster, {{"environment", "cloud"}}, {{"ps", 0}, {"worker", 0}, {"worker", 1}},
+                 model_dir, "", kExportFinal);
+  ExpectAllExitZero(runs);
+  ExpectFinalExport(model_dir);
+  auto [accuracy, step] = FinalEvaluation(Find(runs, "worker_0").process->Stdout());
+  EXPECT_GE(step, kMaxSteps);
+  EXPECT_GE(accuracy, 0.85);
+  EXPECT_THAT(Find(runs, "worker_0").process->Stderr(), HasSubstr("acts as the chief"));
+  EXPECT_THAT(Find(runs, "worker_1").process->Stderr(), Not(HasSubstr("acts as the chief")));
+  ExpectFinalCheckpoint(model_dir, 1);
 }
 
 TEST(EstimatorClusterTest, LegacyMasterLayoutWithoutEvaluator) {
