@@ -148,8 +148,10 @@ void Server::Stop(const std::string& reason) {
     worker_->AbortAllSteps(absl::UnavailableError(
         absl::StrCat("server ", task_name_, " is stopping (", shutdown_reason_, ")")));
   }
-  if (server_ != nullptr)
+  if (server_ != nullptr) {
+    service_->SetServing(false);  // Health checks say NOT_SERVING until the port closes.
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
   stopped_.Notify();
 }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/distributed/rpc/grpc_util.h"
+#include "framework/distributed/rpc/health_check.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -90,6 +91,16 @@ grpc::ServerGenericBidiReactor* GrpcService::CreateReactor(
 
 void GrpcService::Handle(grpc::GenericCallbackServerContext* context, const grpc::ByteBuffer& in,
                          grpc::ByteBuffer* out, Reply reply) {
+  // Health checks come without the token (Kubernetes' probes carry none).
+  if (context->method() == kHealthCheckMethod) {
+    reply(AnswerHealthCheck(in, serving_.load(), out));
+    return;
+  }
+  if (context->method() == kHealthWatchMethod) {
+    reply(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                       "grpc.health.v1.Health/Watch is not served; use Check"));
+    return;
+  }
   if (!token_.empty()) {
     const auto& md = context->client_metadata();
     auto it = md.find(kTokenMetadataKey);

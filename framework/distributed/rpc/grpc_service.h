@@ -6,12 +6,14 @@
 // Each call decodes its request (a malformed one is INVALID_ARGUMENT), checks the
 // cluster token when one is set (a missing or wrong token is UNAUTHENTICATED and
 // logged with the caller's address), and hands the request to the interface, whose
-// callback sends the reply. Nothing a caller sends can crash the process.
+// callback sends the reply. Nothing a caller sends can crash the process. It also
+// answers grpc.health.v1.Health/Check without the token (rpc/health_check.h).
 //
 // Thread safety: thread-safe; the interfaces must outlive the gRPC server.
 #ifndef TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_SERVICE_H_
 #define TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_SERVICE_H_
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -32,6 +34,8 @@ class GrpcService : public grpc::CallbackGenericService {
   // Decodes, authorises and dispatches one call.
   void Handle(grpc::GenericCallbackServerContext* context, const grpc::ByteBuffer& in,
               grpc::ByteBuffer* out, Reply reply);
+  // What health checks report: SERVING (the default) or NOT_SERVING.
+  void SetServing(bool serving) { serving_.store(serving); }
 
  private:
   grpc::ServerGenericBidiReactor* CreateReactor(
@@ -43,6 +47,7 @@ class GrpcService : public grpc::CallbackGenericService {
                                    StatusCallback));
 
   const std::string token_;
+  std::atomic<bool> serving_{true};
   absl::flat_hash_map<std::string, Handler> handlers_;  // Filled by the constructor only.
 };
 
