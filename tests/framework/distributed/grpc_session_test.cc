@@ -34,6 +34,7 @@
 #include "framework/ops/state_ops.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/def_of.h"
 #include "tests/util/free_port.h"
 #include "tests/util/ramp.h"
 
@@ -43,12 +44,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-proto::GraphDef ToDef(const Scope& root) {
-  EXPECT_TRUE(root.ok()) << root.status();
-  proto::GraphDef def;
-  root.graph()->ToGraphDef(&def);
-  return def;
-}
+proto::GraphDef ToDef(const Scope& root) { return testing::DefOf(root); }
 
 std::unique_ptr<Session> Connect(const std::string& target, const Scope& root,
                                  std::vector<std::string> filters = {}) {

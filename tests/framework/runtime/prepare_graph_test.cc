@@ -6,6 +6,7 @@
 #include "framework/runtime/prepare_graph.h"
 
 #include <cstring>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,22 +18,17 @@
 #include "framework/runtime/session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/def_of.h"
 #include "tests/util/ramp.h"
 
 namespace tandem {
 namespace {
 
+using ::tandem::testing::DefOf;
 using ::tandem::testing::Ramp;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-proto::GraphDef DefOf(const Scope& root) {
-  EXPECT_TRUE(root.ok()) << root.status();
-  proto::GraphDef def;
-  root.graph()->ToGraphDef(&def);
-  return def;
-}
 
 // "x" [4,8] placeholder, "w" [8,6] and "b" [6]: the base graph. Chain() adds
 // "mm" = MatMul(x, w) -> "biased" = BiasAdd -> "act" = Relu, and "out" reading it (a
@@ -70,6 +66,16 @@ Step RunTraced(Session* session, const std::vector<std::string>& fetches) {
   if (out.ok()) step.values = *out;
   for (const NodeExecStats& n : metadata.step_stats.nodes) step.ops.insert(n.op);
   return step;
+}
+
+// A mixed_bfloat16 session created with `net`'s graph, its chain included.
+std::unique_ptr<Session> MixedSessionWithChain(Net* net) {
+  net->Chain();
+  SessionOptions so;
+  so.precision = Precision::kMixedBfloat16;
+  auto session = NewDirectSession(DefOf(net->root), so);
+  EXPECT_TRUE(session.ok()) << session.status();
+  return session.ok() ? std::move(*session) : nullptr;
 }
 
 bool SameBits(const Tensor& a, const Tensor& b) {
@@ -126,17 +132,16 @@ TEST(PreparedGraphTest, AnExtensionIsRewrittenAndFusedUnderMixedBfloat16) {
 }
 
 TEST(PreparedGraphTest, NewReadersOfAFusedChainGetItsInnerValueAndOldReadersKeepTheirs) {
-  SessionOptions so;
-  so.precision = Precision::kMixedBfloat16;
   Net net;
-  net.Chain();
-  auto session = NewDirectSession(DefOf(net.root), so);
-  ASSERT_TRUE(session.ok()) << session.status();
-  Step before = RunTraced(session->get(), {"out:0"});
+  std::unique_ptr<Session> session = MixedSessionWithChain(&net);
+  ASSERT_NE(session, nullptr);
+  Step before = RunTraced(session.get(), {"out:0"});
   // A reader of the MatMul: in a graph given whole, the chain would not fuse.
   ops::Identity(net.root.WithOpName("seen_mm"), Output(net.root.graph()->FindNode("mm"), 0));
-  ASSERT_TRUE((*session)->Extend(DefOf(net.root)).ok());
-  Step after = RunTraced(session->get(), {"out:0", "seen_mm:0"});
+  ASSERT_TRUE(session->Extend(DefOf(net.root)).ok());
+  Step after = RunTraced(session.get(), {"out:0", "seen_mm:0"});
+  SessionOptions so;
+  so.precision = Precision::kMixedBfloat16;
   auto whole = NewDirectSession(DefOf(net.root), so);
   ASSERT_TRUE(whole.ok()) << whole.status();
   Step fresh = RunTraced(whole->get(), {"out:0", "seen_mm:0"});
@@ -150,41 +155,35 @@ TEST(PreparedGraphTest, NewReadersOfAFusedChainGetItsInnerValueAndOldReadersKeep
 }
 
 TEST(PreparedGraphTest, ExtendingWithWhatTheSessionHoldsChangesNothing) {
-  SessionOptions so;
-  so.precision = Precision::kMixedBfloat16;
   Net net;
-  net.Chain();
-  auto session = NewDirectSession(DefOf(net.root), so);
-  ASSERT_TRUE(session.ok()) << session.status();
-  Step first = RunTraced(session->get(), {"out:0"});
-  ASSERT_TRUE((*session)->Extend(DefOf(net.root)).ok());
-  ASSERT_TRUE((*session)->Extend(proto::GraphDef()).ok());
-  Step again = RunTraced(session->get(), {"out:0"});
+  std::unique_ptr<Session> session = MixedSessionWithChain(&net);
+  ASSERT_NE(session, nullptr);
+  Step first = RunTraced(session.get(), {"out:0"});
+  ASSERT_TRUE(session->Extend(DefOf(net.root)).ok());
+  ASSERT_TRUE(session->Extend(proto::GraphDef()).ok());
+  Step again = RunTraced(session.get(), {"out:0"});
   ASSERT_EQ(again.values.size(), 1u);
   EXPECT_TRUE(SameBits(first.values[0], again.values[0]));
   EXPECT_EQ(first.ops, again.ops);
 }
 
 TEST(PreparedGraphTest, ABadExtensionIsRefusedAndTheSessionKeepsWorking) {
-  SessionOptions so;
-  so.precision = Precision::kMixedBfloat16;
   Net net;
-  net.Chain();
-  auto session = NewDirectSession(DefOf(net.root), so);
-  ASSERT_TRUE(session.ok()) << session.status();
+  std::unique_ptr<Session> session = MixedSessionWithChain(&net);
+  ASSERT_NE(session, nullptr);
   proto::GraphDef bad;
   proto::NodeDef* n = bad.add_node();
   n->set_name("orphan");
   n->set_op("Identity");
   n->add_input("no_such_node:0");
-  absl::Status st = (*session)->Extend(bad);
+  absl::Status st = session->Extend(bad);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("no_such_node"));
-  EXPECT_EQ(RunTraced(session->get(), {"out:0"}).values.size(), 1u);
+  EXPECT_EQ(RunTraced(session.get(), {"out:0"}).values.size(), 1u);
   // The refused node left no trace: a good node may take its name.
   ops::Identity(net.root.WithOpName("orphan"), Output(net.root.graph()->FindNode("out"), 0));
-  ASSERT_TRUE((*session)->Extend(DefOf(net.root)).ok());
-  EXPECT_EQ(RunTraced(session->get(), {"orphan:0"}).values.size(), 1u);
+  ASSERT_TRUE(session->Extend(DefOf(net.root)).ok());
+  EXPECT_EQ(RunTraced(session.get(), {"orphan:0"}).values.size(), 1u);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "framework/runtime/session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/def_of.h"
 #include "tests/util/ramp.h"
 
 namespace tandem {
@@ -28,14 +29,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
+using ::tandem::testing::DefOf;
 using ::tandem::testing::Ramp;
-
-proto::GraphDef DefOf(const Scope& root) {
-  EXPECT_TRUE(root.ok()) << root.status();
-  proto::GraphDef def;
-  root.graph()->ToGraphDef(&def);
-  return def;
-}
 
 // x [2,6,6,3] -> Conv2D [3,3,3,4] -> BiasAdd -> Relu ("conv_relu") -> reshape -> MatMul
 // [144,5] -> BiasAdd ("logits") -> Softmax, and the gradients of sum(softmax * r) with
