@@ -1,6 +1,6 @@
 // fashion_train: trains a Fashion-MNIST example model (mlp or cnn) with a plain
-// DirectSession loop and prints its test accuracy. This is the quick start until the
-// Estimator trainer lands; run with --help for the options.
+// DirectSession loop and prints its test accuracy: the models without the Estimator
+// (`trainer` is the config-driven way). Run with --help for the options.
 #include <cstdio>
 
 #include "CLI/CLI.hpp"

@@ -28,7 +28,7 @@
 // validates every tensor (CRC, dtype, shape) before touching any variable, then feeds
 // all values into the restore placeholders and runs "save/restore_all" in one step.
 //
-// Design note, the distributed seam (issue 4): writing happens in the process calling
+// Design note, the distributed seam: writing happens in the process calling
 // Save, after the values were fetched through the session. In a distributed job that
 // is correct but moves every variable from its parameter server to the chief. The
 // grouping, file names and index already follow the one-shard-per-device layout, so

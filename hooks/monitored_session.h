@@ -36,7 +36,7 @@
 //                         uninitialised variables; CANCELLED once a SIGTERM asked the
 //                         process to stop), then runs local_init_op.
 // Both create sessions through a SessionFactory: NewDirectSession by default,
-// GrpcSession when the options name a grpc:// target (issue 4).
+// GrpcSession when the options name a grpc:// target.
 //
 // Thread safety: one thread drives a MonitoredSession.
 #ifndef TANDEM_HOOKS_MONITORED_SESSION_H_

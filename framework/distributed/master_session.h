@@ -64,7 +64,9 @@ class MasterSession {
   }
   absl::Status Run(const WireMessage<proto::RunStepRequest>& request,
                    WireMessage<proto::RunStepResponse>* response);
-  // Deregisters every partition and deletes the worker sessions.
+  // Drops the cached plans, cleans up the finished steps' state on the workers
+  // (CleanupGraph) and deletes the worker sessions, which drop their registered
+  // partitions with them.
   absl::Status Close();
 
  private:

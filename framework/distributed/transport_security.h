@@ -1,7 +1,8 @@
 // framework/distributed/transport_security.h
 //
 // TransportSecurity: the cluster token and TLS files that a task's server and its
-// clients share, and the connection count per remote task. Plain data, free of gRPC
+// clients share; beside it, the default number of connections per remote task
+// (kDefaultChannelsPerTask). Plain data, free of gRPC
 // types, so that server.h, grpc_session.h and the layers above name it without
 // seeing gRPC; rpc/grpc_util.h turns it into gRPC credentials.
 //
