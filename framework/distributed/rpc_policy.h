@@ -7,7 +7,11 @@
 //                       (SessionOptions::wait_for_workers_ms overrides it);
 //   kListDevicesWaitMs  a master listing the devices of tasks it already knows;
 //   kCloseRpcMs         closing a session (the client's CloseSession, the master's
-//                       DeleteWorkerSession on each task): never blocks a shutdown long.
+//                       DeleteWorkerSession on each task): never blocks a shutdown long;
+//   kKeepaliveTimeMs,   every connection, client and server side, pings its peer after
+//   kKeepaliveTimeoutMs this long without traffic and closes when a ping is not
+//                       answered within the timeout: the calls in flight to a frozen or
+//                       partitioned task fail UNAVAILABLE within about 30 s.
 //
 // RetryWithBackoff retries an attempt whose error is transient (UNAVAILABLE, or
 // DEADLINE_EXCEEDED where the caller says so), sleeping 50 ms, doubling up to 1 s,
@@ -34,6 +38,8 @@ namespace tandem {
 inline constexpr int64_t kWaitForTasksMs = 60000;
 inline constexpr int64_t kListDevicesWaitMs = 5000;
 inline constexpr int64_t kCloseRpcMs = 5000;
+inline constexpr int kKeepaliveTimeMs = 10000;
+inline constexpr int kKeepaliveTimeoutMs = 20000;
 
 // Calls `attempt` until it succeeds, fails with a non-transient error, or the next
 // retry would end past `wait_ms`. `on_retry` (may be empty) sees each transient error.

@@ -7,7 +7,9 @@
 // max_steps and go on from where it was (no task logs a reset global step or an
 // untrained model's loss after the disruption), the final accuracy must stay above
 // what half the undisturbed job reaches, every listed checkpoint must verify, and
-// the evaluator must never evaluate a checkpoint twice.
+// the evaluator must never evaluate a checkpoint twice. And a ps frozen with SIGSTOP
+// for a minute (PsFrozenAndThawed): named by the chief and the worker while frozen,
+// the job finishes once it thaws.
 #include <signal.h>
 
 #include <chrono>
@@ -174,6 +176,36 @@ class RecoveryTest : public ::testing::Test {
 
   TempDir tmp_;
 };
+
+TEST_F(RecoveryTest, PsFrozenAndThawed) {
+  // SIGSTOP: the ps keeps its connections open and answers nothing, as a hung VM or a
+  // partition without a reset does. Keepalive turns the calls in flight into
+  // UNAVAILABLE; the chief and the worker name the ps while it is frozen and carry on
+  // by themselves once it is thawed (no restart).
+  const std::string model_dir = tmp_.path() + "/frozen/model";
+  std::filesystem::create_directories(model_dir);
+  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  std::vector<TaskRun> runs =
+      StartTasks(cluster, json::object(), {{"ps", 0}, {"chief", 0}, {"worker", 0}}, model_dir);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (SavedStep(Find(runs, "chief_0").process->Stderr()) < kMaxSteps / 3) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no checkpoint past " << kMaxSteps / 3;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::map<std::string, size_t> before;
+  for (const TaskRun& r : runs) before[r.name] = r.process->Stderr().size();
+  Subprocess* ps = Find(runs, "ps_0").process.get();
+  ps->Kill(SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::seconds(60));
+  // Within the freeze, each training task logged a line naming the ps.
+  for (const char* name : {"chief_0", "worker_0"}) {
+    const std::string during = Find(runs, name).process->Stderr().substr(before[name]);
+    EXPECT_THAT(during, HasSubstr("/job:ps/replica:0/task:0")) << name << " never named the ps";
+  }
+  ps->Kill(SIGCONT);
+  ExpectAllExitZero(runs);
+  ExpectFinalCheckpoint(model_dir, 1);
+}
 
 TEST_F(RecoveryTest, PsKilledAndRestarted) {
   Outcome out = Run({"ps_0", SIGKILL});

@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
+#include "framework/distributed/rpc_policy.h"
 
 namespace tandem {
 
@@ -110,6 +111,18 @@ void ForEachTransportArgument(const std::function<void(const char*, int)>& set) 
   // lookahead above as the fixed window, a 4 MiB RecvTensor went from about 1.2 to
   // 1.6-1.9 GB/s on loopback, and 64 MiB from 0.5-0.9 to 0.9-1.0 of raw TCP.
   set(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // Keepalive, both ways: a peer that stops answering without closing its connection
+  // (frozen, SIGSTOPped, partitioned) fails the calls in flight with UNAVAILABLE
+  // within kKeepaliveTimeMs + kKeepaliveTimeoutMs, instead of leaving them waiting
+  // forever; the caller's recovery then names the task and retries. Pings go out on
+  // idle connections too, and a peer accepts them as often as they come (gRPC's
+  // default would answer frequent pings with GOAWAY "too_many_pings").
+  set(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  set(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  set(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  set(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  set(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, kKeepaliveTimeMs / 2);
+  set(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
 }
 
 grpc::ChannelArguments DefaultChannelArguments() {

@@ -56,7 +56,7 @@ void UseGrpcTransportExperiments();
 // and ForEachTransportArgument.
 grpc::ChannelArguments DefaultChannelArguments();
 // The HTTP/2 and TCP settings that servers and channels share (frame, window and read
-// sizes for megabyte tensors).
+// sizes for megabyte tensors; keepalive pings, rpc_policy.h).
 void ForEachTransportArgument(const std::function<void(const char*, int)>& set);
 
 // Credentials from the TLS settings (insecure when tls() is false). Unreadable files
