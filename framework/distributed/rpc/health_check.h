@@ -24,7 +24,7 @@
 
 namespace tandem {
 
-// grpc.health.v1.HealthCheckResponse.ServingStatus.
+// grpc.health.v1.HealthCheckResponse.ServingStatus (framework/protos/health.proto).
 enum class ServingStatus { kUnknown = 0, kServing = 1, kNotServing = 2, kServiceUnknown = 3 };
 
 inline constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
