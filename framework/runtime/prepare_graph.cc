@@ -1,6 +1,7 @@
 // framework/runtime/prepare_graph.cc
 #include "framework/runtime/prepare_graph.h"
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -29,16 +30,16 @@ absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precisi
 }
 
 absl::StatusOr<proto::GraphDef> PreparedGraph::Prepare(const proto::GraphDef& extension) const {
-  proto::GraphDef whole = given_;
-  bool adds = false;
-  for (const proto::NodeDef& node : extension.node()) {
-    if (given_names_.contains(node.name())) continue;
-    *whole.add_node() = node;
-    adds = true;
-  }
   proto::GraphDef out;
   out.set_version(extension.version());
-  if (!adds && !held_.empty()) return out;
+  const bool adds =
+      std::any_of(extension.node().begin(), extension.node().end(),
+                  [&](const proto::NodeDef& n) { return !given_names_.contains(n.name()); });
+  if (!adds && !held_.empty()) return out;  // Nothing new: no copy, no passes.
+  proto::GraphDef whole = given_;
+  for (const proto::NodeDef& node : extension.node()) {
+    if (!given_names_.contains(node.name())) *whole.add_node() = node;
+  }
   TANDEM_ASSIGN_OR_RETURN(proto::GraphDef prepared, PrepareGraph(whole, precision_));
   for (proto::NodeDef& node : *prepared.mutable_node()) {
     if (!held_.contains(node.name())) *out.add_node() = std::move(node);
