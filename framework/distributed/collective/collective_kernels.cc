@@ -63,6 +63,21 @@ class CollectiveKernel : public AsyncOpKernel {
     }
     return ex;
   }
+  // The collective's completion: a failure ends the kernel with the error annotated with
+  // the node; success runs `set_outputs`, then ends it.
+  template <typename SetOutputs>
+  static CollectiveExecutor::Done Finish(OpKernelContext& ctx, DoneCallback done,
+                                         SetOutputs set_outputs) {
+    return [&ctx, done = std::move(done),
+            set_outputs = std::move(set_outputs)](const absl::Status& s) {
+      if (!s.ok()) {
+        done(ctx.Annotate(s));
+        return;
+      }
+      set_outputs();
+      done(absl::OkStatus());
+    };
+  }
   // The inputs packed into one `dtype` buffer; `offsets` gets their byte offsets. The
   // last step's buffer is used again once nothing else holds it (its outputs are views
   // of it), so steady-state steps allocate none.
@@ -107,19 +122,15 @@ class CollectiveAllReduceKernel : public CollectiveKernel {
     const float scale = average_ ? 1.0f / static_cast<float>(ex->size()) : 1.0f;
     ex->AllReduceSum(
         instance_key_, packed,
-        [&ctx, packed, offsets = std::move(offsets),
-         done = std::move(done)](const absl::Status& s) {
-          if (!s.ok()) {
-            done(ctx.Annotate(s));
-            return;
-          }
-          for (int i = 0; i < ctx.num_inputs(); ++i) {
-            const int64_t begin = static_cast<int64_t>(offsets[i] / sizeof(float));
-            const int64_t count = ctx.input(i).NumElements();
-            ctx.set_output(i, packed.Slice(begin, begin + count).Reshaped(ctx.input(i).shape()));
-          }
-          done(absl::OkStatus());
-        },
+        Finish(ctx, std::move(done),
+               [&ctx, packed, offsets = std::move(offsets)] {
+                 for (int i = 0; i < ctx.num_inputs(); ++i) {
+                   const int64_t begin = static_cast<int64_t>(offsets[i] / sizeof(float));
+                   const int64_t count = ctx.input(i).NumElements();
+                   ctx.set_output(
+                       i, packed.Slice(begin, begin + count).Reshaped(ctx.input(i).shape()));
+                 }
+               }),
         scale);
   }
 
@@ -135,12 +146,7 @@ class CollectiveBroadcastKernel : public CollectiveKernel {
     std::vector<size_t> offsets;
     Tensor packed = Packed(ctx, DType::kUInt8, &offsets);
     ex->Broadcast(instance_key_, packed,
-                  [&ctx, packed, offsets = std::move(offsets),
-                   done = std::move(done)](const absl::Status& s) {
-                    if (!s.ok()) {
-                      done(ctx.Annotate(s));
-                      return;
-                    }
+                  Finish(ctx, std::move(done), [&ctx, packed, offsets = std::move(offsets)] {
                     for (int i = 0; i < ctx.num_inputs(); ++i) {
                       Tensor out(ctx.input(i).dtype(), ctx.input(i).shape());
                       if (out.TotalBytes() > 0) {
@@ -149,8 +155,7 @@ class CollectiveBroadcastKernel : public CollectiveKernel {
                       }
                       ctx.set_output(i, std::move(out));
                     }
-                    done(absl::OkStatus());
-                  });
+                  }));
   }
 };
 
