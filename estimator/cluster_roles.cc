@@ -20,6 +20,7 @@
 #include "framework/core/status.h"
 #include "framework/core/termination.h"
 #include "framework/distributed/cluster_control.h"
+#include "framework/distributed/peer_watch.h"
 #include "framework/distributed/server.h"
 #include "glog/logging.h"
 #include "hooks/summary_writer.h"
@@ -37,7 +38,7 @@ void SleepSeconds(double secs) { std::this_thread::sleep_for(std::chrono::durati
 
 // How often the evaluator looks for a new checkpoint, and says it is waiting.
 constexpr double kPollSecs = 1.0;
-constexpr double kWaitingLogSecs = 60;
+constexpr double kWaitingLogSecs = 30;
 // Consecutive failed evaluations of checkpoints that vanished (retention) or were
 // unreadable, tolerated before the evaluator gives up.
 constexpr int kMaxEvaluationFailures = 10;
@@ -49,26 +50,29 @@ constexpr int64_t kShutdownTimeoutMs = 10000;
 // How often a ps looks whether training is over without it being told.
 constexpr double kPsIdleCheckSecs = 10;
 
-// The address of the chief (or master) task, if the cluster has one.
-std::optional<std::string> ChiefAddress(const ClusterSpec& cluster) {
-  for (absl::string_view job : {kJobChief, kJobMaster}) {
-    absl::StatusOr<std::string> address = cluster.TaskAddress(job, 0);
-    if (address.ok()) return *address;
+// The workers other than this task that still answer GetStatus (`up`) and those that
+// keep their port open but do not answer in time (`silent`: frozen or partitioned).
+struct WorkersState {
+  std::vector<std::string> up, silent;
+};
+WorkersState ProbeWorkers(const RunConfig& config, const TransportSecurity& security) {
+  const TaskId self = config.task();
+  WorkersState state;
+  for (const WatchedTask& t : TasksOf(config.cluster_spec(), {kJobWorker}, &self)) {
+    const absl::Status s = ProbeTask(t.address, security, kProbeTimeoutMs);
+    if (s.ok()) state.up.push_back(t.Describe());
+    if (absl::IsDeadlineExceeded(s)) state.silent.push_back(t.Describe());
   }
-  return std::nullopt;
+  return state;
 }
 
-// The tasks of `job` that still answer GetStatus.
-std::vector<std::string> TasksUp(const ClusterSpec& cluster, absl::string_view job,
-                                 const TransportSecurity& security) {
-  std::vector<std::string> up;
-  for (int index : cluster.TaskIndices(job)) {
-    absl::StatusOr<std::string> address = cluster.TaskAddress(job, index);
-    if (address.ok() && ProbeTask(*address, security, kProbeTimeoutMs).ok()) {
-      up.push_back(absl::StrCat(job, ":", index, " (", *address, ")"));
-    }
-  }
-  return up;
+// The task that ends a ps's service: the chief (or master), else worker 0 (a
+// chief-less cluster's chief).
+std::vector<WatchedTask> ChiefTask(const ClusterSpec& cluster) {
+  std::vector<WatchedTask> chief = TasksOf(cluster, {kJobChief, kJobMaster});
+  if (chief.empty()) chief = TasksOf(cluster, {kJobWorker});
+  if (chief.size() > 1) chief.resize(1);
+  return chief;
 }
 
 }  // namespace
@@ -81,6 +85,10 @@ absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator,
   LOG(INFO) << "Parameter server " << server->task_name() << " serving on " << server->address()
             << " until the chief ends training";
   Server* s = server.get();
+  const std::vector<WatchedTask> chief = ChiefTask(config.cluster_spec());
+  PeerWatchOptions watch_options;
+  watch_options.waiter = absl::StrCat("ps:", config.task_id());
+  PeerWatch watch(chief, estimator.security(), watch_options);  // Names a silent chief.
   const int on_signal = termination::OnRequest(
       [s] { s->Stop(absl::StrCat("stopped by ", strsignal(termination::Signal()))); });
   // A ps started (or restarted) after the chief finished would wait for a Shutdown
@@ -88,12 +96,12 @@ absl::StatusOr<TaskResult> RunParameterServer(const Estimator& estimator,
   absl::Notification joined;
   std::thread watcher([&] {
     if (!max_steps) return;
-    const std::optional<std::string> chief = ChiefAddress(config.cluster_spec());
     int chief_gone = 0;
     while (!joined.WaitForNotificationWithTimeout(absl::Seconds(kPsIdleCheckSecs))) {
       const std::string latest = estimator.LatestCheckpoint();
       if (latest.empty() || checkpoint::CheckpointGlobalStep(latest) < *max_steps) continue;
-      const bool gone = !chief || !ProbeTask(*chief, estimator.security(), kProbeTimeoutMs).ok();
+      const bool gone =
+          chief.empty() || !ProbeTask(chief[0].address, estimator.security(), kProbeTimeoutMs).ok();
       chief_gone = gone ? chief_gone + 1 : 0;
       if (chief_gone >= 2) {
         s->Stop(absl::StrCat("training is over (", latest, " is at max_steps ", *max_steps,
@@ -156,9 +164,10 @@ absl::StatusOr<TaskResult> RunEvaluator(Estimator& estimator, const TrainSpec& t
     }
     if (latest.empty() || latest == last_evaluated) {
       if (SecondsSince(last_waiting_log) >= kWaitingLogSecs) {
-        LOG(INFO) << "Evaluator: no new checkpoint in " << estimator.model_dir() << " for "
-                  << static_cast<int64_t>(SecondsSince(waiting_since)) << " secs"
-                  << (last_evaluated.empty() ? "" : "; last evaluated " + last_evaluated);
+        LOG(INFO) << "Evaluator: waiting for a checkpoint in " << estimator.model_dir()
+                  << (last_evaluated.empty() ? "" : " newer than " + last_evaluated)
+                  << " (training ends at max_steps " << max_steps << "); none for "
+                  << static_cast<int64_t>(SecondsSince(waiting_since)) << " secs";
         last_waiting_log = Clock::now();
       }
       SleepSeconds(kPollSecs);
@@ -203,12 +212,14 @@ absl::Status EndCluster(const RunConfig& config, const TransportSecurity& securi
       return absl::CancelledError(absl::StrCat("stopped by ", strsignal(termination::Signal()),
                                                " while waiting for the workers to exit"));
     }
-    std::vector<std::string> up = TasksUp(cluster, kJobWorker, security);
-    // Without a chief job, worker 0 is the chief: it does not wait for itself.
-    const std::string self = absl::StrCat(config.task_type(), ":", config.task_id(), " ");
-    up.erase(std::remove_if(up.begin(), up.end(),
-                            [&](const std::string& t) { return absl::StartsWith(t, self); }),
-             up.end());
+    // Without a chief job, worker 0 is the chief: it does not wait for itself. A
+    // worker that does not answer is not waited for (a frozen one may never come back;
+    // thawed, it finds training over), but named.
+    const auto [up, silent] = ProbeWorkers(config, security);
+    if (!silent.empty() && (up.empty() || SecondsSince(last_log) >= kWorkerExitLogSecs)) {
+      LOG(WARNING) << "Chief: not waiting for workers that do not answer (frozen or "
+                   << "partitioned?): " << absl::StrJoin(silent, ", ");
+    }
     if (up.empty()) break;
     if (SecondsSince(start) >= kWorkerExitWaitSecs) {
       LOG(WARNING) << "Chief: workers still up after " << kWorkerExitWaitSecs

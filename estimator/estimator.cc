@@ -25,6 +25,7 @@
 #include "framework/core/termination.h"
 #include "framework/distributed/cluster_control.h"
 #include "framework/distributed/grpc_session.h"
+#include "framework/distributed/peer_watch.h"
 #include "framework/distributed/replica_device_setter.h"
 #include "framework/distributed/server.h"
 #include "framework/ops/array_ops.h"
@@ -62,6 +63,7 @@ SessionOptions MakeSessionOptions(const RunConfig& config, bool on_cluster) {
   if (on_cluster) {
     so.target = config.master();
     so.wait_for_workers_ms = kWaitForClusterMs;
+    so.operation_timeout_ms = config.operation_timeout_secs() * 1000;
   }
   return so;
 }
@@ -100,22 +102,34 @@ SyncReplicasHookOptions SyncReplicasOptionsFor(const RunConfig& config,
   o.factory = factory;
   o.session_options = MakeSessionOptions(config, /*on_cluster=*/true);
   o.summary_dir = config.model_dir();
-  const ClusterSpec cluster = config.cluster_spec();
   const TaskId self = config.task();
-  o.missing_replicas = [cluster, self, security] {
-    std::vector<std::string> missing;
-    for (absl::string_view job : {kJobChief, kJobMaster, kJobWorker}) {
-      for (int index : cluster.TaskIndices(job)) {
-        if (job == self.job && index == self.index) continue;
-        absl::StatusOr<std::string> address = cluster.TaskAddress(job, index);
-        if (address.ok() && !ProbeTask(*address, security, /*timeout_ms=*/2000).ok()) {
-          missing.push_back(absl::StrCat(job, ":", index, " (", *address, ")"));
+  o.missing_replicas =
+      [replicas = TasksOf(config.cluster_spec(), {kJobChief, kJobMaster, kJobWorker}, &self),
+       security] {
+        std::vector<std::string> missing;
+        for (const WatchedTask& t : replicas) {
+          if (!ProbeTask(t.address, security, /*timeout_ms=*/2000).ok()) {
+            missing.push_back(t.Describe());
+          }
         }
-      }
-    }
-    return missing;
-  };
+        return missing;
+      };
   return o;
+}
+
+// Names the tasks a training task of a ps cluster waits on when they stop answering:
+// the ps tasks, and the chief (a worker) or the workers (the chief).
+std::unique_ptr<PeerWatch> WatchPeers(const RunConfig& config, const TransportSecurity& security) {
+  const ClusterSpec& cluster = config.cluster_spec();
+  const TaskId self = config.task();
+  std::vector<WatchedTask> tasks = TasksOf(cluster, {kJobPs}, &self);
+  for (WatchedTask& t : config.is_chief() ? TasksOf(cluster, {kJobWorker}, &self)
+                                          : TasksOf(cluster, {kJobChief, kJobMaster}, &self)) {
+    tasks.push_back(std::move(t));
+  }
+  PeerWatchOptions options;
+  options.waiter = absl::StrCat(self.job, ":", self.index);
+  return std::make_unique<PeerWatch>(std::move(tasks), security, options);
 }
 
 // The names the collective replicas' group formation and checks need; adds the
@@ -130,10 +144,6 @@ absl::StatusOr<internal::ReplicaVariables> CollectiveReplicaVariables(ModeGraph&
   for (const ops::Variable& var : vars) v.reads.push_back(var.value().name());
   v.fingerprint = ops::CollectiveFingerprint(*g.root.graph());
   return v;
-}
-
-bool Recoverable(const absl::Status& s) {
-  return s.code() == absl::StatusCode::kAborted || s.code() == absl::StatusCode::kUnavailable;
 }
 
 }  // namespace
@@ -223,6 +233,7 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
   const bool collective = on_cluster && options_.collective.has_value();
   CollectiveExecutor* group = nullptr;
   internal::ReplicaVariables replica_vars;
+  std::unique_ptr<PeerWatch> watch;  // A ps cluster: names silent tasks while training.
   if (collective) {
     TANDEM_RETURN_IF_ERROR(EnsureServer());
     group = server_->collective();
@@ -243,6 +254,7 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
         return NewSession(def, so, security);
       };
     }
+    watch = WatchPeers(config, options_.security);
     LOG(INFO) << "Training as " << server_->task_name() << " on a cluster of "
               << config.cluster_spec().TotalTasks() << " tasks; input pipeline "
               << train_input_context_.input_pipeline_id << " of "
@@ -310,7 +322,7 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
   absl::StatusOr<std::unique_ptr<MonitoredSession>> created;
   for (int attempt = 1;; ++attempt) {
     created = NewMonitoredTrainingSession(g.root.graph(), mts);
-    if (created.ok() || !on_cluster || !Recoverable(created.status()) ||
+    if (created.ok() || !on_cluster || !IsLostTaskError(created.status()) ||
         attempt >= kMaxConsecutiveRecoveries || termination::Requested()) {
       break;
     }
@@ -339,7 +351,7 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
     SessionRunRequest request = base;
     request.feeds = Feeds(g, *batch);
     absl::Status s = session->Run(request).status();
-    if (Recoverable(s)) {
+    if (IsRecoverableStepError(s)) {
       // A task of the cluster is gone. If the chief already saved the checkpoint at
       // max_steps, training is over (the ps tasks may have been shut down).
       if (options.max_steps) {

@@ -20,6 +20,7 @@
 #include "estimator/internal/did_you_mean.h"
 #include "estimator/internal/distribute_config.h"
 #include "estimator/internal/export_config.h"
+#include "estimator/internal/security_config.h"
 #include "estimator/internal/toml_limits.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
@@ -80,7 +81,9 @@ std::vector<Section> Sections(JobConfig& c) {
         {"random_seed", &c.run.random_seed},
         {"inter_op_threads", &c.run.inter_op_threads, 0, {}, MaxThreads()},
         {"intra_op_threads", &c.run.intra_op_threads, 0, {}, MaxThreads()},
-        {"precision", &c.run.precision, kNoMin, {"float32", "mixed_bfloat16"}}}},
+        {"precision", &c.run.precision, kNoMin, {"float32", "mixed_bfloat16"}},
+        {"operation_timeout_secs", &c.run.operation_timeout_secs, 0, {}, 86400},
+        {"liveness_file", &c.run.liveness_file}}},
       {"train",
        {{"max_steps", &c.train.max_steps, 1},
         {"batch_size", &c.train.batch_size, 1, {}, kMaxBatchSize},
@@ -115,6 +118,12 @@ std::vector<Section> Sections(JobConfig& c) {
         {"bytes_per_pack", &c.distribute.bytes_per_pack, 1024, {}, int64_t{1} << 30},
         {"collective_timeout_secs", &c.distribute.collective_timeout_secs, 1, {}, 86400},
         {"check_replicas_steps", &c.distribute.check_replicas_steps, 0}}},
+      {"security",
+       {{"tls_cert", &c.security.tls_cert},
+        {"tls_key", &c.security.tls_key},
+        {"tls_ca", &c.security.tls_ca},
+        {"tls_server_name", &c.security.tls_server_name},
+        {"health_port", &c.security.health_port, 0, {}, 65535}}},
   };
 }
 
@@ -626,6 +635,7 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
       std::min<int64_t>(c.run.keep_checkpoint_max, std::numeric_limits<int>::max()));
   options.keep_checkpoint_every_n_hours = c.run.keep_checkpoint_every_n_hours;
   options.log_step_count_steps = c.run.log_step_count_steps;
+  options.operation_timeout_secs = c.run.operation_timeout_secs;
   absl::StatusOr<Precision> precision = ParsePrecision(c.run.precision);
   if (!precision.ok()) return AnnotateStatus(precision.status(), "[run] precision");
   options.precision = *precision;
@@ -660,6 +670,7 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
   c.run.save_checkpoints_secs = c.run_config_.save_checkpoints_secs();
   TANDEM_RETURN_IF_ERROR(internal::CheckDistribute(c, where));
   TANDEM_RETURN_IF_ERROR(internal::CheckExportAndWarmStart(c, where));
+  TANDEM_RETURN_IF_ERROR(internal::CheckSecurity(c, where));
   return c;
 }
 

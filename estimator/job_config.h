@@ -10,7 +10,8 @@
 //   [run]         model_dir, save_checkpoints_steps | save_checkpoints_secs,
 //                 keep_checkpoint_max, keep_checkpoint_every_n_hours, log_step_count_steps,
 //                 save_summary_steps, random_seed, inter_op_threads, intra_op_threads,
-//                 precision ("float32" or "mixed_bfloat16")
+//                 precision ("float32" or "mixed_bfloat16"), operation_timeout_secs,
+//                 liveness_file
 //   [train]       max_steps, batch_size, warm_start_from, warm_start_vars,
 //                 [train.warm_start_map] "model/var" = "name/in/source"
 //   [eval]        steps (0: until the eval input ends), start_delay_secs, throttle_secs, name,
@@ -20,6 +21,7 @@
 //   [distribute]  strategy ("auto" | "none" | "parameter_server"), sync,
 //                 replicas_to_aggregate, partitioner ("none" | "fixed" | "min_max"),
 //                 num_shards
+//   [security]    tls_cert, tls_key, tls_ca, tls_server_name, health_port
 //   [cluster]     job = ["host:port", ...]  or  job = { 1 = "host:port" } (sparse ids)
 //   [task]        type = "worker", index = 0 (the TOML twin of TF_CONFIG's "task")
 //
@@ -63,6 +65,21 @@
 //     are refused.
 //   partitioner / num_shards: the model layers create whole variables and no scope
 //     partitions them, so anything but "none" / 0 is refused (UNIMPLEMENTED).
+//
+// [run] operation_timeout_secs (default 300, 0: none): the deadline of each training
+// step on a cluster (TensorFlow's operation_timeout_in_ms); a step past it fails
+// DEADLINE_EXCEEDED and the session is re-created, as after a lost task.
+// [run] liveness_file: a file whose modification time this task refreshes every 10 s
+// while it runs (for an exec liveness probe; the evaluator serves no port to probe).
+//
+// [security], for the cluster's gRPC (estimator/internal/security_config.h): tls_cert,
+// tls_key and tls_ca, PEM files given all three or none, make every task's server and
+// clients speak mutual TLS; tls_server_name is the name the clients check the servers'
+// certificate against (default: each address's host); health_port, a plaintext port
+// answering only gRPC health checks (for Kubernetes probes when TLS is on). Each key the
+// config leaves empty falls back to $TANDEM_TLS_CERT, $TANDEM_TLS_KEY, $TANDEM_TLS_CA,
+// $TANDEM_TLS_SERVER_NAME. The cluster token comes from $TANDEM_CLUSTER_TOKEN only (a
+// secret does not belong in a config file).
 //
 // Thread safety: value type.
 #ifndef TANDEM_ESTIMATOR_JOB_CONFIG_H_
@@ -170,7 +187,9 @@ struct RunSection {
   std::optional<int64_t> random_seed;
   int64_t inter_op_threads = 0;
   int64_t intra_op_threads = 0;
-  std::string precision = "float32";  // Or "mixed_bfloat16" (RunConfigOptions::precision).
+  std::string precision = "float32";     // Or "mixed_bfloat16" (RunConfigOptions::precision).
+  int64_t operation_timeout_secs = 300;  // Cluster steps' deadline; 0: none.
+  std::string liveness_file;             // "" = none.
   bool operator==(const RunSection& o) const = default;
 };
 
@@ -226,6 +245,15 @@ struct DistributeSection {
   bool operator==(const DistributeSection& o) const = default;
 };
 
+struct SecuritySection {
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
+  std::string tls_server_name;
+  int64_t health_port = 0;  // 0: none.
+  bool operator==(const SecuritySection& o) const = default;
+};
+
 struct TaskSection {
   std::string type;  // "" = unset.
   std::optional<int64_t> index;
@@ -271,6 +299,7 @@ class JobConfig {
   EvalSection eval;
   ExportSection export_;  // [export] ("export" is a C++ keyword).
   DistributeSection distribute;
+  SecuritySection security;
   ClusterSpec cluster;
   TaskSection task;
 

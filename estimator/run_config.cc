@@ -213,6 +213,7 @@ absl::Status ValidateOptions(const RunConfigOptions& o) {
     return bad("keep_checkpoint_every_n_hours should be > 0");
   }
   if (o.log_step_count_steps <= 0) return bad("log_step_count_steps should be > 0");
+  if (o.operation_timeout_secs < 0) return bad("operation_timeout_secs should be >= 0");
   if (o.session_config && (o.session_config->inter_op_parallelism_threads < 0 ||
                            o.session_config->intra_op_parallelism_threads < 0)) {
     return bad("session thread counts should be >= 0");
@@ -307,6 +308,7 @@ absl::StatusOr<RunConfig> RunConfig::Create(const RunConfigOptions& options,
   c.keep_checkpoint_max_ = options.keep_checkpoint_max;
   c.keep_checkpoint_every_n_hours_ = options.keep_checkpoint_every_n_hours;
   c.log_step_count_steps_ = options.log_step_count_steps;
+  c.operation_timeout_secs_ = options.operation_timeout_secs;
   c.precision_ = options.precision;
   c.session_config_ = options.session_config;
   c.environment_ = tf_config.environment;

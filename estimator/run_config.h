@@ -101,7 +101,10 @@ struct RunConfigOptions {
   int keep_checkpoint_max = 5;                   // >= 0; 0 keeps all.
   double keep_checkpoint_every_n_hours = 10000;  // > 0.
   int64_t log_step_count_steps = 100;            // > 0.
-  std::optional<SessionConfig> session_config;   // Unset: derived (device filters).
+  // The deadline of each training step on a cluster (SessionOptions::
+  // operation_timeout_ms); 0: none.
+  int64_t operation_timeout_secs = 300;         // >= 0.
+  std::optional<SessionConfig> session_config;  // Unset: derived (device filters).
   // kMixedBfloat16: matmuls and convolutions (and the ops between them) run on
   // bfloat16 with float32 master weights (framework/runtime/mixed_precision.h), in
   // every session the Estimator creates. Exports stay float32 graphs.
@@ -130,6 +133,7 @@ class RunConfig {
   int keep_checkpoint_max() const { return keep_checkpoint_max_; }
   double keep_checkpoint_every_n_hours() const { return keep_checkpoint_every_n_hours_; }
   int64_t log_step_count_steps() const { return log_step_count_steps_; }
+  int64_t operation_timeout_secs() const { return operation_timeout_secs_; }
   // Unset in local mode unless given; with a cluster, the derived device filters.
   const std::optional<SessionConfig>& session_config() const { return session_config_; }
   Precision precision() const { return precision_; }
@@ -169,6 +173,7 @@ class RunConfig {
   int keep_checkpoint_max_ = 5;
   double keep_checkpoint_every_n_hours_ = 10000;
   int64_t log_step_count_steps_ = 100;
+  int64_t operation_timeout_secs_ = 300;
   std::optional<SessionConfig> session_config_;
   Precision precision_ = Precision::kFloat32;
 

@@ -17,8 +17,6 @@
 namespace tandem {
 namespace {
 
-bool IsRecoverable(const absl::Status& s) { return absl::IsAborted(s) || absl::IsUnavailable(s); }
-
 // "node" and "node:0" name the same tensor.
 std::string CanonicalTensorName(const std::string& name) {
   std::string node;
@@ -67,6 +65,12 @@ absl::Status CloseAndReturn(Session* session, absl::Status status) {
 }
 
 }  // namespace
+
+bool IsLostTaskError(const absl::Status& s) { return absl::IsAborted(s) || absl::IsUnavailable(s); }
+
+bool IsRecoverableStepError(const absl::Status& s) {
+  return IsLostTaskError(s) || absl::IsDeadlineExceeded(s);
+}
 
 SessionFactory DefaultSessionFactory() {
   return [](const proto::GraphDef& def,
@@ -253,7 +257,7 @@ absl::StatusOr<std::vector<Tensor>> MonitoredSession::Run(const SessionRunReques
     // A previous recovery could not create the session: try again.
     absl::Status s = CreateAndNotify();
     if (!s.ok()) {
-      if (!IsRecoverable(s)) failed_ = true;
+      if (!IsLostTaskError(s)) failed_ = true;
       return s;
     }
     ++recoveries_;
@@ -292,10 +296,10 @@ absl::StatusOr<std::vector<Tensor>> MonitoredSession::Run(const SessionRunReques
     return absl::OkStatus();
   };
 
-  // The error of any phase: ABORTED/UNAVAILABLE re-create the session (and are still
-  // returned); any other error but OUT_OF_RANGE marks the session failed (no End).
+  // The error of any phase: ABORTED/UNAVAILABLE/DEADLINE_EXCEEDED re-create the session (and are
+  // still returned); any other error but OUT_OF_RANGE marks the session failed (no End).
   const auto fail = [&](absl::Status s) -> absl::Status {
-    if (IsRecoverable(s)) {
+    if (IsRecoverableStepError(s)) {
       LOG(WARNING) << "MonitoredSession: recreating the session after: " << s;
       absl::Status closed = session_->Close();
       if (!closed.ok()) LOG(WARNING) << "Closing the failed session: " << closed;
@@ -305,7 +309,7 @@ absl::StatusOr<std::vector<Tensor>> MonitoredSession::Run(const SessionRunReques
         ++recoveries_;
         return s;
       }
-      if (!IsRecoverable(created)) failed_ = true;
+      if (!IsLostTaskError(created)) failed_ = true;
       return AnnotateStatus(created,
                             absl::StrCat("recreating the session after \"", s.message(), "\""));
     }

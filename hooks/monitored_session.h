@@ -16,7 +16,8 @@
 //   Close(): End(session) of every hook (skipped after an error), then closes the session.
 //
 // Recovery: when a step (or a hook's session use) fails with ABORTED or UNAVAILABLE,
-// the session is closed and created again by the creator (the chief restores the latest
+// or DEADLINE_EXCEEDED (a step past its deadline: a task that stopped answering), the
+// session is closed and created again by the creator (the chief restores the latest
 // checkpoint), AfterCreateSession runs again, and the error is returned to the caller,
 // whose next Run goes to the new session (TensorFlow's _RecoverableSession retries the
 // step; tandem returns the error so the input batch is not silently replayed).
@@ -108,6 +109,13 @@ class WorkerSessionCreator : public SessionCreator {
   SessionCreatorOptions options_;
   double max_wait_secs_, poll_secs_;
 };
+
+// ABORTED or UNAVAILABLE: a task of the cluster was lost or restarted; creating the
+// session again can succeed.
+bool IsLostTaskError(const absl::Status& s);
+// IsLostTaskError, or DEADLINE_EXCEEDED (a step past SessionOptions::
+// operation_timeout_ms): a step failing so is retried in a re-created session.
+bool IsRecoverableStepError(const absl::Status& s);
 
 class MonitoredSession {
  public:

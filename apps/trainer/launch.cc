@@ -18,7 +18,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include "absl/status/statusor.h"
@@ -155,6 +157,56 @@ void Drain(Task& task) {
   std::fflush(stdout);
 }
 
+// A private temporary directory holding a throwaway CA and a certificate for
+// 127.0.0.1 that every task presents as server and client; removed by the destructor.
+class ThrowawayTls {
+ public:
+  static absl::StatusOr<std::unique_ptr<ThrowawayTls>> Make() {
+    std::string dir = "/tmp/tandem-launch-tls-XXXXXX";
+    if (mkdtemp(dir.data()) == nullptr) {
+      return absl::UnavailableError(absl::StrCat("mkdtemp: ", std::strerror(errno)));
+    }
+    auto tls = std::unique_ptr<ThrowawayTls>(new ThrowawayTls(dir));
+    // An EC P-256 CA; a certificate signed by it for 127.0.0.1 and localhost with
+    // both TLS usages, valid for two days.
+    const std::string script = absl::StrCat(
+        "set -e; cd '", dir, "'; exec 2>openssl.log; ",
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+        "-keyout ca.key -out ca.pem -days 2 -subj /CN=tandem-launch-ca >/dev/null; ",
+        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout task.key "
+        "-out task.csr -subj /CN=tandem-launch-task >/dev/null; ",
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,"
+        "clientAuth\n' > task.ext; ",
+        "openssl x509 -req -in task.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile task.ext -out task.pem >/dev/null");
+    const int rc = std::system(script.c_str());  // sh -c: the paths are ours.
+    if (rc != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "launch --tls: making the throwaway certificates with the openssl command failed "
+          "(is openssl installed? apt-get install openssl); see ",
+          dir, "/openssl.log"));
+    }
+    return tls;
+  }
+  ~ThrowawayTls() {
+    for (const char* f : {"ca.key", "ca.pem", "ca.srl", "task.key", "task.csr", "task.ext",
+                          "task.pem", "openssl.log"}) {
+      unlink(absl::StrCat(dir_, "/", f).c_str());
+    }
+    rmdir(dir_.c_str());
+  }
+  // The --set overrides that give every task these files.
+  std::vector<std::string> Sets() const {
+    return {absl::StrCat("security.tls_cert=\"", dir_, "/task.pem\""),
+            absl::StrCat("security.tls_key=\"", dir_, "/task.key\""),
+            absl::StrCat("security.tls_ca=\"", dir_, "/ca.pem\"")};
+  }
+
+ private:
+  explicit ThrowawayTls(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
 void SignalAll(std::vector<Task>& tasks, int sig) {
   for (Task& t : tasks) {
     if (t.pid > 0 && !t.status) kill(t.pid, sig);
@@ -184,6 +236,9 @@ CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags) {
   launch->add_option("--command", flags.command, "what every task runs")
       ->check(CLI::IsMember({"train_and_evaluate", "train"}))
       ->capture_default_str();
+  launch->add_flag("--tls", flags.tls,
+                   "mutual TLS between the tasks, with a throwaway CA made by the openssl "
+                   "command");
   launch->add_flag("--print_tf_config", flags.print_tf_config,
                    "print each task's TF_CONFIG instead of running");
   launch
@@ -209,7 +264,17 @@ int Launch(const LaunchFlags& flags) {
     return 0;
   }
   std::vector<std::string> args = {"trainer", flags.command, "--config", flags.config};
-  for (const std::string& s : flags.sets) {
+  std::unique_ptr<ThrowawayTls> tls;
+  std::vector<std::string> sets;
+  if (flags.tls) {
+    absl::StatusOr<std::unique_ptr<ThrowawayTls>> made = ThrowawayTls::Make();
+    if (!made.ok()) return Fail(kRuntimeError, made.status());
+    tls = *std::move(made);
+    sets = tls->Sets();
+    Say("mutual TLS between the tasks, with a throwaway CA");
+  }
+  sets.insert(sets.end(), flags.sets.begin(), flags.sets.end());  // The caller's win.
+  for (const std::string& s : sets) {
     args.push_back("--set");
     args.push_back(s);
   }

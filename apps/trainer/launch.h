@@ -22,6 +22,11 @@
 // out (worker 0 then acts as the chief, as in Kubeflow's default TFJob) and needs
 // --workers >= 1.
 //
+// --tls makes every task speak mutual TLS: the launcher makes a throwaway CA and one
+// certificate for 127.0.0.1 (both TLS usages) with the openssl command, in a private
+// temporary directory removed at the end, and passes them to every task as
+// [security] tls_cert, tls_key and tls_ca.
+//
 // --print_tf_config prints "<task> <TF_CONFIG JSON>" per task instead of running, for
 // use with another scheduler (it still picks the ports on this machine).
 #ifndef TANDEM_APPS_TRAINER_LAUNCH_H_
@@ -43,6 +48,7 @@ struct LaunchFlags {
   std::string config;
   std::vector<std::string> sets;
   bool print_tf_config = false;
+  bool tls = false;
   int grace_secs = 10;  // SIGTERM to SIGKILL when stopping tasks.
 };
 

@@ -16,11 +16,14 @@
 #include "absl/strings/str_join.h"
 #include "apps/trainer/exit_codes.h"
 #include "apps/trainer/export_commands.h"
+#include "apps/trainer/health_command.h"
 #include "apps/trainer/json_lines.h"
 #include "apps/trainer/launch.h"
+#include "apps/trainer/liveness.h"
 #include "apps/trainer/serve.h"
 #include "apps/trainer/serve_model.h"
 #include "estimator/estimator.h"
+#include "estimator/internal/security_config.h"
 #include "estimator/job_config.h"
 #include "estimator/training.h"
 #include "framework/core/status.h"
@@ -40,6 +43,7 @@ struct Flags {
   std::vector<std::string> predict_keys;
   std::string exported;     // predict: an exported model instead of --config.
   std::string input = "-";  // predict --exported: JSON Lines instances.
+  int health_port = -1;     // train, train_and_evaluate: security.health_port.
 };
 
 // One line per task for the log's end: what this task did.
@@ -99,7 +103,11 @@ int Run(const std::string& command, const Flags& flags,
     return Fail(kUsageError,
                 absl::InvalidArgumentError(absl::StrCat(command, ": --config is required")));
   }
-  absl::StatusOr<JobConfig> job = JobConfig::LoadWithEnvironment(flags.config, flags.sets);
+  std::vector<std::string> sets = flags.sets;
+  if (flags.health_port >= 0) {
+    sets.insert(sets.begin(), absl::StrCat("security.health_port=", flags.health_port));
+  }
+  absl::StatusOr<JobConfig> job = JobConfig::LoadWithEnvironment(flags.config, sets);
   if (!job.ok()) return Fail(kUsageError, job.status());
   if (flags.print_config) {
     std::printf("%s", job->ToToml().c_str());
@@ -121,7 +129,9 @@ int Run(const std::string& command, const Flags& flags,
   eo.model_fn = BindModelFn(model->get());
   eo.config = job->run_config();
   eo.params = job->model;
-  eo.security = SecurityFromEnvironment();
+  absl::StatusOr<TransportSecurity> security = internal::SecurityFor(*job);
+  if (!security.ok()) return Fail(kUsageError, security.status());
+  eo.security = *security;
   if (!job->train.warm_start_from.empty()) eo.warm_start = WarmStartFromConfig(*job);
   if (job->distribute.sync) {
     SyncReplicasSettings sync;
@@ -142,6 +152,12 @@ int Run(const std::string& command, const Flags& flags,
   InputFn input_fn = BindInputFn(model->get(), &*job);
   LOG(INFO) << "Role: " << job->DescribeRole();
 
+  std::unique_ptr<LivenessSignals> liveness;
+  if (command == "train" || command == "train_and_evaluate") {
+    absl::StatusOr<std::unique_ptr<LivenessSignals>> started = LivenessSignals::Start(*job);
+    if (!started.ok()) return Fail(started.status());
+    liveness = *std::move(started);
+  }
   if (command == "train") {
     absl::StatusOr<TaskResult> r =
         Train(**estimator, TrainSpec{input_fn, job->train.max_steps, {}});
@@ -230,8 +246,15 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
     sub->add_flag("--print_config", flags.print_config,
                   "print the resolved config (file < TF_CONFIG < --set) and exit");
   };
+  auto add_health_port = [&](CLI::App* sub) {
+    sub->add_option("--health_port", flags.health_port,
+                    "also answer gRPC health checks, and nothing else, in plaintext on this "
+                    "port (--set security.health_port=N; for Kubernetes probes under TLS)")
+        ->check(CLI::Range(0, 65535));
+  };
   CLI::App* train = app.add_subcommand("train", "train until [train] max_steps");
   add_common(train);
+  add_health_port(train);
   CLI::App* evaluate =
       app.add_subcommand("evaluate", "evaluate a checkpoint (default: the latest)");
   add_common(evaluate);
@@ -239,6 +262,7 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
   CLI::App* tae = app.add_subcommand(
       "train_and_evaluate", "train, evaluating after checkpoints (throttled) and at the end");
   add_common(tae);
+  add_health_port(tae);
   CLI::App* predict = app.add_subcommand(
       "predict",
       "write predictions as JSON Lines: of a job's checkpoint (--config) or of an exported "
@@ -296,6 +320,8 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
   CLI::App* launch = AddLaunchCommand(app, launch_flags);
   ServeModelFlags serve_model_flags;
   CLI::App* serve_model = AddServeModelCommand(app, serve_model_flags);
+  HealthFlags health_flags;
+  CLI::App* health = AddHealthCommand(app, health_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -311,6 +337,7 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
   }
   if (command == launch->get_name()) return Launch(launch_flags);
   if (command == serve_model->get_name()) return ServeModel(serve_model_flags);
+  if (command == health->get_name()) return Health(health_flags);
   return Run(command, flags, register_models);
 }
 

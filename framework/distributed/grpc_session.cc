@@ -62,6 +62,7 @@ absl::Status GrpcSession::Init(const proto::GraphDef& graph, const SessionOption
     return CallAndWait(master_, &MasterInterface::CreateSessionAsync, req, &resp);
   }));
   handle_ = resp.proto.session_handle();
+  operation_timeout_ms_ = options.operation_timeout_ms;
   absl::MutexLock lock(&mu_);
   prepared->Commit(graph, req.proto.graph());
   prepared_ = std::move(prepared);
@@ -99,10 +100,11 @@ absl::StatusOr<std::vector<Tensor>> GrpcSession::Run(const FeedMap& feeds,
   }
   for (const std::string& f : fetches) req.proto.add_fetch(f);
   for (const std::string& t : targets) req.proto.add_target(t);
-  req.proto.set_timeout_ms(options.timeout_ms);
+  const int64_t timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : operation_timeout_ms_;
+  req.proto.set_timeout_ms(timeout_ms);
   req.proto.set_trace(options.trace && metadata != nullptr);
   CallOptions call;
-  if (options.timeout_ms > 0) call.set_timeout_ms(options.timeout_ms + 2000);
+  if (timeout_ms > 0) call.set_timeout_ms(timeout_ms + 2000);
   TANDEM_RETURN_IF_ERROR(CallAndWait(master_, &MasterInterface::RunStepAsync, req, &resp, &call));
   if (resp.tensors.size() != fetches.size()) {
     return absl::InternalError(absl::StrCat("the master returned ", resp.tensors.size(),

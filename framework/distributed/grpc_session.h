@@ -55,6 +55,7 @@ class GrpcSession : public Session {
   std::shared_ptr<MasterInterface> local_master_;  // An in-process server's master.
   MasterInterface* master_ = nullptr;
   std::string handle_;
+  int64_t operation_timeout_ms_ = 0;  // SessionOptions::operation_timeout_ms.
   absl::Mutex mu_;
   int64_t graph_version_ ABSL_GUARDED_BY(mu_) = 0;
   // What the master holds, so Extend sends prepared nodes (prepare_graph.h).

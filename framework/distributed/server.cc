@@ -10,9 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/distributed/collective/collective_executor.h"
+#include "framework/distributed/health_port.h"
 #include "framework/distributed/local_master.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/rpc/grpc_service.h"
+#include "framework/distributed/rpc/health_check.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -26,6 +28,7 @@ Server::~Server() {
   Stop();
   // Nothing may call into the worker or master once the gRPC server is gone.
   service_.reset();
+  health_.reset();
   master_.reset();
   worker_.reset();
   collective_.reset();
@@ -101,7 +104,9 @@ absl::Status Server::Init(const std::string& bind_address) {
   menv.task_name = task_name_;
   menv.worker_cache = worker_cache_.get();
   master_ = std::make_shared<Master>(menv);
-  service_ = std::make_unique<GrpcService>(worker_.get(), master_.get(), options_.security.token);
+  health_ = std::make_unique<HealthService>();
+  service_ = std::make_unique<GrpcService>(worker_.get(), master_.get(), health_.get(),
+                                           options_.security.token);
 
   UseGrpcTransportExperiments();
   TANDEM_ASSIGN_OR_RETURN(auto creds, MakeServerCredentials(options_.security));
@@ -127,6 +132,14 @@ absl::Status Server::Init(const std::string& bind_address) {
                                                     absl::StrCat(host, ":", port)));
   }
   address_ = *options_.cluster.TaskAddress(options_.task);
+  if (options_.security.health_port > 0) {
+    const std::string host = bind_address.substr(0, bind_address.rfind(':'));
+    TANDEM_ASSIGN_OR_RETURN(
+        health_port_,
+        HealthPort::Start(absl::StrCat(host, ":", options_.security.health_port), health_.get()));
+    LOG(INFO) << "tandem server " << task_name_ << " answers health checks on "
+              << health_port_->address() << " (plaintext, grpc.health.v1 only)";
+  }
   RegisterLocalMaster(address_, master_, options_.security.token);
   LOG(INFO) << "tandem server " << task_name_ << " listening on " << address_
             << (options_.security.tls() ? " (TLS)" : "")
@@ -148,10 +161,11 @@ void Server::Stop(const std::string& reason) {
     worker_->AbortAllSteps(absl::UnavailableError(
         absl::StrCat("server ", task_name_, " is stopping (", shutdown_reason_, ")")));
   }
+  if (health_ != nullptr) health_->SetServing(false);  // NOT_SERVING until the ports close.
   if (server_ != nullptr) {
-    service_->SetServing(false);  // Health checks say NOT_SERVING until the port closes.
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }
+  health_port_.reset();
   stopped_.Notify();
 }
 

@@ -11,6 +11,9 @@
 //     task apart (its old registrations fail with ABORTED).
 //   - With a cluster token every RPC must carry it (UNAUTHENTICATED otherwise); with
 //     TLS files the port speaks TLS, mutual when a CA file is given.
+//   - The port answers gRPC's health check (grpc.health.v1) without the token:
+//     SERVING, NOT_SERVING from Stop on. With security.health_port the server also
+//     answers it, and nothing else, in plaintext on that port of the same host.
 //   - A CollectiveExecutor answers the worker service's collective calls; it has no
 //     group until its owner configures one (collective()).
 //   - Stop ends serving; Join waits until Stop, or until a client's Shutdown RPC.
@@ -40,6 +43,8 @@ namespace tandem {
 
 class CollectiveExecutor;
 class GrpcService;
+class HealthPort;
+class HealthService;
 class GrpcWorkerCache;
 
 struct ServerOptions {
@@ -91,9 +96,11 @@ class Server {
   std::unique_ptr<GrpcWorkerCache> worker_cache_;
   std::unique_ptr<CollectiveExecutor> collective_;  // Outlives worker_, which uses it.
   std::unique_ptr<Worker> worker_;
-  std::shared_ptr<Master> master_;  // Shared with local sessions (local_master.h).
+  std::shared_ptr<Master> master_;         // Shared with local sessions (local_master.h).
+  std::unique_ptr<HealthService> health_;  // Outlives both gRPC servers.
   std::unique_ptr<GrpcService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HealthPort> health_port_;  // security.health_port; may be null.
   absl::Mutex mu_;
   std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
   absl::Notification stopped_;

@@ -41,6 +41,10 @@ struct SessionOptions {
   // Remote sessions only: how long creating the session waits for the cluster's
   // tasks to come up; 0: 60 s.
   int64_t wait_for_workers_ms = 0;
+  // Remote sessions only: the deadline of a step whose RunOptions set none
+  // (TensorFlow's operation_timeout_in_ms); 0: none. A step past it fails
+  // DEADLINE_EXCEEDED.
+  int64_t operation_timeout_ms = 0;
   // kMixedBfloat16 rewrites the graph the session is created with
   // (framework/runtime/mixed_precision.h); then, whatever the precision, bias and ReLU
   // chains are fused (framework/runtime/remapper.h). Nodes added later by Extend are

@@ -501,5 +501,40 @@ TEST(JobConfigTest, ExportAndWarmStartKeysThatCannotApplyAreRefused) {
               {"warm_start_map needs warm_start_from"});
 }
 
+TEST(JobConfigTest, SecurityAndLivenessKeysParseAndRoundTrip) {
+  absl::StatusOr<JobConfig> c =
+      Parse(std::string(kMinimal) +
+                "[security]\ntls_cert = \"/t/task.pem\"\ntls_key = \"/t/task.key\"\n"
+                "tls_ca = \"/t/ca.pem\"\ntls_server_name = \"tandem-cluster\"\n"
+                "health_port = 8081\n",
+            {"run.operation_timeout_secs=30", "run.liveness_file=/tmp/alive"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->security.tls_cert, "/t/task.pem");
+  EXPECT_EQ(c->security.tls_server_name, "tandem-cluster");
+  EXPECT_EQ(c->security.health_port, 8081);
+  EXPECT_EQ(c->run.liveness_file, "/tmp/alive");
+  EXPECT_EQ(c->run_config().operation_timeout_secs(), 30);
+  absl::StatusOr<JobConfig> again = Parse(c->ToToml());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *c);
+  // The default step deadline.
+  absl::StatusOr<JobConfig> plain = Parse(kMinimal);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->run_config().operation_timeout_secs(), 300);
+}
+
+TEST(JobConfigTest, SecurityKeysThatCannotApplyAreRefused) {
+  const std::string base = kMinimal;
+  ExpectError(Parse(base, {"security.tls_cert=/t/task.pem", "security.tls_key=/t/task.key"}),
+              {"[security] tls_ca is missing", "go together"});
+  ExpectError(Parse(base, {"security.tls_ca=/t/ca.pem"}), {"[security] tls_cert is missing"});
+  ExpectError(Parse(base, {"security.tls_server_name=x"}),
+              {"--set security.tls_server_name=x", "tls_server_name needs TLS"});
+  ExpectError(Parse(base, {"security.health_port=70000"}), {"[security] health_port must be <="});
+  ExpectError(Parse(base, {"security.token=abc"}), {"unknown key 'token'"});
+  ExpectError(Parse(base, {"run.operation_timeout_secs=-1"}),
+              {"[run] operation_timeout_secs must be >= 0"});
+}
+
 }  // namespace
 }  // namespace tandem

@@ -13,7 +13,9 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewGrpcChannel(const std::string&
                                                               const TransportSecurity& security) {
   UseGrpcTransportExperiments();
   TANDEM_ASSIGN_OR_RETURN(auto creds, MakeChannelCredentials(security));
-  return grpc::CreateCustomChannel(address, creds, DefaultChannelArguments());
+  grpc::ChannelArguments args = DefaultChannelArguments();
+  SetServerNameOverride(security, &args);
+  return grpc::CreateCustomChannel(address, creds, args);
 }
 
 #define TANDEM_GRPC_CALL(Class, Prefix, Name)                                                     \

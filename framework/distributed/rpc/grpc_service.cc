@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/distributed/rpc/grpc_util.h"
-#include "framework/distributed/rpc/health_check.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -71,8 +70,9 @@ void GrpcService::Add(const std::string& name, Service* service,
   };
 }
 
-GrpcService::GrpcService(WorkerInterface* worker, MasterInterface* master, std::string token)
-    : token_(std::move(token)) {
+GrpcService::GrpcService(WorkerInterface* worker, MasterInterface* master, HealthService* health,
+                         std::string token)
+    : token_(std::move(token)), health_(health) {
   const std::string w = kWorkerServicePrefix;
 #define TANDEM_ADD_WORKER_RPC(Name) Add(w + #Name, worker, &WorkerInterface::Name##Async);
   TANDEM_WORKER_RPCS(TANDEM_ADD_WORKER_RPC)
@@ -86,21 +86,13 @@ GrpcService::GrpcService(WorkerInterface* worker, MasterInterface* master, std::
 
 grpc::ServerGenericBidiReactor* GrpcService::CreateReactor(
     grpc::GenericCallbackServerContext* context) {
+  // Health checks come without the token (Kubernetes' probes carry none).
+  if (grpc::ServerGenericBidiReactor* r = health_->MaybeCreateReactor(context)) return r;
   return new UnaryReactor(context, this);
 }
 
 void GrpcService::Handle(grpc::GenericCallbackServerContext* context, const grpc::ByteBuffer& in,
                          grpc::ByteBuffer* out, Reply reply) {
-  // Health checks come without the token (Kubernetes' probes carry none).
-  if (context->method() == kHealthCheckMethod) {
-    reply(AnswerHealthCheck(in, serving_.load(), out));
-    return;
-  }
-  if (context->method() == kHealthWatchMethod) {
-    reply(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                       "grpc.health.v1.Health/Watch is not served; use Check"));
-    return;
-  }
   if (!token_.empty()) {
     const auto& md = context->client_metadata();
     auto it = md.find(kTokenMetadataKey);

@@ -6,19 +6,20 @@
 // Each call decodes its request (a malformed one is INVALID_ARGUMENT), checks the
 // cluster token when one is set (a missing or wrong token is UNAUTHENTICATED and
 // logged with the caller's address), and hands the request to the interface, whose
-// callback sends the reply. Nothing a caller sends can crash the process. It also
-// answers grpc.health.v1.Health/Check without the token (rpc/health_check.h).
+// callback sends the reply. Nothing a caller sends can crash the process. Health
+// checks (grpc.health.v1.Health Check and Watch) go to the HealthService given,
+// without the token (rpc/health_check.h).
 //
 // Thread safety: thread-safe; the interfaces must outlive the gRPC server.
 #ifndef TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_SERVICE_H_
 #define TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_SERVICE_H_
 
-#include <atomic>
 #include <functional>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "framework/distributed/master_interface.h"
+#include "framework/distributed/rpc/health_check.h"
 #include "framework/distributed/worker_interface.h"
 #include "grpcpp/generic/async_generic_service.h"
 
@@ -27,15 +28,14 @@ namespace tandem {
 class GrpcService : public grpc::CallbackGenericService {
  public:
   // Not owned; `master` may be null (a task that serves only the worker service).
-  GrpcService(WorkerInterface* worker, MasterInterface* master, std::string token);
+  GrpcService(WorkerInterface* worker, MasterInterface* master, HealthService* health,
+              std::string token);
 
   using Reply = std::function<void(const grpc::Status&)>;
   using Handler = std::function<void(const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Reply)>;
   // Decodes, authorises and dispatches one call.
   void Handle(grpc::GenericCallbackServerContext* context, const grpc::ByteBuffer& in,
               grpc::ByteBuffer* out, Reply reply);
-  // What health checks report: SERVING (the default) or NOT_SERVING.
-  void SetServing(bool serving) { serving_.store(serving); }
 
  private:
   grpc::ServerGenericBidiReactor* CreateReactor(
@@ -47,7 +47,7 @@ class GrpcService : public grpc::CallbackGenericService {
                                    StatusCallback));
 
   const std::string token_;
-  std::atomic<bool> serving_{true};
+  HealthService* const health_;
   absl::flat_hash_map<std::string, Handler> handlers_;  // Filled by the constructor only.
 };
 

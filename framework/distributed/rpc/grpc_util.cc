@@ -149,7 +149,29 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view w
     return absl::InvalidArgumentError(
         absl::StrCat("cannot read the TLS ", what, " file ", path, ": ", data.status().message()));
   }
+  if (data->find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the TLS ", what, " file ", path, " is not PEM (no -----BEGIN line)"));
+  }
   return data;
+}
+
+// The PEM files of `security`, read and checked against each other.
+struct Pems {
+  std::string cert, key, ca;
+};
+
+absl::StatusOr<Pems> ReadPems(const TransportSecurity& security) {
+  if (security.cert_file.empty() != security.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS needs the certificate and its private key together (tls_cert and tls_key)");
+  }
+  Pems p;
+  TANDEM_ASSIGN_OR_RETURN(p.cert, ReadPem(security.cert_file, "certificate"));
+  TANDEM_ASSIGN_OR_RETURN(p.key, ReadPem(security.key_file, "key"));
+  TANDEM_ASSIGN_OR_RETURN(p.ca, ReadPem(security.ca_file, "CA"));
+  TANDEM_RETURN_IF_ERROR(CheckTlsFiles(security, /*cluster_peer=*/false));
+  return p;
 }
 
 }  // namespace
@@ -157,10 +179,11 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view w
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const TransportSecurity& security) {
   if (!security.tls()) return grpc::InsecureChannelCredentials();
+  TANDEM_ASSIGN_OR_RETURN(Pems pems, ReadPems(security));
   grpc::SslCredentialsOptions opts;
-  TANDEM_ASSIGN_OR_RETURN(opts.pem_root_certs, ReadPem(security.ca_file, "CA"));
-  TANDEM_ASSIGN_OR_RETURN(opts.pem_cert_chain, ReadPem(security.cert_file, "certificate"));
-  TANDEM_ASSIGN_OR_RETURN(opts.pem_private_key, ReadPem(security.key_file, "key"));
+  opts.pem_root_certs = pems.ca;
+  opts.pem_cert_chain = pems.cert;
+  opts.pem_private_key = pems.key;
   return grpc::SslCredentials(opts);
 }
 
@@ -170,15 +193,22 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   if (security.cert_file.empty() || security.key_file.empty()) {
     return absl::InvalidArgumentError("a TLS server needs both a certificate and a key file");
   }
+  TANDEM_ASSIGN_OR_RETURN(Pems pems, ReadPems(security));
   grpc::SslServerCredentialsOptions opts(
       security.ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
                                : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  TANDEM_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(security.cert_file, "certificate"));
-  TANDEM_ASSIGN_OR_RETURN(pair.private_key, ReadPem(security.key_file, "key"));
+  pair.cert_chain = pems.cert;
+  pair.private_key = pems.key;
   opts.pem_key_cert_pairs.push_back(pair);
-  TANDEM_ASSIGN_OR_RETURN(opts.pem_root_certs, ReadPem(security.ca_file, "CA"));
+  opts.pem_root_certs = pems.ca;
   return grpc::SslServerCredentials(opts);
+}
+
+void SetServerNameOverride(const TransportSecurity& security, grpc::ChannelArguments* args) {
+  if (security.tls() && !security.server_name.empty()) {
+    args->SetSslTargetNameOverride(security.server_name);
+  }
 }
 
 }  // namespace tandem

@@ -59,12 +59,14 @@ grpc::ChannelArguments DefaultChannelArguments();
 // sizes for megabyte tensors; keepalive pings, rpc_policy.h).
 void ForEachTransportArgument(const std::function<void(const char*, int)>& set);
 
-// Credentials from the TLS settings (insecure when tls() is false). Unreadable files
-// are INVALID_ARGUMENT naming the file.
+// Credentials from the TLS settings (insecure when tls() is false). Unreadable or
+// mismatched files (CheckTlsFiles) are INVALID_ARGUMENT naming the file.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const TransportSecurity& security);
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const TransportSecurity& security);
+// With TLS and a server_name, clients check the servers' certificates against it.
+void SetServerNameOverride(const TransportSecurity& security, grpc::ChannelArguments* args);
 
 // Destroys `state` on a thread of its own, never on the caller's. A call's
 // ClientContext may hold the last reference to its channel (the caller, or the

@@ -32,22 +32,170 @@ grpc::ByteBuffer MessageBuffer(const google::protobuf::MessageLite& message) {
   return grpc::ByteBuffer(&slice, 1);
 }
 
-}  // namespace
+grpc::ByteBuffer StatusBuffer(ServingStatus status) {
+  proto::HealthCheckResponse response;
+  response.set_status(static_cast<proto::HealthCheckResponse::ServingStatus>(status));
+  return MessageBuffer(response);
+}
 
-grpc::Status AnswerHealthCheck(const grpc::ByteBuffer& in, bool serving, grpc::ByteBuffer* out) {
+// Parses a HealthCheckRequest (else INVALID_ARGUMENT) and says whether its service is
+// known (else NOT_FOUND).
+grpc::Status ParseRequest(const grpc::ByteBuffer& in, bool* known) {
+  *known = false;
   proto::HealthCheckRequest request;
   if (!request.ParseFromString(BufferBytes(in))) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad HealthCheckRequest");
   }
   const std::string& service = request.service();
-  if (!service.empty() && service != "tandem.WorkerService" && service != "tandem.MasterService") {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("unknown service ", service));
-  }
-  proto::HealthCheckResponse response;
-  response.set_status(serving ? proto::HealthCheckResponse::SERVING
-                              : proto::HealthCheckResponse::NOT_SERVING);
-  *out = MessageBuffer(response);
+  *known =
+      service.empty() || service == "tandem.WorkerService" || service == "tandem.MasterService";
+  if (!*known) return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service " + service);
   return grpc::Status::OK;
+}
+
+ServingStatus StatusOf(bool serving) {
+  return serving ? ServingStatus::kServing : ServingStatus::kNotServing;
+}
+
+// Check: one request, one reply.
+class CheckReactor : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit CheckReactor(const HealthService* health) : health_(health) { StartRead(&request_); }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request"));
+      return;
+    }
+    bool known = false;
+    grpc::Status s = ParseRequest(request_, &known);
+    if (!s.ok()) {
+      Finish(s);
+      return;
+    }
+    response_ = StatusBuffer(StatusOf(health_->serving()));
+    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  const HealthService* health_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+};
+
+// Any other method on the health-only port.
+class RefuseReactor : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit RefuseReactor(const std::string& method) {
+    Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        absl::StrCat(method, ": this port serves only grpc.health.v1.Health")));
+  }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+// Watch: one request, then the status whenever it differs from the last one sent.
+// At most one write is in flight; the stream ends after NOT_SERVING or when cancelled.
+class HealthService::Watcher : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit Watcher(HealthService* health) : health_(health) { StartRead(&request_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request"));
+      return;
+    }
+    grpc::Status s = ParseRequest(request_, &known_);
+    if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+      Finish(s);  // Not a HealthCheckRequest; an unknown service is watched as such.
+      return;
+    }
+    health_->Add(this);
+    Update();
+  }
+  // Sends the current status unless it was sent last or a write is in flight.
+  void Update() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (writing_ || done_) return;
+      const ServingStatus now =
+          known_ ? StatusOf(health_->serving()) : ServingStatus::kServiceUnknown;
+      if (sent_ == now) return;
+      sent_ = now;
+      writing_ = true;
+      response_ = StatusBuffer(now);
+    }
+    StartWrite(&response_);
+  }
+  void OnWriteDone(bool ok) override {
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      finish = !done_ && (!ok || cancelled_ || sent_ == ServingStatus::kNotServing);
+      if (finish) done_ = true;
+    }
+    if (finish) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    Update();
+  }
+  void OnCancel() override {
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      finish = !writing_ && !done_;
+      if (finish) done_ = true;
+    }
+    if (finish) Finish(grpc::Status::CANCELLED);
+  }
+  void OnDone() override {
+    health_->Remove(this);
+    delete this;
+  }
+
+ private:
+  HealthService* const health_;
+  grpc::ByteBuffer request_;
+  bool known_ = false;  // Set before Add; read only after.
+  absl::Mutex mu_;
+  grpc::ByteBuffer response_ ABSL_GUARDED_BY(mu_);
+  ServingStatus sent_ ABSL_GUARDED_BY(mu_) = ServingStatus::kUnknown;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;  // Finish called or about to be.
+};
+
+void HealthService::SetServing(bool serving) {
+  serving_.store(serving);
+  absl::MutexLock lock(&mu_);
+  for (Watcher* w : watchers_) w->Update();
+}
+
+void HealthService::Add(Watcher* w) {
+  absl::MutexLock lock(&mu_);
+  watchers_.insert(w);
+}
+
+void HealthService::Remove(Watcher* w) {
+  absl::MutexLock lock(&mu_);
+  watchers_.erase(w);
+}
+
+grpc::ServerGenericBidiReactor* HealthService::MaybeCreateReactor(
+    grpc::GenericCallbackServerContext* context) {
+  if (context->method() == kHealthCheckMethod) return new CheckReactor(this);
+  if (context->method() == kHealthWatchMethod) return new Watcher(this);
+  return nullptr;
+}
+
+grpc::ServerGenericBidiReactor* HealthService::CreateReactor(
+    grpc::GenericCallbackServerContext* context) {
+  grpc::ServerGenericBidiReactor* r = MaybeCreateReactor(context);
+  return r != nullptr ? r : new RefuseReactor(context->method());
 }
 
 absl::StatusOr<ServingStatus> CheckHealth(const std::string& address,

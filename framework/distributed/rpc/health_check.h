@@ -1,44 +1,69 @@
 // framework/distributed/rpc/health_check.h
 //
 // gRPC's standard health checking protocol (grpc.health.v1.Health), the one
-// Kubernetes' gRPC probes and grpc_health_probe speak. Every tandem Server answers its
-// Check method on its own port (GrpcService, before the cluster token check: probes
-// carry no token), revealing nothing but SERVING, or NOT_SERVING once the server is
-// stopping. The service names "" (the server), "tandem.WorkerService" and
-// "tandem.MasterService" are known; any other is NOT_FOUND, as the protocol says.
-// Watch (a stream) is UNIMPLEMENTED: probes use Check. gRPC's own default health
-// service cannot be used: gRPC 1.51 turns it off on a server with only a callback
-// generic service, as tandem's is. CheckHealth is the client side.
+// Kubernetes' gRPC probes and grpc_health_probe speak. HealthService holds a server's
+// status (SERVING until SetServing(false), when the server starts stopping) and
+// answers both methods, revealing nothing else:
+//   Check: one reply with the status;
+//   Watch: a stream that sends the status at once and again when it changes; a
+//     NOT_SERVING server ends the stream after sending it (it is shutting down).
+// The service names "" (the server), "tandem.WorkerService" and
+// "tandem.MasterService" are known; Check of any other is NOT_FOUND and Watch of it
+// sends SERVICE_UNKNOWN, as the protocol says.
 //
-// Thread safety: thread-safe.
+// Every tandem Server's GrpcService hands health calls to its HealthService before
+// the cluster token check (probes carry no token); a Server with a health port also
+// serves the HealthService alone there, in plaintext (ServerOptions' security). gRPC's
+// own default health service cannot be used: gRPC 1.51 turns it off on a server with
+// only a callback generic service, as tandem's is. CheckHealth (health_port.h) is the
+// client side.
+//
+// Thread safety: thread-safe. A HealthService must outlive the gRPC servers it serves.
 #ifndef TANDEM_FRAMEWORK_DISTRIBUTED_RPC_HEALTH_CHECK_H_
 #define TANDEM_FRAMEWORK_DISTRIBUTED_RPC_HEALTH_CHECK_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "framework/distributed/transport_security.h"
+#include "absl/synchronization/mutex.h"
+#include "framework/distributed/health_port.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/status.h"
 
 namespace tandem {
 
-// grpc.health.v1.HealthCheckResponse.ServingStatus (framework/protos/health.proto).
-enum class ServingStatus { kUnknown = 0, kServing = 1, kNotServing = 2, kServiceUnknown = 3 };
-
 inline constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
 inline constexpr char kHealthWatchMethod[] = "/grpc.health.v1.Health/Watch";
 
-// The server side of Check: decodes the HealthCheckRequest `in` and writes the
-// HealthCheckResponse (SERVING when `serving`, else NOT_SERVING) to `out`.
-grpc::Status AnswerHealthCheck(const grpc::ByteBuffer& in, bool serving, grpc::ByteBuffer* out);
+class HealthService : public grpc::CallbackGenericService {
+ public:
+  HealthService() = default;
+  // SERVING (the default) or NOT_SERVING; Watch streams are told.
+  void SetServing(bool serving);
+  bool serving() const { return serving_.load(); }
 
-// The overall health ("" service) of the server at `address` ("host:port"), within
-// `timeout_ms`. The RPC's own failure (UNAVAILABLE, DEADLINE_EXCEEDED, ...) is returned
-// as the status; a reply that is not a HealthCheckResponse is INTERNAL.
-absl::StatusOr<ServingStatus> CheckHealth(const std::string& address,
-                                          const TransportSecurity& security, int64_t timeout_ms);
+  // A reactor answering `context` when it calls a health method, else null.
+  grpc::ServerGenericBidiReactor* MaybeCreateReactor(grpc::GenericCallbackServerContext* context);
+
+  class Watcher;  // One Watch stream (health_check.cc).
+
+ private:
+  // Health methods; any other is UNIMPLEMENTED (the health-only port).
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override;
+  friend class Watcher;
+  void Add(Watcher* w);
+  void Remove(Watcher* w);
+
+  std::atomic<bool> serving_{true};
+  absl::Mutex mu_;
+  absl::flat_hash_set<Watcher*> watchers_ ABSL_GUARDED_BY(mu_);
+};
 
 }  // namespace tandem
 
