@@ -275,6 +275,10 @@ def main():
             fail(f"{rtype}: the operator needs the container named \"tensorflow\"")
         if "livenessProbe" not in container:
             fail(f"{where}: no livenessProbe, a frozen {rtype} would never be replaced")
+        chief_pod = specs["Chief"]["template"]["spec"]
+        if (pod.get("volumes") != chief_pod.get("volumes") or container.get("volumeMounts")
+                != chief_pod["containers"][0].get("volumeMounts")):
+            fail(f"{rtype}: its volumes differ from the Chief's (this test renders one set)")
         volumes = {v["name"] for v in pod.get("volumes", [])}
         for m in container.get("volumeMounts", []):
             if m["name"] not in volumes:
@@ -304,7 +308,8 @@ def main():
         volume_dirs = {}
         for v in specs["Chief"]["template"]["spec"]["volumes"]:
             d = os.path.join(work, "volumes", v["name"])
-            os.makedirs(d)
+            if "configMap" in v or "secret" in v:
+                os.makedirs(d)
             if "configMap" in v:
                 if v["configMap"]["name"] != config_map["metadata"]["name"]:
                     fail(f"volume {v['name']} names ConfigMap {v['configMap']['name']}")
@@ -480,8 +485,8 @@ def main():
         signature = json.load(open(os.path.join(exporter, versions[0], "signature.json")))
         if signature.get("global_step", 0) < max_steps:
             fail(f"the export is at step {signature.get('global_step')}")
-        probes = sum(pr.successes for pr, _, _ in probers.values())
-        print(f"PASSED: {len(procs)} replicas exited 0; {probes} liveness probes passed, none "
+        passed = sum(pr.successes for pr, _, _ in probers.values())
+        print(f"PASSED: {len(procs)} replicas exited 0; {passed} liveness probes passed, none "
               f"failed {min(pr.liveness['failureThreshold'] for pr, _, _ in probers.values())} "
               f"times in a row; mutual TLS on {len(tls_checked)} ports; the evaluator's liveness "
               f"file at most {max(file_ages):.0f} s old; evaluator accuracy {accuracy} at step "
