@@ -7,7 +7,9 @@
 
 #include <string.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <thread>
 #include <utility>
 
@@ -46,8 +48,10 @@ using internal::OpenInput;
 
 // Consecutive recoverable step failures (ABORTED/UNAVAILABLE) tolerated before giving up.
 constexpr int kMaxConsecutiveRecoveries = 10;
-// How long creating a session on a cluster waits for the ps tasks to answer.
+// How long creating a session on a cluster waits for the ps tasks to answer, and in
+// slices of how long (between them it looks whether training ended elsewhere).
 constexpr int64_t kWaitForClusterMs = 300000;
+constexpr int64_t kWaitSliceMs = 30000;
 
 // A session in this process, or (on_cluster) one to this task's master that sees the
 // devices the RunConfig's filters name.
@@ -115,6 +119,28 @@ SyncReplicasHookOptions SyncReplicasOptionsFor(const RunConfig& config,
         return missing;
       };
   return o;
+}
+
+// `base`, waiting for the cluster's tasks in slices of kWaitSliceMs: between them, once
+// `over()` says training ended elsewhere (a task thawed or restarted after the chief
+// saved the final checkpoint and shut the ps tasks down), the wait ends UNAVAILABLE
+// saying so, and the caller's max_steps check ends training.
+SessionFactory WaitingInSlices(SessionFactory base, std::function<bool()> over) {
+  return [base = std::move(base), over = std::move(over)](const proto::GraphDef& def,
+                                                          const SessionOptions& so) {
+    SessionOptions slice = so;
+    slice.wait_for_workers_ms = std::min<int64_t>(kWaitSliceMs, so.wait_for_workers_ms);
+    const int64_t deadline = env::NowMicros() / 1000 + so.wait_for_workers_ms;
+    while (true) {
+      absl::StatusOr<std::unique_ptr<Session>> s = base(def, slice);
+      if (s.ok() || !IsLostTaskError(s.status()) || env::NowMicros() / 1000 >= deadline) return s;
+      if (over()) {
+        return absl::StatusOr<std::unique_ptr<Session>>(absl::UnavailableError(
+            absl::StrCat("training ended elsewhere while this task waited for the cluster: ",
+                         s.status().message())));
+      }
+    }
+  };
 }
 
 // Names the tasks a training task of a ps cluster waits on when they stop answering:
@@ -190,6 +216,15 @@ absl::Status Estimator::EnsureServer() {
   return absl::OkStatus();
 }
 
+std::optional<std::pair<std::string, int64_t>> Estimator::FinalCheckpoint(
+    std::optional<int64_t> max_steps) const {
+  if (!max_steps) return std::nullopt;
+  const std::string latest = LatestCheckpoint();
+  const int64_t step = latest.empty() ? -1 : checkpoint::CheckpointGlobalStep(latest);
+  if (step < *max_steps) return std::nullopt;
+  return std::make_pair(latest, step);
+}
+
 std::string Estimator::LatestCheckpoint() const {
   absl::StatusOr<std::string> latest = checkpoint::LatestCheckpoint(model_dir());
   return latest.ok() ? *latest : "";
@@ -207,14 +242,10 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
     return absl::InvalidArgumentError("Train: steps and max_steps must be positive");
   }
   const RunConfig& config = options_.config;
-  if (options.max_steps) {
-    std::string latest = LatestCheckpoint();
-    int64_t step = latest.empty() ? -1 : checkpoint::CheckpointGlobalStep(latest);
-    if (step >= *options.max_steps) {
-      LOG(INFO) << "Skipping training since max_steps has already saved (checkpoint " << latest
-                << " is at step " << step << ").";
-      return step;
-    }
+  if (auto final = FinalCheckpoint(options.max_steps)) {
+    LOG(INFO) << "Skipping training since max_steps has already saved (checkpoint " << final->first
+              << " is at step " << final->second << ").";
+    return final->second;
   }
   if (!options.saving_listeners.empty() && !config.checkpoints_enabled()) {
     return absl::InvalidArgumentError(
@@ -253,6 +284,11 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
                                                const SessionOptions& so) {
         return NewSession(def, so, security);
       };
+    }
+    if (options.max_steps) {
+      factory = WaitingInSlices(std::move(factory), [this, max_steps = options.max_steps] {
+        return FinalCheckpoint(max_steps).has_value();
+      });
     }
     watch = WatchPeers(config, options_.security);
     LOG(INFO) << "Training as " << server_->task_name() << " on a cluster of "
@@ -326,6 +362,11 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
         attempt >= kMaxConsecutiveRecoveries || termination::Requested()) {
       break;
     }
+    if (auto final = FinalCheckpoint(options.max_steps)) {
+      LOG(INFO) << "Training reached max_steps elsewhere (checkpoint " << final->first
+                << ") while this task created its session: " << created.status();
+      return final->second;
+    }
     LOG(WARNING) << "Creating the training session failed (attempt " << attempt << " of "
                  << kMaxConsecutiveRecoveries << "), retrying in a second: " << created.status();
     std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -354,14 +395,11 @@ absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOpt
     if (IsRecoverableStepError(s)) {
       // A task of the cluster is gone. If the chief already saved the checkpoint at
       // max_steps, training is over (the ps tasks may have been shut down).
-      if (options.max_steps) {
-        const std::string latest = LatestCheckpoint();
-        const int64_t step = latest.empty() ? -1 : checkpoint::CheckpointGlobalStep(latest);
-        if (step >= *options.max_steps) {
-          LOG(INFO) << "Training reached max_steps elsewhere (checkpoint " << latest << "): " << s;
-          finished_at = step;
-          break;
-        }
+      if (auto final = FinalCheckpoint(options.max_steps)) {
+        LOG(INFO) << "Training reached max_steps elsewhere (checkpoint " << final->first
+                  << "): " << s;
+        finished_at = final->second;
+        break;
       }
       if (++failures <= kMaxConsecutiveRecoveries) {
         LOG(WARNING) << "Training step failed, session recreated: " << s;

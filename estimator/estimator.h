@@ -67,6 +67,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -204,6 +205,11 @@ class Estimator {
   explicit Estimator(EstimatorOptions options);
   // Starts this task's server once.
   absl::Status EnsureServer();
+  // The latest checkpoint and its step when that step is at or past `max_steps`
+  // (training is over, here or on another task of the cluster); nullopt otherwise or
+  // without max_steps.
+  std::optional<std::pair<std::string, int64_t>> FinalCheckpoint(
+      std::optional<int64_t> max_steps) const;
 
   EstimatorOptions options_;
   InputContext train_input_context_;

@@ -133,10 +133,10 @@ absl::Status Server::Init(const std::string& bind_address) {
   }
   address_ = *options_.cluster.TaskAddress(options_.task);
   if (options_.security.health_port > 0) {
-    const std::string host = bind_address.substr(0, bind_address.rfind(':'));
+    // Every interface: the kubelet probes the pod's IP, whatever name the task has.
     TANDEM_ASSIGN_OR_RETURN(
         health_port_,
-        HealthPort::Start(absl::StrCat(host, ":", options_.security.health_port), health_.get()));
+        HealthPort::Start(absl::StrCat("0.0.0.0:", options_.security.health_port), health_.get()));
     LOG(INFO) << "tandem server " << task_name_ << " answers health checks on "
               << health_port_->address() << " (plaintext, grpc.health.v1 only)";
   }

@@ -13,7 +13,8 @@
 //     TLS files the port speaks TLS, mutual when a CA file is given.
 //   - The port answers gRPC's health check (grpc.health.v1) without the token:
 //     SERVING, NOT_SERVING from Stop on. With security.health_port the server also
-//     answers it, and nothing else, in plaintext on that port of the same host.
+//     answers it, and nothing else, in plaintext on that port of every interface (the
+//     kubelet probes the pod's IP, whatever name the cluster gives the task).
 //   - A CollectiveExecutor answers the worker service's collective calls; it has no
 //     group until its owner configures one (collective()).
 //   - Stop ends serving; Join waits until Stop, or until a client's Shutdown RPC.

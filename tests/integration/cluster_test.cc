@@ -1,11 +1,15 @@
 // Clusters of real processes on 127.0.0.1 (ephemeral ports): `trainer serve` as the
 // parameter servers, dist_mlp_worker as between-graph replicated workers, and this
 // process as a client. Covers asynchronous training across 2 ps and 2 workers, a ps
-// killed with SIGKILL (the step fails fast; the restarted ps is a new incarnation),
+// killed with SIGKILL (the step fails fast; the restarted ps is a new incarnation), a
+// ps frozen with SIGSTOP (the step fails at the session's operation timeout and works
+// again once the ps thaws),
 // hostile bytes and missing tokens sent to a server that keeps serving, and serve's
 // usage errors. Every process is killed by PID when a test ends.
 //
 // TANDEM_TRAINER, TANDEM_DIST_WORKER and TANDEM_SOURCE_DIR are set by CMake.
+#include <signal.h>
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -241,6 +245,69 @@ TEST_F(ClusterTest, KilledPsFailsTheStepFastAndItsRestartIsRecognised) {
   auto out = (*fresh)->Run({}, {twice.name()});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].scalar<float>(), 2.0f);  // The restarted ps lost its variables.
+}
+
+// A ps frozen (SIGSTOP: its connections stay open, nothing answers) while it runs a
+// step: the step fails DEADLINE_EXCEEDED at SessionOptions::operation_timeout_ms
+// instead of waiting for ever (a step started while it is frozen fails UNAVAILABLE at
+// once: no new connection completes); the same session runs steps again once the ps
+// thaws.
+TEST_F(ClusterTest, FrozenPsFailsTheStepAtTheOperationTimeoutAndThawedServesAgain) {
+  std::map<std::string, std::vector<std::string>> jobs = {{"ps", {Addr(PickFreePort())}},
+                                                          {"worker", {Addr(PickFreePort())}}};
+  Subprocess* ps = Serve(TfConfig(jobs, "ps", 0), "ps");
+  ClusterSpec cluster;
+  ASSERT_TRUE(cluster.AddJob("ps", jobs["ps"]).ok());
+  ASSERT_TRUE(cluster.AddJob("worker", jobs["worker"]).ok());
+  auto worker = Server::Create({.cluster = cluster, .task = {"worker", 0}});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  Scope root = Scope::NewRootScope();
+  Scope on_ps = root.WithDevice("/job:ps/task:0");
+  // About a second of work on the ps (one thread): the freeze lands inside it.
+  Output m = ops::Fill(on_ps, ops::ConstInt64(on_ps, {2500, 2500}), ops::Const(on_ps, 1e-3f));
+  Output slow =
+      ops::Sum(on_ps, ops::MatMul(on_ps, ops::MatMul(on_ps, m, m), m), std::vector<int32_t>{0, 1});
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  SessionOptions opts;
+  opts.target = (*worker)->target();
+  opts.wait_for_workers_ms = 10000;
+  opts.operation_timeout_ms = 3000;
+  auto session = GrpcSession::Create(def, opts);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const auto t_ok = std::chrono::steady_clock::now();
+  ASSERT_TRUE((*session)->Run({}, {slow.name()}).ok());
+  std::printf("the step takes %.3f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t_ok).count());
+
+  std::thread freezer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ps->Kill(SIGSTOP);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto frozen = (*session)->Run({}, {slow.name()});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  freezer.join();
+  ASSERT_FALSE(frozen.ok()) << "the step ended although the ps was frozen";
+  EXPECT_EQ(frozen.status().code(), absl::StatusCode::kDeadlineExceeded) << frozen.status();
+  // The deadline, plus the margins the master's and the client's calls add (1 s, 2 s).
+  EXPECT_LT(seconds, 3.0 + 3.0 + 3.0) << "the step waited past its operation timeout";
+  std::printf("step to a frozen ps failed after %.3f s: %s\n", seconds,
+              std::string(frozen.status().message()).c_str());
+
+  ps->Kill(SIGCONT);
+  absl::StatusOr<std::vector<Tensor>> thawed;
+  for (int i = 0; i < 50; ++i) {
+    thawed = (*session)->Run({}, {slow.name()});
+    if (thawed.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(thawed.ok()) << thawed.status();
+  std::printf(
+      "thawed: a step ran again %.3f s after SIGCONT\n",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - seconds);
+  EXPECT_NEAR((*thawed)[0].scalar<float>(), 2500.0 * 2500 * 2500 * 2500 * 1e-9, 40.0);  // N^4 a^3
 }
 
 absl::Status RawCall(grpc::GenericStub* stub, const std::string& method,

@@ -158,6 +158,85 @@ TEST(EstimatorClusterTest, ChieflessPsWorkerTfJob) {
   ExpectFinalCheckpoint(model_dir, 1);
 }
 
+// `trainer health --address ADDRESS [args...]`: its exit code and what it printed.
+std::pair<int, std::string> Health(const std::string& dir, const std::string& address,
+                                   const std::vector<std::string>& args = {}) {
+  std::vector<std::string> argv = {TANDEM_TRAINER, "health",       "--address",
+                                   address,        "--timeout_ms", "3000"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  static int n = 0;
+  Subprocess probe(argv, absl::StrCat(dir, "/health_", n++));
+  const int code = probe.Wait(std::chrono::seconds(30));
+  return {code, probe.Stdout()};
+}
+
+TEST(EstimatorClusterTest, MutualTlsClusterTrainsAndRefusesStrangers) {
+  // Every task speaks mutual TLS with the cluster's CA ([security] from --set, as a
+  // Kubernetes Secret's files would be named), and answers probes on a plaintext
+  // health port of its own; the evaluator, which serves nothing, too.
+  TempDir tmp;
+  const std::string model_dir = tmp.path() + "/model";
+  const std::string tls = std::string(TANDEM_SOURCE_DIR) + "/tests/data/tls/";
+  const std::vector<std::string> security = {
+      absl::StrCat("security.tls_cert=\"", tls, "cluster/task.pem\""),
+      absl::StrCat("security.tls_key=\"", tls, "cluster/task.key\""),
+      absl::StrCat("security.tls_ca=\"", tls, "cluster/ca.pem\""),
+      "security.tls_server_name=\"tandem-cluster\""};
+  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  std::vector<TaskRun> runs;
+  std::map<std::string, std::string> health;  // Task -> its health port's address.
+  for (const auto& [type, index] : std::vector<std::pair<std::string, int>>{
+           {"ps", 0}, {"chief", 0}, {"worker", 0}, {"evaluator", 0}}) {
+    const int port = testing::PickFreePort();
+    std::vector<std::string> sets = security;
+    sets.push_back(absl::StrCat("security.health_port=", port));
+    std::vector<TaskRun> one =
+        StartTasks(cluster, {{"environment", "cloud"}}, {{type, index}}, model_dir, "", sets);
+    health[one[0].name] = absl::StrCat("127.0.0.1:", port);
+    runs.push_back(std::move(one[0]));
+  }
+  // While the cluster trains: every health port answers a plaintext probe; the chief's
+  // own port refuses plaintext and a peer of another CA, and serves the cluster's.
+  const std::string chief = cluster["chief"][0].get<std::string>();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  for (const auto& [task, address] : health) {
+    auto [code, out] = Health(tmp.path(), address);
+    EXPECT_EQ(code, 0) << task << " health port " << address << ": " << out;
+    EXPECT_THAT(out, HasSubstr("SERVING")) << task;
+  }
+  EXPECT_EQ(Health(tmp.path(), chief).first, 1) << "plaintext was served by a TLS port";
+  auto [stranger, why] =
+      Health(tmp.path(), chief,
+             {"--tls_ca", tls + "cluster/ca.pem", "--tls_cert", tls + "other/task.pem", "--tls_key",
+              tls + "other/task.key", "--tls_server_name", "tandem-cluster"});
+  EXPECT_EQ(stranger, 1) << "a certificate of another CA was served: " << why;
+  auto [peer, answer] =
+      Health(tmp.path(), chief,
+             {"--tls_ca", tls + "cluster/ca.pem", "--tls_cert", tls + "cluster/task.pem",
+              "--tls_key", tls + "cluster/task.key", "--tls_server_name", "tandem-cluster"});
+  EXPECT_EQ(peer, 0) << answer;
+  ExpectAllExitZero(runs);
+  EXPECT_THAT(Find(runs, "chief_0").process->Stderr(), HasSubstr("(TLS)"));
+  auto [accuracy, step] = FinalEvaluation(Find(runs, "evaluator_0").process->Stdout());
+  EXPECT_GE(step, kMaxSteps);
+  EXPECT_GE(accuracy, 0.85);
+  ExpectFinalCheckpoint(model_dir, 1);
+}
+
+TEST(EstimatorClusterTest, MismatchedTlsFilesStopATaskAtOnceNamingTheFile) {
+  TempDir tmp;
+  const std::string tls = std::string(TANDEM_SOURCE_DIR) + "/tests/data/tls/";
+  json cluster = {{"chief", Addresses(1)}, {"ps", Addresses(1)}};
+  std::vector<TaskRun> runs =
+      StartTasks(cluster, {}, {{"chief", 0}}, tmp.path() + "/model", "",
+                 {absl::StrCat("security.tls_cert=\"", tls, "other/task.pem\""),
+                  absl::StrCat("security.tls_key=\"", tls, "other/task.key\""),
+                  absl::StrCat("security.tls_ca=\"", tls, "cluster/ca.pem\"")});
+  EXPECT_EQ(runs[0].process->Wait(std::chrono::seconds(60)), 2);
+  EXPECT_THAT(runs[0].process->Stderr(), HasSubstr("does not verify against the CA"));
+  EXPECT_THAT(runs[0].process->Stderr(), HasSubstr("other/task.pem"));
+}
+
 TEST(EstimatorClusterTest, LegacyMasterLayoutWithoutEvaluator) {
   // SageMaker-style: a "master" job, "environment": "cloud", a ps and a worker on each
   // of two hosts (here two ports of 127.0.0.1 each), no evaluator: the master

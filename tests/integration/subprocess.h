@@ -72,11 +72,12 @@ class Subprocess {
     }
     return code_;
   }
-  // Sends `sig` and reaps the child.
+  // Sends `sig`; a signal that may end the child (not SIGSTOP or SIGCONT) then reaps
+  // it, waiting up to 30 s.
   void Kill(int sig) {
     if (!running()) return;
     kill(pid_, sig);
-    Wait(std::chrono::seconds(30));
+    if (sig != SIGSTOP && sig != SIGCONT) Wait(std::chrono::seconds(30));
   }
 
   std::string Stdout() const { return Slurp(out_path_); }

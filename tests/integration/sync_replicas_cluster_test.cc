@@ -81,9 +81,9 @@ struct Job {
         {{"ps", 0}, {"ps", 1}, {"chief", 0}, {"worker", 0}, {"worker", 1}, {"evaluator", 0}},
         model_dir, "", SyncSets(replicas_to_aggregate));
   }
-  void Kill(const std::string& name) {
+  void Kill(const std::string& name, int sig = SIGKILL) {
     for (TaskRun& r : runs) {
-      if (r.name == name) r.process->Kill(SIGKILL);
+      if (r.name == name) r.process->Kill(sig);
     }
   }
 };
@@ -148,6 +148,33 @@ TEST_F(SyncReplicasClusterTest, WithoutBackupTheChiefNamesTheMissingWorkerAndRes
   for (TaskRun& r : job.runs) {
     if (r.name == "worker_1") r = std::move(again[0]);
   }
+  ExpectAllExitZero(job.runs);
+  ExpectFinalCheckpoint(job.model_dir, 2, kSyncSteps);
+  EXPECT_THAT(Find(job.runs, "chief_0").process->Stderr(),
+              HasSubstr("the missing replicas are back after"));
+  auto [accuracy, step] = FinalEvaluation(Find(job.runs, "evaluator_0").process->Stdout());
+  EXPECT_GE(step, kSyncSteps);
+  EXPECT_GE(accuracy, 0.85);
+}
+
+TEST_F(SyncReplicasClusterTest, AFrozenWorkerIsNamedMissingAndResumesWhenThawed) {
+  // SIGSTOP: the worker keeps its connections and answers nothing. The chief names it
+  // as it names a dead one (its probe times out), and aggregation resumes by itself
+  // once it thaws.
+  Job job;
+  job.Start(/*replicas_to_aggregate=*/3);
+  ASSERT_TRUE(WaitForChief(
+      job.runs, [](const std::string& log) { return LoggedStep(log) >= 300; },
+      std::chrono::seconds(180)));
+  job.Kill("worker_1", SIGSTOP);
+  const bool named = WaitForChief(
+      job.runs,
+      [](const std::string& log) {
+        return log.find("2 up; missing worker:1") != std::string::npos;
+      },
+      std::chrono::seconds(60));
+  job.Kill("worker_1", SIGCONT);
+  ASSERT_TRUE(named) << Find(job.runs, "chief_0").process->Stderr();
   ExpectAllExitZero(job.runs);
   ExpectFinalCheckpoint(job.model_dir, 2, kSyncSteps);
   EXPECT_THAT(Find(job.runs, "chief_0").process->Stderr(),
