@@ -234,210 +234,286 @@ std::string Estimator::EvalDir(const std::string& name) const {
   return env::JoinPath(model_dir(), name.empty() ? "eval" : "eval_" + name);
 }
 
-absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOptions& options) {
-  if (options.steps && options.max_steps) {
-    return absl::InvalidArgumentError("Train: give steps or max_steps, not both");
-  }
-  if ((options.steps && *options.steps <= 0) || (options.max_steps && *options.max_steps <= 0)) {
-    return absl::InvalidArgumentError("Train: steps and max_steps must be positive");
-  }
-  const RunConfig& config = options_.config;
-  if (auto final = FinalCheckpoint(options.max_steps)) {
-    LOG(INFO) << "Skipping training since max_steps has already saved (checkpoint " << final->first
-              << " is at step " << final->second << ").";
-    return final->second;
-  }
-  if (!options.saving_listeners.empty() && !config.checkpoints_enabled()) {
-    return absl::InvalidArgumentError(
-        "Train: saving_listeners need checkpoints (set save_checkpoints_steps or _secs)");
-  }
-  const bool on_cluster = config.TrainsOnCluster();
-  TANDEM_ASSIGN_OR_RETURN(OpenInput in,
-                          internal::OpenInputFn(input_fn, ModeKey::kTrain, train_input_context_));
-  ModeGraph g;
-  TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(options_, ModeKey::kTrain, in.FeatureSpec(),
-                                                  in.LabelSpec(), on_cluster, &g));
-  TANDEM_RETURN_IF_ERROR(options_.params.CheckEveryKeyRead());
-  ops::summary::Scalar(g.root, "loss", g.spec.loss);
-  TANDEM_RETURN_IF_ERROR(g.root.status());
-  SessionFactory factory = options_.session_factory;
-  const bool collective = on_cluster && options_.collective.has_value();
-  CollectiveExecutor* group = nullptr;
-  internal::ReplicaVariables replica_vars;
-  std::unique_ptr<PeerWatch> watch;  // A ps cluster: names silent tasks while training.
-  if (collective) {
-    TANDEM_RETURN_IF_ERROR(EnsureServer());
-    group = server_->collective();
-    TANDEM_RETURN_IF_ERROR(
-        internal::ConfigureCollectiveGroup(config, options_.collective->timeout_secs, group));
-    TANDEM_ASSIGN_OR_RETURN(replica_vars, CollectiveReplicaVariables(g));
-    if (!factory) factory = internal::SharedSessionFactory(group);
-    LOG(INFO) << "Training as collective replica " << group->rank() << " of " << group->size()
-              << " (" << server_->task_name() << "); global batch = " << group->size()
-              << " x the per-replica batch; input pipeline "
-              << train_input_context_.input_pipeline_id << " of "
-              << train_input_context_.num_input_pipelines;
-  } else if (on_cluster) {
-    TANDEM_RETURN_IF_ERROR(EnsureServer());
-    if (!factory) {
-      factory = [security = options_.security](const proto::GraphDef& def,
-                                               const SessionOptions& so) {
-        return NewSession(def, so, security);
-      };
-    }
-    if (options.max_steps) {
-      factory = WaitingInSlices(std::move(factory), [this, max_steps = options.max_steps] {
-        return FinalCheckpoint(max_steps).has_value();
-      });
-    }
-    watch = WatchPeers(config, options_.security);
-    LOG(INFO) << "Training as " << server_->task_name() << " on a cluster of "
-              << config.cluster_spec().TotalTasks() << " tasks; input pipeline "
-              << train_input_context_.input_pipeline_id << " of "
-              << train_input_context_.num_input_pipelines;
+namespace internal {
+
+// One Estimator::Train call as named steps: Check, BuildGraph, SetUpCluster,
+// SessionOptionsWithHooks, CreateSession, Loop, Finish. Each step that finds training
+// over elsewhere (the final checkpoint at max_steps) sets finished_at.
+class TrainRun {
+ public:
+  TrainRun(Estimator& e, const InputFn& input_fn, const TrainOptions& options)
+      : e_(e),
+        config_(e.options_.config),
+        input_fn_(input_fn),
+        options_(options),
+        on_cluster_(config_.TrainsOnCluster()),
+        collective_(on_cluster_ && e.options_.collective.has_value()) {}
+
+  absl::StatusOr<int64_t> Run() {
+    TANDEM_RETURN_IF_ERROR(Check());
+    if (finished_at_) return *finished_at_;
+    TANDEM_RETURN_IF_ERROR(BuildGraph());
+    TANDEM_RETURN_IF_ERROR(SetUpCluster());
+    TANDEM_ASSIGN_OR_RETURN(MonitoredTrainingSessionOptions mts, SessionOptionsWithHooks());
+    TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> session, CreateSession(mts));
+    if (session == nullptr) return *finished_at_;
+    TANDEM_RETURN_IF_ERROR(Loop(*session));
+    return Finish(*session);
   }
 
-  std::shared_ptr<Scaffold> scaffold = g.spec.scaffold;
-  if (scaffold == nullptr) {
-    ScaffoldOptions so;
-    so.saver_options = MakeSaverOptions(config);
-    if (!options_.warm_start.ckpt_to_initialize_from.empty()) {
-      so.init_fn = internal::WarmStartFn(g.root.graph(), options_.warm_start);
+ private:
+  // The options, and whether max_steps has already been reached.
+  absl::Status Check() {
+    if (options_.steps && options_.max_steps) {
+      return absl::InvalidArgumentError("Train: give steps or max_steps, not both");
     }
-    scaffold = std::make_shared<Scaffold>(std::move(so));
-  } else if (!options_.warm_start.ckpt_to_initialize_from.empty()) {
-    return absl::UnimplementedError(
-        "warm start together with a model_fn-provided Scaffold is not supported; set the "
-        "Scaffold's init_fn instead");
+    if ((options_.steps && *options_.steps <= 0) ||
+        (options_.max_steps && *options_.max_steps <= 0)) {
+      return absl::InvalidArgumentError("Train: steps and max_steps must be positive");
+    }
+    if (auto final = e_.FinalCheckpoint(options_.max_steps)) {
+      LOG(INFO) << "Skipping training since max_steps has already saved (checkpoint "
+                << final->first << " is at step " << final->second << ").";
+      finished_at_ = final->second;
+      return absl::OkStatus();
+    }
+    if (!options_.saving_listeners.empty() && !config_.checkpoints_enabled()) {
+      return absl::InvalidArgumentError(
+          "Train: saving_listeners need checkpoints (set save_checkpoints_steps or _secs)");
+    }
+    return absl::OkStatus();
   }
 
-  MonitoredTrainingSessionOptions mts;
-  mts.is_chief = config.is_chief();
-  mts.checkpoint_dir = model_dir();
-  mts.scaffold = scaffold;
-  mts.hooks = options.hooks;
-  if (options.steps || options.max_steps) {
-    mts.hooks.push_back(std::make_shared<StopAtStepHook>(options.steps, options.max_steps));
-  }
-  mts.hooks.push_back(std::make_shared<NanTensorHook>(g.spec.loss.name()));
-  mts.hooks.push_back(std::make_shared<LoggingTensorHook>(
-      std::vector<std::pair<std::string, std::string>>{{"loss", g.spec.loss.name()},
-                                                       {"step", g.global_step.value().name()}},
-      Every::Steps(config.log_step_count_steps())));
-  mts.hooks.insert(mts.hooks.end(), g.spec.training_hooks.begin(), g.spec.training_hooks.end());
-  if (collective) {
-    mts.hooks.push_back(std::make_shared<internal::ReplicaCheckHook>(
-        group, replica_vars, options_.collective->check_replicas_steps));
-  }
-  if (on_cluster && !collective && options_.sync_replicas) {
-    mts.hooks.push_back(std::make_shared<SyncReplicasHook>(
-        SyncReplicasOptionsFor(config, *options_.sync_replicas, factory, options_.security)));
-  }
-  mts.chief_only_hooks = g.spec.training_chief_hooks;
-  if (config.checkpoints_enabled()) {
-    Every every = config.save_checkpoints_steps() ? Every::Steps(*config.save_checkpoints_steps())
-                                                  : Every::Secs(*config.save_checkpoints_secs());
-    mts.chief_only_hooks.push_back(std::make_shared<CheckpointSaverHook>(
-        model_dir(), every, scaffold.get(), options.saving_listeners));
-  }
-  // The estimator adds its own checkpoint hook (with the listeners) above.
-  mts.save_checkpoint_secs.reset();
-  mts.save_checkpoint_steps.reset();
-  mts.save_summaries_steps = config.save_summary_steps();
-  mts.log_step_count_steps = config.log_step_count_steps();
-  mts.session_options = MakeSessionOptions(config, on_cluster && !collective);
-  mts.factory = factory;
-  mts.keep_ready_variables = on_cluster;
-  if (collective) {
-    mts.initialize_locally = true;
-    mts.after_restore = internal::FormGroupAndBroadcast(group, replica_vars, kWaitForClusterMs);
+  // The input and the TRAIN graph of the model.
+  absl::Status BuildGraph() {
+    TANDEM_ASSIGN_OR_RETURN(
+        in_, internal::OpenInputFn(input_fn_, ModeKey::kTrain, e_.train_input_context_));
+    TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(e_.options_, ModeKey::kTrain, in_.FeatureSpec(),
+                                                    in_.LabelSpec(), on_cluster_, &g_));
+    TANDEM_RETURN_IF_ERROR(e_.options_.params.CheckEveryKeyRead());
+    ops::summary::Scalar(g_.root, "loss", g_.spec.loss);
+    return g_.root.status();
   }
 
-  // On a cluster a task may die while this one creates its session (a ps restarting):
-  // that is recoverable here as it is between steps.
-  absl::StatusOr<std::unique_ptr<MonitoredSession>> created;
-  for (int attempt = 1;; ++attempt) {
-    created = NewMonitoredTrainingSession(g.root.graph(), mts);
-    if (created.ok() || !on_cluster || !IsLostTaskError(created.status()) ||
-        attempt >= kMaxConsecutiveRecoveries || termination::Requested()) {
-      break;
+  // On a cluster: this task's server, and either the collective group or the ps
+  // strategy's session factory and the watch of the tasks this one waits on.
+  absl::Status SetUpCluster() {
+    factory_ = e_.options_.session_factory;
+    if (collective_) {
+      TANDEM_RETURN_IF_ERROR(e_.EnsureServer());
+      group_ = e_.server_->collective();
+      TANDEM_RETURN_IF_ERROR(internal::ConfigureCollectiveGroup(
+          config_, e_.options_.collective->timeout_secs, group_));
+      TANDEM_ASSIGN_OR_RETURN(replica_vars_, CollectiveReplicaVariables(g_));
+      if (!factory_) factory_ = internal::SharedSessionFactory(group_);
+      LOG(INFO) << "Training as collective replica " << group_->rank() << " of " << group_->size()
+                << " (" << e_.server_->task_name() << "); global batch = " << group_->size()
+                << " x the per-replica batch; " << InputPipeline();
+    } else if (on_cluster_) {
+      TANDEM_RETURN_IF_ERROR(e_.EnsureServer());
+      if (!factory_) {
+        factory_ = [security = e_.options_.security](const proto::GraphDef& def,
+                                                     const SessionOptions& so) {
+          return NewSession(def, so, security);
+        };
+      }
+      if (options_.max_steps) {
+        factory_ = WaitingInSlices(std::move(factory_), [this] {
+          return e_.FinalCheckpoint(options_.max_steps).has_value();
+        });
+      }
+      watch_ = WatchPeers(config_, e_.options_.security);
+      LOG(INFO) << "Training as " << e_.server_->task_name() << " on a cluster of "
+                << config_.cluster_spec().TotalTasks() << " tasks; " << InputPipeline();
     }
-    if (auto final = FinalCheckpoint(options.max_steps)) {
-      LOG(INFO) << "Training reached max_steps elsewhere (checkpoint " << final->first
-                << ") while this task created its session: " << created.status();
-      return final->second;
-    }
-    LOG(WARNING) << "Creating the training session failed (attempt " << attempt << " of "
-                 << kMaxConsecutiveRecoveries << "), retrying in a second: " << created.status();
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    return absl::OkStatus();
   }
-  TANDEM_ASSIGN_OR_RETURN(auto session, std::move(created));
-  const SessionRunRequest base{{}, {}, {g.spec.train_op->name()}};
-  int failures = 0;
-  int64_t local_steps = 0;  // Steps this task ran (on a cluster, its share of global_step).
-  std::optional<int64_t> finished_at;  // Set when another task finished the training.
-  while (!session->ShouldStop()) {
-    // A collective replica goes on until every replica has seen the signal
-    // (internal::ReplicaCheckHook), so that they all stop after the same step.
-    if (termination::Requested() && !collective) {
-      LOG(WARNING) << "Training stops: " << strsignal(termination::Signal())
-                   << (config.is_chief() ? " (writing a checkpoint first)" : "");
-      break;
+
+  std::string InputPipeline() const {
+    return absl::StrCat("input pipeline ", e_.train_input_context_.input_pipeline_id, " of ",
+                        e_.train_input_context_.num_input_pipelines);
+  }
+
+  // The Scaffold (warm start), the hooks the Estimator adds and the session settings.
+  absl::StatusOr<MonitoredTrainingSessionOptions> SessionOptionsWithHooks() {
+    const WarmStartSettings& warm_start = e_.options_.warm_start;
+    std::shared_ptr<Scaffold> scaffold = g_.spec.scaffold;
+    if (scaffold == nullptr) {
+      ScaffoldOptions so;
+      so.saver_options = MakeSaverOptions(config_);
+      if (!warm_start.ckpt_to_initialize_from.empty()) {
+        so.init_fn = internal::WarmStartFn(g_.root.graph(), warm_start);
+      }
+      scaffold = std::make_shared<Scaffold>(std::move(so));
+    } else if (!warm_start.ckpt_to_initialize_from.empty()) {
+      return absl::UnimplementedError(
+          "warm start together with a model_fn-provided Scaffold is not supported; set the "
+          "Scaffold's init_fn instead");
     }
-    TANDEM_ASSIGN_OR_RETURN(std::optional<data::Element> batch, in.Next());
-    if (!batch) {
-      LOG(INFO) << "Training input ended.";
-      break;
+    MonitoredTrainingSessionOptions mts;
+    mts.is_chief = config_.is_chief();
+    mts.checkpoint_dir = e_.model_dir();
+    mts.scaffold = scaffold;
+    mts.hooks = options_.hooks;
+    if (options_.steps || options_.max_steps) {
+      mts.hooks.push_back(std::make_shared<StopAtStepHook>(options_.steps, options_.max_steps));
     }
-    SessionRunRequest request = base;
-    request.feeds = Feeds(g, *batch);
-    absl::Status s = session->Run(request).status();
-    if (IsRecoverableStepError(s)) {
-      // A task of the cluster is gone. If the chief already saved the checkpoint at
-      // max_steps, training is over (the ps tasks may have been shut down).
-      if (auto final = FinalCheckpoint(options.max_steps)) {
+    mts.hooks.push_back(std::make_shared<NanTensorHook>(g_.spec.loss.name()));
+    mts.hooks.push_back(std::make_shared<LoggingTensorHook>(
+        std::vector<std::pair<std::string, std::string>>{{"loss", g_.spec.loss.name()},
+                                                         {"step", g_.global_step.value().name()}},
+        Every::Steps(config_.log_step_count_steps())));
+    mts.hooks.insert(mts.hooks.end(), g_.spec.training_hooks.begin(), g_.spec.training_hooks.end());
+    if (collective_) {
+      mts.hooks.push_back(std::make_shared<internal::ReplicaCheckHook>(
+          group_, replica_vars_, e_.options_.collective->check_replicas_steps));
+    }
+    if (on_cluster_ && !collective_ && e_.options_.sync_replicas) {
+      mts.hooks.push_back(std::make_shared<SyncReplicasHook>(SyncReplicasOptionsFor(
+          config_, *e_.options_.sync_replicas, factory_, e_.options_.security)));
+    }
+    mts.chief_only_hooks = g_.spec.training_chief_hooks;
+    if (config_.checkpoints_enabled()) {
+      Every every = config_.save_checkpoints_steps()
+                        ? Every::Steps(*config_.save_checkpoints_steps())
+                        : Every::Secs(*config_.save_checkpoints_secs());
+      mts.chief_only_hooks.push_back(std::make_shared<CheckpointSaverHook>(
+          e_.model_dir(), every, scaffold.get(), options_.saving_listeners));
+    }
+    // The estimator adds its own checkpoint hook (with the listeners) above.
+    mts.save_checkpoint_secs.reset();
+    mts.save_checkpoint_steps.reset();
+    mts.save_summaries_steps = config_.save_summary_steps();
+    mts.log_step_count_steps = config_.log_step_count_steps();
+    mts.session_options = MakeSessionOptions(config_, on_cluster_ && !collective_);
+    mts.factory = factory_;
+    mts.keep_ready_variables = on_cluster_;
+    if (collective_) {
+      mts.initialize_locally = true;
+      mts.after_restore = internal::FormGroupAndBroadcast(group_, replica_vars_, kWaitForClusterMs);
+    }
+    return mts;
+  }
+
+  // The monitored session; null (with finished_at) when training ended elsewhere. On a
+  // cluster a task may die while this one creates its session (a ps restarting): that
+  // is recoverable here as it is between steps.
+  absl::StatusOr<std::unique_ptr<MonitoredSession>> CreateSession(
+      const MonitoredTrainingSessionOptions& mts) {
+    for (int attempt = 1;; ++attempt) {
+      absl::StatusOr<std::unique_ptr<MonitoredSession>> created =
+          NewMonitoredTrainingSession(g_.root.graph(), mts);
+      if (created.ok() || !on_cluster_ || !IsLostTaskError(created.status()) ||
+          attempt >= kMaxConsecutiveRecoveries || termination::Requested()) {
+        return created;
+      }
+      if (auto final = e_.FinalCheckpoint(options_.max_steps)) {
         LOG(INFO) << "Training reached max_steps elsewhere (checkpoint " << final->first
-                  << "): " << s;
-        finished_at = final->second;
+                  << ") while this task created its session: " << created.status();
+        finished_at_ = final->second;
+        return std::unique_ptr<MonitoredSession>();
+      }
+      LOG(WARNING) << "Creating the training session failed (attempt " << attempt << " of "
+                   << kMaxConsecutiveRecoveries << "), retrying in a second: " << created.status();
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
+
+  // Steps until a hook stops training, the input ends, a signal comes or training ends
+  // elsewhere; recoverable step errors (a lost task) are retried in a re-created session.
+  absl::Status Loop(MonitoredSession& session) {
+    const SessionRunRequest base{{}, {}, {g_.spec.train_op->name()}};
+    int failures = 0;
+    while (!session.ShouldStop()) {
+      // A collective replica goes on until every replica has seen the signal
+      // (internal::ReplicaCheckHook), so that they all stop after the same step.
+      if (termination::Requested() && !collective_) {
+        LOG(WARNING) << "Training stops: " << strsignal(termination::Signal())
+                     << (config_.is_chief() ? " (writing a checkpoint first)" : "");
         break;
       }
-      if (++failures <= kMaxConsecutiveRecoveries) {
-        LOG(WARNING) << "Training step failed, session recreated: " << s;
-        continue;
+      TANDEM_ASSIGN_OR_RETURN(std::optional<data::Element> batch, in_.Next());
+      if (!batch) {
+        LOG(INFO) << "Training input ended.";
+        break;
       }
+      SessionRunRequest request = base;
+      request.feeds = Feeds(g_, *batch);
+      absl::Status s = session.Run(request).status();
+      if (IsRecoverableStepError(s)) {
+        // A task of the cluster is gone. If the chief already saved the checkpoint at
+        // max_steps, training is over (the ps tasks may have been shut down).
+        if (auto final = e_.FinalCheckpoint(options_.max_steps)) {
+          LOG(INFO) << "Training reached max_steps elsewhere (checkpoint " << final->first
+                    << "): " << s;
+          finished_at_ = final->second;
+          break;
+        }
+        if (++failures <= kMaxConsecutiveRecoveries) {
+          LOG(WARNING) << "Training step failed, session recreated: " << s;
+          continue;
+        }
+      }
+      TANDEM_RETURN_IF_ERROR(s);
+      failures = 0;
+      ++local_steps_;
     }
-    TANDEM_RETURN_IF_ERROR(s);
-    failures = 0;
-    ++local_steps;
+    if (!finished_at_ && session.raw_session() == nullptr && !termination::Requested()) {
+      return absl::UnavailableError(
+          "Train: the session could not be re-created after a failed step; training stopped");
+    }
+    return absl::OkStatus();
   }
-  if (!finished_at && session->raw_session() == nullptr && !termination::Requested()) {
-    return absl::UnavailableError(
-        "Train: the session could not be re-created after a failed step; training stopped");
+
+  // The global step reached; closes the session (the chief's final checkpoint) and
+  // says why training stopped when it did not finish.
+  absl::StatusOr<int64_t> Finish(MonitoredSession& session) {
+    int64_t global_step = finished_at_.value_or(-1);
+    if (!finished_at_ && session.raw_session() != nullptr) {
+      TANDEM_ASSIGN_OR_RETURN(auto step,
+                              session.raw_session()->Run({}, {g_.global_step.value().name()}));
+      global_step = step[0].scalar<int64_t>();
+    }
+    absl::Status closed = session.Close();  // The chief's final checkpoint.
+    if (termination::Requested()) {
+      return absl::CancelledError(absl::StrCat(
+          "training stopped by ", strsignal(termination::Signal()), " at global step ", global_step,
+          !config_.is_chief() ? ""
+          : closed.ok()       ? "; checkpoint saved"
+                        : absl::StrCat("; the checkpoint could not be saved: ", closed.message())));
+    }
+    TANDEM_RETURN_IF_ERROR(closed);
+    if (collective_ && group_->StopAgreed()) {
+      return absl::AbortedError(
+          absl::StrCat("training stopped at global step ", global_step,
+                       ": another replica was asked to stop (SIGTERM or SIGINT)",
+                       config_.is_chief() ? "; checkpoint saved" : ""));
+    }
+    LOG(INFO) << "Training finished at global step " << global_step << " (" << local_steps_
+              << " steps run by this task).";
+    return global_step;
   }
-  int64_t global_step = finished_at.value_or(-1);
-  if (!finished_at && session->raw_session() != nullptr) {
-    TANDEM_ASSIGN_OR_RETURN(auto step,
-                            session->raw_session()->Run({}, {g.global_step.value().name()}));
-    global_step = step[0].scalar<int64_t>();
-  }
-  absl::Status closed = session->Close();  // The chief's final checkpoint.
-  if (termination::Requested()) {
-    return absl::CancelledError(absl::StrCat(
-        "training stopped by ", strsignal(termination::Signal()), " at global step ", global_step,
-        !config.is_chief() ? ""
-        : closed.ok()      ? "; checkpoint saved"
-                      : absl::StrCat("; the checkpoint could not be saved: ", closed.message())));
-  }
-  TANDEM_RETURN_IF_ERROR(closed);
-  if (collective && group->StopAgreed()) {
-    return absl::AbortedError(
-        absl::StrCat("training stopped at global step ", global_step,
-                     ": another replica was asked to stop (SIGTERM or SIGINT)",
-                     config.is_chief() ? "; checkpoint saved" : ""));
-  }
-  LOG(INFO) << "Training finished at global step " << global_step << " (" << local_steps
-            << " steps run by this task).";
-  return global_step;
+
+  Estimator& e_;
+  const RunConfig& config_;
+  const InputFn& input_fn_;
+  const TrainOptions& options_;
+  const bool on_cluster_;
+  const bool collective_;
+  OpenInput in_;
+  ModeGraph g_;
+  SessionFactory factory_;
+  CollectiveExecutor* group_ = nullptr;
+  internal::ReplicaVariables replica_vars_;
+  std::unique_ptr<PeerWatch> watch_;  // A ps cluster: names silent tasks while training.
+  int64_t local_steps_ = 0;  // Steps this task ran (on a cluster, its share of global_step).
+  std::optional<int64_t> finished_at_;  // Set when training ended elsewhere (or before).
+};
+
+}  // namespace internal
+
+absl::StatusOr<int64_t> Estimator::Train(const InputFn& input_fn, const TrainOptions& options) {
+  return internal::TrainRun(*this, input_fn, options).Run();
 }
 
 absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,

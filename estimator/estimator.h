@@ -80,6 +80,9 @@
 namespace tandem {
 
 class Server;
+namespace internal {
+class TrainRun;
+}  // namespace internal
 
 struct WarmStartSettings {
   // "" = no warm start. A model_dir, a checkpoint prefix, or a .safetensors file.
@@ -202,6 +205,7 @@ class Estimator {
   ~Estimator();
 
  private:
+  friend class internal::TrainRun;  // Train's steps (estimator.cc).
   explicit Estimator(EstimatorOptions options);
   // Starts this task's server once.
   absl::Status EnsureServer();

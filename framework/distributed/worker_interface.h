@@ -1,7 +1,7 @@
 // framework/distributed/worker_interface.h
 //
 // WorkerInterface: the worker service of one task, free of any transport. The Worker
-// (worker.h) implements it in process; rpc/grpc_worker_client.h implements it over
+// (worker.h) implements it in process; rpc/grpc_clients.h implements it over
 // gRPC, and rpc/grpc_service.h serves a WorkerInterface to remote callers, so a test
 // can run a whole cluster in one process or across processes with the same code.
 //

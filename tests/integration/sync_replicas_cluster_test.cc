@@ -81,6 +81,24 @@ struct Job {
         {{"ps", 0}, {"ps", 1}, {"chief", 0}, {"worker", 0}, {"worker", 1}, {"evaluator", 0}},
         model_dir, "", SyncSets(replicas_to_aggregate));
   }
+  // Starts the job; true once the chief logged step 300 (within 180 s).
+  bool StartAndTrain(int replicas_to_aggregate) {
+    Start(replicas_to_aggregate);
+    return WaitForChief(
+        runs, [](const std::string& log) { return LoggedStep(log) >= 300; },
+        std::chrono::seconds(180));
+  }
+  // Every task exits 0, the final checkpoint is at max_steps with the usual accuracy,
+  // and the chief saw the missing replica come back.
+  void ExpectResumedAndFinished() {
+    ExpectAllExitZero(runs);
+    ExpectFinalCheckpoint(model_dir, 2, kSyncSteps);
+    EXPECT_THAT(Find(runs, "chief_0").process->Stderr(),
+                HasSubstr("the missing replicas are back after"));
+    auto [accuracy, step] = FinalEvaluation(Find(runs, "evaluator_0").process->Stdout());
+    EXPECT_GE(step, kSyncSteps);
+    EXPECT_GE(accuracy, 0.85);
+  }
   void Kill(const std::string& name, int sig = SIGKILL) {
     for (TaskRun& r : runs) {
       if (r.name == name) r.process->Kill(sig);
@@ -99,10 +117,7 @@ std::pair<int64_t, int64_t> UpdatesAndStale(const std::string& log) {
 
 TEST_F(SyncReplicasClusterTest, BackupReplicaCoversAWorkerKilledForGood) {
   Job job;
-  job.Start(/*replicas_to_aggregate=*/2);
-  ASSERT_TRUE(WaitForChief(
-      job.runs, [](const std::string& log) { return LoggedStep(log) >= 300; },
-      std::chrono::seconds(180)));
+  ASSERT_TRUE(job.StartAndTrain(/*replicas_to_aggregate=*/2));
   job.Kill("worker_1");
   std::vector<TaskRun> rest;
   for (TaskRun& r : job.runs) {
@@ -124,10 +139,7 @@ TEST_F(SyncReplicasClusterTest, BackupReplicaCoversAWorkerKilledForGood) {
 
 TEST_F(SyncReplicasClusterTest, WithoutBackupTheChiefNamesTheMissingWorkerAndResumes) {
   Job job;
-  job.Start(/*replicas_to_aggregate=*/3);
-  ASSERT_TRUE(WaitForChief(
-      job.runs, [](const std::string& log) { return LoggedStep(log) >= 300; },
-      std::chrono::seconds(180)));
+  ASSERT_TRUE(job.StartAndTrain(/*replicas_to_aggregate=*/3));
   job.Kill("worker_1");
   ASSERT_TRUE(WaitForChief(
       job.runs,
@@ -148,13 +160,7 @@ TEST_F(SyncReplicasClusterTest, WithoutBackupTheChiefNamesTheMissingWorkerAndRes
   for (TaskRun& r : job.runs) {
     if (r.name == "worker_1") r = std::move(again[0]);
   }
-  ExpectAllExitZero(job.runs);
-  ExpectFinalCheckpoint(job.model_dir, 2, kSyncSteps);
-  EXPECT_THAT(Find(job.runs, "chief_0").process->Stderr(),
-              HasSubstr("the missing replicas are back after"));
-  auto [accuracy, step] = FinalEvaluation(Find(job.runs, "evaluator_0").process->Stdout());
-  EXPECT_GE(step, kSyncSteps);
-  EXPECT_GE(accuracy, 0.85);
+  job.ExpectResumedAndFinished();
 }
 
 TEST_F(SyncReplicasClusterTest, AFrozenWorkerIsNamedMissingAndResumesWhenThawed) {
@@ -162,10 +168,7 @@ TEST_F(SyncReplicasClusterTest, AFrozenWorkerIsNamedMissingAndResumesWhenThawed)
   // as it names a dead one (its probe times out), and aggregation resumes by itself
   // once it thaws.
   Job job;
-  job.Start(/*replicas_to_aggregate=*/3);
-  ASSERT_TRUE(WaitForChief(
-      job.runs, [](const std::string& log) { return LoggedStep(log) >= 300; },
-      std::chrono::seconds(180)));
+  ASSERT_TRUE(job.StartAndTrain(/*replicas_to_aggregate=*/3));
   job.Kill("worker_1", SIGSTOP);
   const bool named = WaitForChief(
       job.runs,
@@ -175,13 +178,7 @@ TEST_F(SyncReplicasClusterTest, AFrozenWorkerIsNamedMissingAndResumesWhenThawed)
       std::chrono::seconds(60));
   job.Kill("worker_1", SIGCONT);
   ASSERT_TRUE(named) << Find(job.runs, "chief_0").process->Stderr();
-  ExpectAllExitZero(job.runs);
-  ExpectFinalCheckpoint(job.model_dir, 2, kSyncSteps);
-  EXPECT_THAT(Find(job.runs, "chief_0").process->Stderr(),
-              HasSubstr("the missing replicas are back after"));
-  auto [accuracy, step] = FinalEvaluation(Find(job.runs, "evaluator_0").process->Stdout());
-  EXPECT_GE(step, kSyncSteps);
-  EXPECT_GE(accuracy, 0.85);
+  job.ExpectResumedAndFinished();
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "framework/distributed/rpc/grpc_util.h"
 #include "framework/distributed/rpc/health_check.h"
 #include "framework/protos/health.pb.h"
+#include "glog/logging.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -96,13 +97,19 @@ absl::Status GetStatus(const std::string& address, const TransportSecurity& secu
   return CallAndWait(worker, &WorkerInterface::GetStatusAsync, req, &resp, &options);
 }
 
-TEST(ServerTest, UnderTlsAPlaintextHealthPortAnswersProbesAndNothingElse) {
+// A one-ps cluster whose server speaks mutual TLS with tests/data/tls/cluster.
+ServerOptions MutualTlsPs() {
   ClusterSpec cluster;
-  ASSERT_TRUE(cluster.AddTask("ps", 0, absl::StrCat("127.0.0.1:", testing::PickFreePort())).ok());
+  CHECK(cluster.AddTask("ps", 0, absl::StrCat("127.0.0.1:", testing::PickFreePort())).ok());
   ServerOptions options{.cluster = cluster, .task = {"ps", 0}};
   options.security.cert_file = Tls("cluster/task.pem");
   options.security.key_file = Tls("cluster/task.key");
   options.security.ca_file = Tls("cluster/ca.pem");
+  return options;
+}
+
+TEST(ServerTest, UnderTlsAPlaintextHealthPortAnswersProbesAndNothingElse) {
+  ServerOptions options = MutualTlsPs();
   options.security.token = "s3cret";
   options.security.health_port = testing::PickFreePort();
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Create(options);
@@ -139,12 +146,7 @@ TEST(ServerTest, UnderTlsAPlaintextHealthPortAnswersProbesAndNothingElse) {
 
 TEST(ServerTest, ClientsCheckTheServerNameGivenInsteadOfTheHost) {
   // The certificate names 127.0.0.1, localhost and tandem-cluster.
-  ClusterSpec cluster;
-  ASSERT_TRUE(cluster.AddTask("ps", 0, absl::StrCat("127.0.0.1:", testing::PickFreePort())).ok());
-  ServerOptions options{.cluster = cluster, .task = {"ps", 0}};
-  options.security.cert_file = Tls("cluster/task.pem");
-  options.security.key_file = Tls("cluster/task.key");
-  options.security.ca_file = Tls("cluster/ca.pem");
+  const ServerOptions options = MutualTlsPs();
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Create(options);
   ASSERT_TRUE(server.ok()) << server.status();
   TransportSecurity client = options.security;
