@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "apps/trainer/exit_codes.h"
+#include "framework/core/env.h"
 #include "nlohmann/json.hpp"
 
 namespace tandem {
@@ -188,13 +189,7 @@ class ThrowawayTls {
     }
     return tls;
   }
-  ~ThrowawayTls() {
-    for (const char* f : {"ca.key", "ca.pem", "ca.srl", "task.key", "task.csr", "task.ext",
-                          "task.pem", "openssl.log"}) {
-      unlink(absl::StrCat(dir_, "/", f).c_str());
-    }
-    rmdir(dir_.c_str());
-  }
+  ~ThrowawayTls() { env::DeleteRecursively(dir_).IgnoreError(); }
   // The --set overrides that give every task these files.
   std::vector<std::string> Sets() const {
     return {absl::StrCat("security.tls_cert=\"", dir_, "/task.pem\""),

@@ -77,8 +77,9 @@ absl::Status Invalid(absl::string_view what, const std::string& path, absl::stri
 
 }  // namespace
 
-absl::Status CheckTlsFiles(const TransportSecurity& security, bool cluster_peer) {
-  if (!security.tls()) return absl::OkStatus();
+absl::StatusOr<TlsFiles> ReadTlsFiles(const TransportSecurity& security, bool cluster_peer) {
+  TlsFiles files;
+  if (!security.tls()) return files;
   if (cluster_peer &&
       (security.cert_file.empty() || security.key_file.empty() || security.ca_file.empty())) {
     return absl::InvalidArgumentError(
@@ -91,8 +92,8 @@ absl::Status CheckTlsFiles(const TransportSecurity& security, bool cluster_peer)
   }
   Owned<X509_STORE> store(X509_STORE_new());
   if (!security.ca_file.empty()) {
-    TANDEM_ASSIGN_OR_RETURN(std::string ca, ReadFileNamed(security.ca_file, "CA"));
-    Owned<BIO> bio = MemoryBio(ca);
+    TANDEM_ASSIGN_OR_RETURN(files.ca, ReadFileNamed(security.ca_file, "CA"));
+    Owned<BIO> bio = MemoryBio(files.ca);
     int added = 0;
     while (Owned<X509> c{PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)}) {
       if (X509_STORE_add_cert(store.get(), c.get()) == 1) ++added;
@@ -100,16 +101,16 @@ absl::Status CheckTlsFiles(const TransportSecurity& security, bool cluster_peer)
     ERR_clear_error();  // The end of the file reads as an error.
     if (added == 0) return Invalid("CA", security.ca_file, "holds no PEM certificate");
   }
-  if (security.cert_file.empty()) return absl::OkStatus();
-  TANDEM_ASSIGN_OR_RETURN(std::string cert_pem, ReadFileNamed(security.cert_file, "certificate"));
-  TANDEM_ASSIGN_OR_RETURN(std::string key_pem, ReadFileNamed(security.key_file, "key"));
-  Owned<BIO> cert_bio = MemoryBio(cert_pem);
+  if (security.cert_file.empty()) return files;
+  TANDEM_ASSIGN_OR_RETURN(files.cert, ReadFileNamed(security.cert_file, "certificate"));
+  TANDEM_ASSIGN_OR_RETURN(files.key, ReadFileNamed(security.key_file, "key"));
+  Owned<BIO> cert_bio = MemoryBio(files.cert);
   Owned<X509> cert(PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
   if (cert == nullptr) {
     return Invalid("certificate", security.cert_file,
                    absl::StrCat("holds no PEM certificate (", OpenSslError(), ")"));
   }
-  Owned<BIO> key_bio = MemoryBio(key_pem);
+  Owned<BIO> key_bio = MemoryBio(files.key);
   Owned<EVP_PKEY> key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   if (key == nullptr) {
     return Invalid("key", security.key_file,
@@ -152,7 +153,11 @@ absl::Status CheckTlsFiles(const TransportSecurity& security, bool cluster_peer)
       }
     }
   }
-  return absl::OkStatus();
+  return files;
+}
+
+absl::Status CheckTlsFiles(const TransportSecurity& security, bool cluster_peer) {
+  return ReadTlsFiles(security, cluster_peer).status();
 }
 
 }  // namespace tandem

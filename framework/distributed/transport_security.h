@@ -21,6 +21,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace tandem {
 
@@ -46,12 +47,19 @@ struct TransportSecurity {
 // $TANDEM_TLS_SERVER_NAME (each empty when unset).
 TransportSecurity SecurityFromEnvironment();
 
-// Checks the TLS files of `security` (OK when TLS is off): each one readable PEM, the
-// certificate and key given together and matching, the certificate currently valid
-// and, with a CA, signed by it. With `cluster_peer` (a task of a mutual-TLS cluster,
-// which serves and calls the others with one certificate) all three files are
-// required and the certificate must allow both TLS server and client use. Errors are
-// INVALID_ARGUMENT naming the file and what is wrong.
+// The PEM contents of the TLS files ("" for a file not given).
+struct TlsFiles {
+  std::string cert, key, ca;
+};
+
+// Reads the TLS files of `security` once and checks them (empty when TLS is off): each
+// one readable PEM, the certificate and key given together and matching, the
+// certificate currently valid and, with a CA, signed by it. With `cluster_peer` (a
+// task of a mutual-TLS cluster, which serves and calls the others with one
+// certificate) all three files are required and the certificate must allow both TLS
+// server and client use. Errors are INVALID_ARGUMENT naming the file and what is wrong.
+absl::StatusOr<TlsFiles> ReadTlsFiles(const TransportSecurity& security, bool cluster_peer);
+// ReadTlsFiles' verdict alone.
 absl::Status CheckTlsFiles(const TransportSecurity& security, bool cluster_peer);
 
 }  // namespace tandem

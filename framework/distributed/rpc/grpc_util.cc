@@ -140,46 +140,10 @@ grpc::ChannelArguments DefaultChannelArguments() {
   return args;
 }
 
-namespace {
-
-absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view what) {
-  if (path.empty()) return std::string();
-  absl::StatusOr<std::string> data = env::ReadFile(path);
-  if (!data.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read the TLS ", what, " file ", path, ": ", data.status().message()));
-  }
-  if (data->find("-----BEGIN ") == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the TLS ", what, " file ", path, " is not PEM (no -----BEGIN line)"));
-  }
-  return data;
-}
-
-// The PEM files of `security`, read and checked against each other.
-struct Pems {
-  std::string cert, key, ca;
-};
-
-absl::StatusOr<Pems> ReadPems(const TransportSecurity& security) {
-  if (security.cert_file.empty() != security.key_file.empty()) {
-    return absl::InvalidArgumentError(
-        "TLS needs the certificate and its private key together (tls_cert and tls_key)");
-  }
-  Pems p;
-  TANDEM_ASSIGN_OR_RETURN(p.cert, ReadPem(security.cert_file, "certificate"));
-  TANDEM_ASSIGN_OR_RETURN(p.key, ReadPem(security.key_file, "key"));
-  TANDEM_ASSIGN_OR_RETURN(p.ca, ReadPem(security.ca_file, "CA"));
-  TANDEM_RETURN_IF_ERROR(CheckTlsFiles(security, /*cluster_peer=*/false));
-  return p;
-}
-
-}  // namespace
-
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const TransportSecurity& security) {
   if (!security.tls()) return grpc::InsecureChannelCredentials();
-  TANDEM_ASSIGN_OR_RETURN(Pems pems, ReadPems(security));
+  TANDEM_ASSIGN_OR_RETURN(TlsFiles pems, ReadTlsFiles(security, /*cluster_peer=*/false));
   grpc::SslCredentialsOptions opts;
   opts.pem_root_certs = pems.ca;
   opts.pem_cert_chain = pems.cert;
@@ -193,7 +157,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   if (security.cert_file.empty() || security.key_file.empty()) {
     return absl::InvalidArgumentError("a TLS server needs both a certificate and a key file");
   }
-  TANDEM_ASSIGN_OR_RETURN(Pems pems, ReadPems(security));
+  TANDEM_ASSIGN_OR_RETURN(TlsFiles pems, ReadTlsFiles(security, /*cluster_peer=*/false));
   grpc::SslServerCredentialsOptions opts(
       security.ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
                                : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
