@@ -14,6 +14,7 @@ set(TANDEM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/tandem)
 # trainer_main are built only once their sources exist.
 set(_tandem_libraries
     tandem_core tandem_protos tandem_tensor tandem_graph tandem_kernels tandem_cpu_kernels
+    tandem_cuda_kernels
     tandem_ops tandem_runtime tandem_data tandem_distributed_base tandem_distributed
     tandem_distributed_rpc tandem_checkpoint tandem_serving tandem_serving_rest
     tandem_hooks tandem_estimator tandem_trainer_main)

@@ -20,7 +20,7 @@ function(tandem_library name)
                                             $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>
                                             $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_compile_features(${name} PUBLIC cxx_std_20)
-  target_compile_options(${name} PRIVATE ${TANDEM_WARNINGS})
+  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${TANDEM_WARNINGS}>)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
   tandem_export_name(${name})
 endfunction()

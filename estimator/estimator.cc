@@ -64,6 +64,10 @@ SessionOptions MakeSessionOptions(const RunConfig& config, bool on_cluster) {
     so.allow_soft_placement = config.session_config()->allow_soft_placement;
     if (on_cluster) so.device_filters = config.session_config()->device_filters;
   }
+  if (!config.is_distributed()) {
+    so.num_gpus = config.num_gpus();
+    so.gpu_memory_fraction = config.gpu_memory_fraction();
+  }
   if (on_cluster) {
     so.target = config.master();
     so.wait_for_workers_ms = kWaitForClusterMs;

@@ -83,7 +83,9 @@ std::vector<Section> Sections(JobConfig& c) {
         {"intra_op_threads", &c.run.intra_op_threads, 0, {}, MaxThreads()},
         {"precision", &c.run.precision, kNoMin, {"float32", "mixed_bfloat16"}},
         {"operation_timeout_secs", &c.run.operation_timeout_secs, 0, {}, 86400},
-        {"liveness_file", &c.run.liveness_file}}},
+        {"liveness_file", &c.run.liveness_file},
+        {"num_gpus", &c.run.num_gpus, -1, {}, 64},
+        {"gpu_memory_fraction", &c.run.gpu_memory_fraction}}},
       {"train",
        {{"max_steps", &c.train.max_steps, 1},
         {"batch_size", &c.train.batch_size, 1, {}, kMaxBatchSize},
@@ -636,6 +638,8 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
   options.keep_checkpoint_every_n_hours = c.run.keep_checkpoint_every_n_hours;
   options.log_step_count_steps = c.run.log_step_count_steps;
   options.operation_timeout_secs = c.run.operation_timeout_secs;
+  options.num_gpus = static_cast<int>(c.run.num_gpus);
+  options.gpu_memory_fraction = c.run.gpu_memory_fraction;
   absl::StatusOr<Precision> precision = ParsePrecision(c.run.precision);
   if (!precision.ok()) return AnnotateStatus(precision.status(), "[run] precision");
   options.precision = *precision;

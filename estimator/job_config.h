@@ -71,6 +71,10 @@
 // DEADLINE_EXCEEDED and the session is re-created, as after a lost task.
 // [run] liveness_file: a file whose modification time this task refreshes every 10 s
 // while it runs (for an exec liveness probe; the evaluator serves no port to probe).
+// [run] num_gpus (default -1: GPU:0 when the process sees a GPU, else the CPU; 0: the
+// CPU only; 1: GPU:0, an error without one) and gpu_memory_fraction (default 0.9) of
+// the GPU's memory for tensors: RunConfigOptions. More than one GPU, and GPUs in a
+// cluster, are refused (UNIMPLEMENTED).
 //
 // [security], for the cluster's gRPC (estimator/internal/security_config.h): tls_cert,
 // tls_key and tls_ca, PEM files given all three or none, make every task's server and
@@ -190,6 +194,8 @@ struct RunSection {
   std::string precision = "float32";     // Or "mixed_bfloat16" (RunConfigOptions::precision).
   int64_t operation_timeout_secs = 300;  // Cluster steps' deadline; 0: none.
   std::string liveness_file;             // "" = none.
+  int64_t num_gpus = -1;                 // RunConfigOptions::num_gpus.
+  double gpu_memory_fraction = 0.9;
   bool operator==(const RunSection& o) const = default;
 };
 

@@ -214,6 +214,15 @@ absl::Status ValidateOptions(const RunConfigOptions& o) {
   }
   if (o.log_step_count_steps <= 0) return bad("log_step_count_steps should be > 0");
   if (o.operation_timeout_secs < 0) return bad("operation_timeout_secs should be >= 0");
+  if (o.num_gpus < -1) return bad("num_gpus should be -1 (auto), 0 or 1");
+  if (o.num_gpus > 1) {
+    return absl::UnimplementedError(
+        absl::StrCat("RunConfig: num_gpus = ", o.num_gpus,
+                     ": in-graph towers across several GPUs are not built; use 1 (GPU:0) or -1"));
+  }
+  if (!(o.gpu_memory_fraction > 0 && o.gpu_memory_fraction <= 1)) {
+    return bad("gpu_memory_fraction should be in (0, 1]");
+  }
   if (o.session_config && (o.session_config->inter_op_parallelism_threads < 0 ||
                            o.session_config->intra_op_parallelism_threads < 0)) {
     return bad("session thread counts should be >= 0");
@@ -309,6 +318,8 @@ absl::StatusOr<RunConfig> RunConfig::Create(const RunConfigOptions& options,
   c.keep_checkpoint_every_n_hours_ = options.keep_checkpoint_every_n_hours;
   c.log_step_count_steps_ = options.log_step_count_steps;
   c.operation_timeout_secs_ = options.operation_timeout_secs;
+  c.num_gpus_ = options.num_gpus;
+  c.gpu_memory_fraction_ = options.gpu_memory_fraction;
   c.precision_ = options.precision;
   c.session_config_ = options.session_config;
   c.environment_ = tf_config.environment;
@@ -385,6 +396,11 @@ absl::StatusOr<RunConfig> RunConfig::Create(const RunConfigOptions& options,
       LOG_FIRST_N(INFO, 1) << "The cluster has no \"" << chief_type
                            << "\" task: worker 0 (this task) acts as the chief.";
     }
+  }
+  if (c.num_gpus_ > 0) {
+    return absl::UnimplementedError(
+        "RunConfig: num_gpus = 1 on a cluster: cluster tasks compute on their CPU (GPU "
+        "workers are not built); use -1 or 0");
   }
   if (!c.session_config_) {
     std::vector<std::string> filters = DefaultDeviceFilters(c.task_type_, c.task_id_);

@@ -105,6 +105,12 @@ struct RunConfigOptions {
   // operation_timeout_ms); 0: none.
   int64_t operation_timeout_secs = 300;         // >= 0.
   std::optional<SessionConfig> session_config;  // Unset: derived (device filters).
+  // GPUs the local sessions compute on: -1 GPU:0 when the process sees one (else the
+  // CPU), 0 the CPU only, 1 GPU:0 (session creation fails without one). Ops with a GPU
+  // kernel for their dtype run there, the rest on the CPU. More than 1 (towers across
+  // GPUs) is UNIMPLEMENTED, and so is 1 on a cluster, whose tasks compute on their CPU.
+  int num_gpus = -1;
+  double gpu_memory_fraction = 0.9;  // In (0, 1]: of the GPU's memory, for tensors.
   // kMixedBfloat16: matmuls and convolutions (and the ops between them) run on
   // bfloat16 with float32 master weights (framework/runtime/mixed_precision.h), in
   // every session the Estimator creates. Exports stay float32 graphs.
@@ -134,6 +140,8 @@ class RunConfig {
   double keep_checkpoint_every_n_hours() const { return keep_checkpoint_every_n_hours_; }
   int64_t log_step_count_steps() const { return log_step_count_steps_; }
   int64_t operation_timeout_secs() const { return operation_timeout_secs_; }
+  int num_gpus() const { return num_gpus_; }
+  double gpu_memory_fraction() const { return gpu_memory_fraction_; }
   // Unset in local mode unless given; with a cluster, the derived device filters.
   const std::optional<SessionConfig>& session_config() const { return session_config_; }
   Precision precision() const { return precision_; }
@@ -174,6 +182,8 @@ class RunConfig {
   double keep_checkpoint_every_n_hours_ = 10000;
   int64_t log_step_count_steps_ = 100;
   int64_t operation_timeout_secs_ = 300;
+  int num_gpus_ = -1;
+  double gpu_memory_fraction_ = 0.9;
   std::optional<SessionConfig> session_config_;
   Precision precision_ = Precision::kFloat32;
 

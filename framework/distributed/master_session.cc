@@ -12,11 +12,11 @@
 #include "framework/core/env.h"
 #include "framework/core/random.h"
 #include "framework/core/status.h"
-#include "framework/distributed/partitioner.h"
-#include "framework/distributed/placer.h"
 #include "framework/distributed/rpc_policy.h"
 #include "framework/distributed/worker_rendezvous.h"
 #include "framework/graph/op_registry.h"
+#include "framework/runtime/partitioner.h"
+#include "framework/runtime/placer.h"
 #include "framework/runtime/subgraph.h"
 #include "glog/logging.h"
 

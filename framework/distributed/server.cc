@@ -70,7 +70,9 @@ void TuneMallocForLargeTransfers() {
 absl::Status Server::Init(const std::string& bind_address) {
   TuneMallocForLargeTransfers();
   task_name_ = options_.task.DeviceName();
-  devices_ = DeviceMgr::CreateLocal(options_.task.job, 0, options_.task.index);
+  // Cluster tasks compute on their CPU: a GPU worker is not built yet.
+  TANDEM_ASSIGN_OR_RETURN(devices_,
+                          DeviceMgr::CreateLocal(options_.task.job, 0, options_.task.index));
   inter_op_pool_ =
       std::make_unique<ThreadPool>("inter_op", ThreadPool::DefaultSize(options_.inter_op_threads));
   int intra = ThreadPool::DefaultSize(options_.intra_op_threads);

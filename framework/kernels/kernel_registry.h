@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -44,13 +45,21 @@ class KernelRegistry {
   // device and dtype when none is registered.
   absl::StatusOr<std::unique_ptr<OpKernel>> Create(const Node& node,
                                                    const DeviceType& device) const;
+  // Whether `op` has a kernel on `device` for any dtype.
   bool HasKernel(const std::string& op, const DeviceType& device) const;
+  // The ops with a kernel on `device`, sorted, each once.
+  std::vector<std::string> OpsOn(const DeviceType& device) const;
+  // Whether Create would find a kernel for `node` (its op and dtype) on `device`.
+  bool Supports(const Node& node, const DeviceType& device) const;
 
  private:
   struct Entry {
     KernelFactory factory;
     std::string type_attr;
   };
+  // The entry Create uses for `node` (null if none), and the dtype it dispatched on.
+  const Entry* Find(const Node& node, const DeviceType& device, DType* dtype) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   mutable absl::Mutex mu_;
   std::map<std::tuple<std::string, std::string, DType>, Entry> kernels_ ABSL_GUARDED_BY(mu_);
 };

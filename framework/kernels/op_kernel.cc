@@ -50,32 +50,51 @@ void KernelRegistry::Register(const std::string& op, const DeviceType& device, D
                   << " registered twice";
 }
 
+const KernelRegistry::Entry* KernelRegistry::Find(const Node& node, const DeviceType& device,
+                                                  DType* dtype) const {
+  auto any = kernels_.find({node.op(), device.name, DType::kInvalid});
+  // Find the type attr name from any registration of this op on this device.
+  auto lo = kernels_.lower_bound({node.op(), device.name, DType::kInvalid});
+  std::string type_attr = "T";
+  if (lo != kernels_.end() && std::get<0>(lo->first) == node.op() &&
+      std::get<1>(lo->first) == device.name) {
+    type_attr = lo->second.type_attr;
+  }
+  *dtype = GetAttrOr<DType>(node.attrs(), type_attr, DType::kInvalid);
+  // Without the attr, dispatch on the first non-resource input (else output 0).
+  for (int i = 0; *dtype == DType::kInvalid && i < node.num_inputs(); ++i) {
+    if (node.input(i).dtype() != DType::kResource) *dtype = node.input(i).dtype();
+  }
+  if (*dtype == DType::kInvalid && node.num_outputs() > 0) *dtype = node.output_dtype(0);
+  auto it = kernels_.find({node.op(), device.name, *dtype});
+  if (it != kernels_.end()) return &it->second;
+  return any != kernels_.end() ? &any->second : nullptr;
+}
+
+std::vector<std::string> KernelRegistry::OpsOn(const DeviceType& device) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> ops;
+  for (const auto& [key, entry] : kernels_) {
+    if (std::get<1>(key) == device.name && (ops.empty() || ops.back() != std::get<0>(key))) {
+      ops.push_back(std::get<0>(key));
+    }
+  }
+  return ops;
+}
+
+bool KernelRegistry::Supports(const Node& node, const DeviceType& device) const {
+  absl::MutexLock lock(&mu_);
+  DType dtype;
+  return Find(node, device, &dtype) != nullptr;
+}
+
 absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(const Node& node,
                                                                  const DeviceType& device) const {
   const Entry* entry = nullptr;
   DType dtype = DType::kInvalid;
   {
     absl::MutexLock lock(&mu_);
-    auto any = kernels_.find({node.op(), device.name, DType::kInvalid});
-    // Find the type attr name from any registration of this op on this device.
-    auto lo = kernels_.lower_bound({node.op(), device.name, DType::kInvalid});
-    std::string type_attr = "T";
-    if (lo != kernels_.end() && std::get<0>(lo->first) == node.op() &&
-        std::get<1>(lo->first) == device.name) {
-      type_attr = lo->second.type_attr;
-    }
-    dtype = GetAttrOr<DType>(node.attrs(), type_attr, DType::kInvalid);
-    // Without the attr, dispatch on the first non-resource input (else output 0).
-    for (int i = 0; dtype == DType::kInvalid && i < node.num_inputs(); ++i) {
-      if (node.input(i).dtype() != DType::kResource) dtype = node.input(i).dtype();
-    }
-    if (dtype == DType::kInvalid && node.num_outputs() > 0) dtype = node.output_dtype(0);
-    auto it = kernels_.find({node.op(), device.name, dtype});
-    if (it != kernels_.end()) {
-      entry = &it->second;
-    } else if (any != kernels_.end()) {
-      entry = &any->second;
-    }
+    entry = Find(node, device, &dtype);
   }
   if (entry == nullptr) {
     return absl::NotFoundError(

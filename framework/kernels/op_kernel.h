@@ -30,6 +30,10 @@ namespace tandem {
 class OpKernelContext;
 class Rendezvous;          // framework/runtime; kernels of Send/Recv use it.
 class CollectiveExecutor;  // framework/distributed/collective; collective kernels use it.
+class DeviceAllocator;     // framework/tensor/allocator.h
+namespace gpu {
+class GpuContext;  // framework/kernels/cuda/gpu_context.h; GPU kernels use it.
+}  // namespace gpu
 
 class OpKernel {
  public:
@@ -67,6 +71,12 @@ struct StepContext {
   const std::vector<Tensor>* args = nullptr;  // Values of _Arg nodes. Not owned.
   std::vector<Tensor>* retvals = nullptr;     // Values of _Retval nodes. Not owned.
   CollectiveExecutor* collective = nullptr;   // May be null. Not owned.
+  // The running device's memory when it is not the host's (a GPU), else null.
+  DeviceAllocator* device_allocator = nullptr;
+  gpu::GpuContext* gpu = nullptr;  // Non-null on a GPU device. Not owned.
+  // A traced step: GPU kernels wait for their device work, so that each node's traced
+  // time is its GPU time rather than its launch time.
+  bool traced = false;
 };
 
 class OpKernelContext {

@@ -5,6 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "framework/core/random.h"
 #include "glog/logging.h"
+#ifdef TANDEM_WITH_CUDA
+#include "framework/kernels/cuda/cuda_kernels.h"
+#endif
 
 namespace tandem {
 
@@ -15,12 +18,48 @@ Device::Device(std::string name, DeviceType type) : name_(std::move(name)), type
   incarnation_ = RandomId();
 }
 
-std::unique_ptr<DeviceMgr> DeviceMgr::CreateLocal(const std::string& job, int replica, int task) {
+Device::Device(std::string name, gpu::GpuContext* gpu, DeviceAllocator* allocator)
+    : Device(std::move(name), kDeviceGpu) {
+  gpu_ = gpu;
+  allocator_ = allocator;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(
+    const std::string& job, int replica, int task, const LocalDeviceOptions& options) {
+  std::string prefix = absl::StrCat("/job:", job, "/replica:", replica, "/task:", task);
   std::vector<std::unique_ptr<Device>> devices;
-  devices.push_back(std::make_unique<Device>(
-      absl::StrCat("/job:", job, "/replica:", replica, "/task:", task, "/device:CPU:0"),
-      kDeviceCpu));
+  devices.push_back(std::make_unique<Device>(prefix + "/device:CPU:0", kDeviceCpu));
+#ifdef TANDEM_WITH_CUDA
+  const int visible = gpu::VisibleGpus();
+#else
+  const int visible = 0;
+#endif
+  int n = options.num_gpus < 0 ? visible : options.num_gpus;
+  if (n > visible) {
+    return absl::InvalidArgumentError(absl::StrCat("asked for ", n,
+                                                   " GPU(s) but this process sees ", visible,
+#ifdef TANDEM_WITH_CUDA
+                                                   ""
+#else
+                                                   " (tandem was built without the CUDA backend)"
+#endif
+                                                   ));
+  }
+#ifdef TANDEM_WITH_CUDA
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<gpu::GpuContext*> c = gpu::ContextFor(i, options.gpu_memory_fraction);
+    if (!c.ok()) return c.status();
+    devices.push_back(std::make_unique<Device>(absl::StrCat(prefix, "/device:GPU:", i), *c,
+                                               gpu::AllocatorOf(*c)));
+  }
+#endif
   return std::make_unique<DeviceMgr>(std::move(devices));
+}
+
+int DeviceMgr::num_gpus() const {
+  int n = 0;
+  for (const auto& d : devices_) n += d->gpu() != nullptr;
+  return n;
 }
 
 DeviceMgr::DeviceMgr(std::vector<std::unique_ptr<Device>> devices) : devices_(std::move(devices)) {

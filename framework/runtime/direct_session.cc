@@ -7,7 +7,10 @@
 #include "absl/strings/str_join.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
+#include "framework/runtime/partitioner.h"
+#include "framework/runtime/placer.h"
 #include "framework/runtime/prepare_graph.h"
+#include "framework/runtime/rendezvous.h"
 #include "framework/runtime/runtime_kernels.h"
 #include "framework/runtime/subgraph.h"
 
@@ -20,7 +23,10 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
     const proto::GraphDef& graph, const SessionOptions& options) {
   EnsureKernels();
   std::unique_ptr<DirectSession> s(new DirectSession(options));
-  s->devices_ = DeviceMgr::CreateLocal("localhost", 0, 0);
+  LocalDeviceOptions devices;
+  devices.num_gpus = options.num_gpus;
+  devices.gpu_memory_fraction = options.gpu_memory_fraction;
+  TANDEM_ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal("localhost", 0, 0, devices));
   int inter = ThreadPool::DefaultSize(options.inter_op_threads);
   int intra = ThreadPool::DefaultSize(options.intra_op_threads);
   s->inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", inter);
@@ -33,6 +39,14 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
 }
 
 absl::Status DirectSession::PlaceNodes() {
+  if (devices_->num_gpus() > 0) {
+    std::vector<std::string> names;
+    for (const auto& d : devices_->devices()) names.push_back(d->name());
+    PlacerOptions placer;
+    placer.default_device = "/job:localhost/replica:0/task:0";
+    placer.allow_soft_placement = options_.allow_soft_placement;
+    return PlaceGraph(graph_.get(), names, placer);
+  }
   for (const auto& node : graph_->nodes()) {
     if (!node->assigned_device().empty()) continue;
     TANDEM_ASSIGN_OR_RETURN(DeviceSpec want, DeviceSpec::Parse(node->requested_device()));
@@ -89,11 +103,83 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Executable>> DirectSession::
     exec->feed_endpoints.push_back(o);
   }
   exec->feeds = feeds;
-  TANDEM_ASSIGN_OR_RETURN(exec->executor,
-                          Executor::Create(std::move(sub), devices_->default_device(),
-                                           KernelRegistry::Global(), &stateful_kernels_));
+  TANDEM_RETURN_IF_ERROR(CreateExecutors(std::move(sub), exec.get()));
   executables_[key] = exec;
   return std::shared_ptr<const Executable>(exec);
+}
+
+absl::Status DirectSession::CreateExecutors(std::unique_ptr<Graph> sub, Executable* exec) {
+  bool one_device = true;
+  for (const auto& node : sub->nodes()) {
+    one_device &= node->assigned_device() == devices_->default_device()->name();
+  }
+  if (one_device) {
+    TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Executor> e,
+                            Executor::Create(std::move(sub), devices_->default_device(),
+                                             KernelRegistry::Global(), &stateful_kernels_));
+    exec->executors.push_back(std::move(e));
+    return absl::OkStatus();
+  }
+  PartitionOptions cut;
+  for (const auto& d : devices_->devices()) cut.incarnations[d->name()] = d->incarnation();
+  TANDEM_ASSIGN_OR_RETURN(auto parts, PartitionGraph(*sub, cut));
+  // The CPU's partition first: it holds the _Arg and _Retval nodes.
+  std::vector<std::string> order;
+  for (const auto& [device, def] : parts) {
+    if (device == devices_->default_device()->name())
+      order.insert(order.begin(), device);
+    else
+      order.push_back(device);
+  }
+  if (order.front() != devices_->default_device()->name()) order.insert(order.begin(), "");
+  for (const std::string& name : order) {
+    Device* device = devices_->default_device();
+    auto graph = std::make_unique<Graph>(OpRegistry::Global());
+    if (!name.empty()) {
+      TANDEM_ASSIGN_OR_RETURN(device, devices_->Lookup(name));
+      TANDEM_RETURN_IF_ERROR(graph->AddGraphDef(parts.at(name)));
+    }
+    for (const auto& node : graph->nodes()) node->set_assigned_device(device->name());
+    TANDEM_ASSIGN_OR_RETURN(
+        std::unique_ptr<Executor> e,
+        Executor::Create(std::move(graph), device, KernelRegistry::Global(), &stateful_kernels_));
+    exec->executors.push_back(std::move(e));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DirectSession::RunPartitions(const Executable& exec, const ExecutorArgs& args) {
+  LocalRendezvous rendezvous;
+  absl::Mutex mu;
+  int pending = static_cast<int>(exec.executors.size());
+  absl::Status status;
+  std::vector<std::vector<Tensor>> unused(exec.executors.size());  // Partitions > 0 have none.
+  const std::vector<Tensor> no_args;
+  std::vector<StepStats> stats(exec.executors.size());  // Merged at the end.
+  for (size_t i = 0; i < exec.executors.size(); ++i) {
+    ExecutorArgs a = args;
+    a.rendezvous = &rendezvous;
+    if (args.stats != nullptr) a.stats = &stats[i];
+    if (i > 0) {
+      a.args = &no_args;
+      a.retvals = &unused[i];
+    }
+    exec.executors[i]->RunAsync(a, [&](const absl::Status& s) {
+      if (!s.ok()) rendezvous.StartAbort(s);  // Wakes the other partitions' _Recv.
+      absl::MutexLock lock(&mu);
+      if (!s.ok() && status.ok()) status = s;
+      --pending;
+    });
+  }
+  absl::MutexLock lock(&mu);
+  mu.Await(absl::Condition(
+      +[](int* n) { return *n == 0; }, &pending));
+  if (args.stats != nullptr) {
+    for (StepStats& s : stats) {
+      for (NodeExecStats& n : s.nodes) args.stats->nodes.push_back(std::move(n));
+    }
+  }
+  return status;
 }
 
 absl::StatusOr<std::vector<Tensor>> DirectSession::Run(const FeedMap& feeds,
@@ -132,7 +218,11 @@ absl::StatusOr<std::vector<Tensor>> DirectSession::Run(const FeedMap& feeds,
   ea.collective = options_.collective;
   if (options.trace && metadata != nullptr) ea.stats = &metadata->step_stats;
   if (options.timeout_ms > 0) ea.deadline_micros = env::NowMicros() + options.timeout_ms * 1000;
-  TANDEM_RETURN_IF_ERROR(exec->executor->Run(ea));
+  if (exec->executors.size() == 1) {
+    TANDEM_RETURN_IF_ERROR(exec->executors[0]->Run(ea));
+  } else {
+    TANDEM_RETURN_IF_ERROR(RunPartitions(*exec, ea));
+  }
   return rets;
 }
 

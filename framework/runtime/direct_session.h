@@ -1,9 +1,15 @@
 // framework/runtime/direct_session.h
 //
 // DirectSession: the in-process Session. It keeps the full graph, places every node
-// on this process's devices, and caches one Executor per (feeds, fetches, targets)
-// signature, so a step after the first only moves tensors. Variables live in the
-// devices' ResourceMgrs for the session's lifetime.
+// on this process's devices, and caches the executors of each (feeds, fetches,
+// targets) signature, so a step after the first only moves tensors. Variables live in
+// the devices' ResourceMgrs for the session's lifetime.
+//
+// Devices: CPU:0, plus GPU:0.. when SessionOptions::num_gpus asks (placer.h puts each
+// node on the GPU when it has a kernel there for the node's dtype, else on the CPU).
+// With one device a signature is one Executor; with several, the graph is cut per
+// device (partitioner.h) and each step runs one Executor per device, joined by a
+// step-local rendezvous whose _Recv moves tensors between host and GPU memory.
 //
 // Thread safety: as Session.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_DIRECT_SESSION_H_
@@ -44,7 +50,8 @@ class DirectSession : public Session {
 
  private:
   struct Executable {
-    std::unique_ptr<Executor> executor;
+    // One per device; executors[0] runs on the CPU and holds the _Arg and _Retval nodes.
+    std::vector<std::unique_ptr<Executor>> executors;
     std::vector<std::string> feeds;      // Sorted: the order of _Arg indices.
     std::vector<Output> feed_endpoints;  // In the session graph, same order.
   };
@@ -52,6 +59,10 @@ class DirectSession : public Session {
   // Prepares `graph`'s new nodes (prepare_graph.h), adds and places them.
   absl::Status ExtendLocked(const proto::GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status PlaceNodes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The executors of the placed executable graph `sub`, one per device it uses.
+  absl::Status CreateExecutors(std::unique_ptr<Graph> sub, Executable* exec);
+  // One step over several executors.
+  static absl::Status RunPartitions(const Executable& exec, const ExecutorArgs& args);
   absl::StatusOr<std::shared_ptr<const Executable>> GetExecutable(
       std::vector<std::string> feeds, absl::Span<const std::string> fetches,
       absl::Span<const std::string> targets);

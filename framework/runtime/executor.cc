@@ -80,6 +80,9 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
     step_.rendezvous = args.rendezvous;
     step_.collective = args.collective;
     step_.device_name = &exec->device_->name();
+    step_.device_allocator = exec->device_->device_allocator();
+    step_.gpu = exec->device_->gpu();
+    step_.traced = args.stats != nullptr;
     step_.args = args.args;
     step_.retvals = args.retvals;
   }

@@ -3,6 +3,9 @@
 #include <mutex>
 
 #include "framework/kernels/cpu/cpu_kernels.h"
+#ifdef TANDEM_WITH_CUDA
+#include "framework/kernels/cuda/cuda_kernels.h"
+#endif
 #include "framework/ops/standard_ops.h"
 
 namespace tandem {
@@ -61,6 +64,9 @@ void EnsureKernels() {
     KernelRegistry* r = KernelRegistry::Global();
     RegisterRuntimeKernels(r);
     RegisterCpuKernels(r);
+#ifdef TANDEM_WITH_CUDA
+    RegisterCudaKernels(r);
+#endif
   });
 }
 

@@ -1,4 +1,7 @@
-// CPU kernels of _Send and _Recv (ops in framework/ops/runtime_ops.cc). Both build
+// Kernels of _Send and _Recv (ops in framework/ops/runtime_ops.cc), on the CPU and on
+// GPUs. A _Recv moves what it receives into its own device's memory: a float tensor
+// from the host is copied into a GPU's memory, a tensor from a GPU's memory is copied
+// to the host on the CPU (allocator.h: KeptOnDevice). Both build
 // their rendezvous key once, in Init, from the node's attrs (frame and iteration 0:
 // tandem has no control-flow frames), and use the step's rendezvous; a step without
 // one (a graph run by DirectSession) fails with a clear error. _Recv is asynchronous:
@@ -10,6 +13,7 @@
 #include "framework/core/status.h"
 #include "framework/runtime/rendezvous.h"
 #include "framework/runtime/runtime_kernels.h"
+#include "framework/tensor/allocator.h"
 
 namespace tandem {
 namespace {
@@ -26,6 +30,17 @@ absl::Status NoRendezvous(const OpKernelContext& ctx) {
   return ctx.Error(
       "this step has no rendezvous: _Send/_Recv run only in partitions of a distributed "
       "step (or an executor given ExecutorArgs::rendezvous)");
+}
+
+// `value` in the memory where the receiving device's kernels expect it.
+absl::StatusOr<Tensor> ToDeviceOf(const OpKernelContext& ctx, const Tensor& value) {
+  DeviceAllocator* device = ctx.step().device_allocator;
+  if (device == nullptr) return value.ToHost();
+  if (!KeptOnDevice(value.dtype())) return value.ToHost();
+  if (value.on_host()) return Tensor::CopyToDevice(value, device);
+  if (value.device_allocator() == device) return value;
+  TANDEM_ASSIGN_OR_RETURN(Tensor host, value.ToHost());  // From another GPU.
+  return Tensor::CopyToDevice(host, device);
 }
 
 class SendKernel : public OpKernel {
@@ -72,7 +87,12 @@ class RecvKernel : public AsyncOpKernel {
                                     DTypeName(ctx.output_dtype(0)))));
         return;
       }
-      ctx.set_output(0, value);
+      absl::StatusOr<Tensor> moved = ToDeviceOf(ctx, value);
+      if (!moved.ok()) {
+        done(ctx.Annotate(moved.status()));
+        return;
+      }
+      ctx.set_output(0, *std::move(moved));
       done(absl::OkStatus());
     });
   }
@@ -84,8 +104,10 @@ class RecvKernel : public AsyncOpKernel {
 }  // namespace
 
 void RegisterSendRecvKernels(KernelRegistry* r) {
-  r->Register<SendKernel>("_Send", kDeviceCpu);
-  r->Register<RecvKernel>("_Recv", kDeviceCpu, DType::kInvalid, "tensor_type");
+  for (const DeviceType& device : {kDeviceCpu, kDeviceGpu}) {
+    r->Register<SendKernel>("_Send", device);
+    r->Register<RecvKernel>("_Recv", device, DType::kInvalid, "tensor_type");
+  }
 }
 
 }  // namespace tandem

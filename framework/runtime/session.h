@@ -55,6 +55,10 @@ struct SessionOptions {
   // (framework/ops/collective_ops.h) reduce over. Not owned; must outlive the session.
   // Null: a graph with collective ops fails when it runs them.
   CollectiveExecutor* collective = nullptr;
+  // In-process sessions only: GPUs to compute on (GPU:0..num_gpus-1); -1 every visible
+  // GPU, 0 none. More than the process sees fails the session's creation.
+  int num_gpus = 0;
+  double gpu_memory_fraction = 0.9;  // Of each GPU's memory the session's tensors may use.
 };
 
 class Session {

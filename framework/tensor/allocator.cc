@@ -79,4 +79,6 @@ HostAllocator::Stats HostAllocator::GetStats() {
   return {pool.system_allocations, static_cast<int64_t>(pool.cached)};
 }
 
+bool KeptOnDevice(DType dtype) { return dtype == DType::kFloat || dtype == DType::kBFloat16; }
+
 }  // namespace tandem

@@ -11,6 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "framework/tensor/dtype.h"
 
 namespace tandem {
 
@@ -36,6 +40,38 @@ class HostAllocator {
  private:
   HostAllocator() = default;
 };
+
+// Memory other than the host's (a GPU's) that tensor buffers can live in. A Tensor made
+// with one (Tensor::OnDevice) returns its bytes to it when the last reference goes, and
+// its bytes reach the host only through CopyToHost. The allocator orders its copies
+// after the device work already queued, so a tensor's bytes are read only once the
+// kernels that wrote them are done.
+//
+// Thread safety: every method may be called from any thread.
+class DeviceAllocator {
+ public:
+  virtual ~DeviceAllocator() = default;
+  // A block of at least `bytes` (its real size in *capacity), or null when the device
+  // has no room for it within its limit.
+  virtual void* Allocate(size_t bytes, size_t* capacity) = 0;
+  // `capacity` is the value Allocate returned.
+  virtual void Deallocate(void* p, size_t capacity) = 0;
+  // Blocking copies; they return once `dst` holds the bytes.
+  virtual absl::Status CopyToHost(const void* device_src, void* host_dst, size_t bytes) = 0;
+  virtual absl::Status CopyFromHost(const void* host_src, void* device_dst, size_t bytes) = 0;
+  // Ordered after the device work already queued; need not have finished on return.
+  virtual absl::Status CopyOnDevice(const void* device_src, void* device_dst, size_t bytes) = 0;
+  // The device's short name, "GPU:0", for messages.
+  virtual const std::string& name() const = 0;
+  // "N bytes in use of a limit of M" for out-of-memory messages.
+  virtual std::string UsageString() const = 0;
+};
+
+// The dtypes a device allocator holds: float32 and bfloat16. Tensors of every other
+// dtype (indices, shapes, counters, bools) stay in host memory on every device, as
+// TensorFlow keeps int32 tensors of GPU kernels in host memory: kernels read shapes
+// and axes on the host, and a step moves only the floating-point data.
+bool KeptOnDevice(DType dtype);
 
 }  // namespace tandem
 

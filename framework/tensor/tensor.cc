@@ -12,7 +12,15 @@ std::string ResourceHandle::DebugString() const {
 TensorBuffer::TensorBuffer(size_t bytes) : size_(bytes) {
   data_ = static_cast<char*>(HostAllocator::Get()->Allocate(bytes, &capacity_));
 }
-TensorBuffer::~TensorBuffer() { HostAllocator::Get()->Deallocate(data_, capacity_); }
+TensorBuffer::TensorBuffer(DeviceAllocator* device, char* data, size_t size, size_t capacity)
+    : data_(data), size_(size), capacity_(capacity), device_(device) {}
+TensorBuffer::~TensorBuffer() {
+  if (device_ != nullptr) {
+    device_->Deallocate(data_, capacity_);
+  } else {
+    HostAllocator::Get()->Deallocate(data_, capacity_);
+  }
+}
 
 Tensor::Tensor(DType dtype, const TensorShape& shape) : dtype_(dtype), shape_(shape) {
   CHECK(DTypeSize(dtype) > 0) << "cannot allocate a tensor of " << DTypeName(dtype);
@@ -23,6 +31,43 @@ Tensor Tensor::Resource(ResourceHandle handle) {
   Tensor t;
   t.dtype_ = DType::kResource;
   t.handle_ = std::make_shared<const ResourceHandle>(std::move(handle));
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::OnDevice(DType dtype, const TensorShape& shape,
+                                        DeviceAllocator* device) {
+  CHECK(KeptOnDevice(dtype)) << DTypeName(dtype) << " tensors live in host memory";
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  size_t bytes = t.TotalBytes();
+  size_t capacity = 0;
+  void* p = device->Allocate(bytes, &capacity);
+  if (p == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of memory on ", device->name(), " allocating ", bytes, " bytes for a ",
+        DTypeName(dtype), shape.DebugString(), " tensor (", device->UsageString(), ")"));
+  }
+  t.buffer_ = std::make_shared<TensorBuffer>(device, static_cast<char*>(p), bytes, capacity);
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::CopyToDevice(const Tensor& host, DeviceAllocator* device) {
+  CHECK(host.on_host()) << "CopyToDevice of a device tensor";
+  absl::StatusOr<Tensor> t = OnDevice(host.dtype(), host.shape(), device);
+  if (!t.ok() || host.TotalBytes() == 0) return t;
+  absl::Status s = device->CopyFromHost(host.raw_data(), t->raw_data(), host.TotalBytes());
+  if (!s.ok()) return s;
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::ToHost() const {
+  if (on_host()) return *this;
+  Tensor t(dtype_, shape_);
+  if (TotalBytes() > 0) {
+    absl::Status s = buffer_->device()->CopyToHost(raw_data(), t.raw_data(), TotalBytes());
+    if (!s.ok()) return s;
+  }
   return t;
 }
 
@@ -84,6 +129,16 @@ Tensor Tensor::Reshaped(const TensorShape& shape) const {
 
 Tensor Tensor::DeepCopy() const {
   if (dtype_ == DType::kResource || !IsInitialized()) return *this;
+  if (!on_host()) {
+    DeviceAllocator* device = buffer_->device();
+    absl::StatusOr<Tensor> t = OnDevice(dtype_, shape_, device);
+    CHECK(t.ok()) << "DeepCopy: " << t.status();
+    if (TotalBytes() > 0) {
+      absl::Status s = device->CopyOnDevice(raw_data(), t->raw_data(), TotalBytes());
+      CHECK(s.ok()) << "DeepCopy: " << s;
+    }
+    return *std::move(t);
+  }
   Tensor t(dtype_, shape_);
   if (TotalBytes() > 0) std::memcpy(t.raw_data(), raw_data(), TotalBytes());
   return t;
@@ -95,6 +150,7 @@ const ResourceHandle& Tensor::resource_handle() const {
 }
 
 double Tensor::ValueAsDouble(int64_t i) const {
+  CHECK(on_host()) << "ValueAsDouble of a tensor on " << buffer_->device()->name();
   switch (dtype_) {
     case DType::kFloat:
       return data<float>()[i];
@@ -117,6 +173,7 @@ std::string Tensor::DebugString(int max_entries) const {
   if (!IsInitialized()) return "<uninitialized tensor>";
   if (dtype_ == DType::kResource) return absl::StrCat("resource ", handle_->DebugString());
   std::string s = absl::StrCat(DTypeName(dtype_), shape_.DebugString(), " {");
+  if (!on_host()) return absl::StrCat(s, "on ", buffer_->device()->name(), "}");
   int64_t n = std::min<int64_t>(NumElements(), max_entries);
   for (int64_t i = 0; i < n; ++i) absl::StrAppend(&s, i ? ", " : "", ValueAsDouble(i));
   if (NumElements() > n) absl::StrAppend(&s, ", ...");

@@ -1,6 +1,9 @@
 // framework/tensor/tensor.h
 //
-// Tensor: a dtype, a shape and a reference-counted, 64-byte-aligned host buffer.
+// Tensor: a dtype, a shape and a reference-counted, 64-byte-aligned buffer in host
+// memory or, made with OnDevice, in a device's memory (a GPU's; see DeviceAllocator).
+// data() of a device tensor is a device pointer, for device kernels only; ToHost()
+// copies it out.
 // Copying a Tensor shares the buffer (cheap); Slice() views a range of the outer
 // dimension without copying. A default-constructed Tensor is "uninitialized" (dtype
 // kInvalid). Resource tensors are scalars holding a ResourceHandle instead of bytes.
@@ -16,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "framework/tensor/dtype.h"
 #include "framework/tensor/tensor_shape.h"
@@ -34,20 +38,26 @@ struct ResourceHandle {
   }
 };
 
-// An owned, aligned byte block from HostAllocator.
+class DeviceAllocator;  // framework/tensor/allocator.h
+
+// An owned, aligned byte block from HostAllocator, or from a DeviceAllocator.
 class TensorBuffer {
  public:
   explicit TensorBuffer(size_t bytes);
+  // Takes a block that `device` allocated.
+  TensorBuffer(DeviceAllocator* device, char* data, size_t size, size_t capacity);
   ~TensorBuffer();
   TensorBuffer(const TensorBuffer&) = delete;
   TensorBuffer& operator=(const TensorBuffer&) = delete;
   char* data() const { return data_; }
   size_t size() const { return size_; }
+  DeviceAllocator* device() const { return device_; }
 
  private:
   char* data_;
   size_t size_;
   size_t capacity_;
+  DeviceAllocator* device_ = nullptr;  // Null: host memory. Not owned; outlives buffers.
 };
 
 class Tensor {
@@ -71,10 +81,22 @@ class Tensor {
     return t;
   }
   static Tensor Resource(ResourceHandle handle);
+  // An uninitialised tensor in `device`'s memory; RESOURCE_EXHAUSTED naming the bytes
+  // and the device's usage when it has no room. REQUIRES: KeptOnDevice(dtype).
+  static absl::StatusOr<Tensor> OnDevice(DType dtype, const TensorShape& shape,
+                                         DeviceAllocator* device);
+  // `host` copied into `device`'s memory. REQUIRES: host.on_host().
+  static absl::StatusOr<Tensor> CopyToDevice(const Tensor& host, DeviceAllocator* device);
   // A tensor of `shape` with every element `value` cast to `dtype`.
   static Tensor Filled(DType dtype, const TensorShape& shape, double value);
 
   bool IsInitialized() const { return dtype_ != DType::kInvalid; }
+  // False when the bytes are in a device's memory.
+  bool on_host() const { return buffer_ == nullptr || buffer_->device() == nullptr; }
+  // The allocator of a device tensor; null on the host.
+  DeviceAllocator* device_allocator() const { return buffer_ ? buffer_->device() : nullptr; }
+  // This tensor when on the host, else a host copy of it (waits for the device).
+  absl::StatusOr<Tensor> ToHost() const;
   DType dtype() const { return dtype_; }
   const TensorShape& shape() const { return shape_; }
   int rank() const { return shape_.rank(); }
@@ -107,6 +129,7 @@ class Tensor {
   // Bytes [offset, offset + n) of the buffer viewed as a uint8 vector, shared.
   // REQUIRES: not a resource tensor, and offset + n <= TotalBytes().
   Tensor ByteRange(size_t offset, size_t n) const;
+  // A copy in a new buffer in the same memory (host or device).
   Tensor DeepCopy() const;
   bool SharesBufferWith(const Tensor& other) const {
     return buffer_ != nullptr && buffer_ == other.buffer_;
@@ -117,9 +140,11 @@ class Tensor {
   // REQUIRES: dtype() == kResource.
   const ResourceHandle& resource_handle() const;
 
-  // "float32[2,3] {1, 2, 3, 4, 5, 6}" with at most `max_entries` values.
+  // "float32[2,3] {1, 2, 3, 4, 5, 6}" with at most `max_entries` values; a device
+  // tensor shows its device instead of values.
   std::string DebugString(int max_entries = 8) const;
-  // Element i converted to double (numeric dtypes only), for tests and debugging.
+  // Element i converted to double (numeric dtypes only, host tensors only), for tests
+  // and debugging.
   double ValueAsDouble(int64_t i) const;
 
  private:

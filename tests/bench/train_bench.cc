@@ -44,7 +44,7 @@ Tensor RandomFloats(const TensorShape& shape, uint64_t seed) {
 }
 
 int TrainBench(const std::string& model, int threads, int inter_op, int64_t batch, int steps,
-               int warmup, bool profile, Precision precision) {
+               int warmup, bool profile, Precision precision, int gpus) {
   Scope root = Scope::NewRootScope();
   root.graph()->set_seed(1);
   Output images =
@@ -66,8 +66,13 @@ int TrainBench(const std::string& model, int threads, int inter_op, int64_t batc
   so.inter_op_threads = inter_op;
   so.intra_op_threads = threads;
   so.precision = precision;
+  so.num_gpus = gpus;
   auto session = NewDirectSession(def, so);
-  if (!session.ok() || !(*session)->Run({}, {}, {init->name()}).ok()) return 1;
+  if (!session.ok() || !(*session)->Run({}, {}, {init->name()}).ok()) {
+    std::fprintf(stderr, "session: %s\n",
+                 session.ok() ? "init failed" : std::string(session.status().message()).c_str());
+    return 1;
+  }
   Tensor x = RandomFloats(TensorShape({batch, 784}), 1);
   Tensor y(DType::kInt32, TensorShape({batch}));
   for (int64_t i = 0; i < batch; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
@@ -109,7 +114,8 @@ int TrainBench(const std::string& model, int threads, int inter_op, int64_t batc
                fwd_dense = 3136.0 * 1024 * 2 + 1024.0 * 10 * 2;
   const double cnn_flops = 3 * (fwd_conv1 + fwd_conv2 + fwd_dense) - fwd_conv1;
   const double rate = batch * steps / secs;
-  std::printf("tandem %s threads=%d precision=%s examples_per_second=%.0f", model.c_str(), threads,
+  std::printf("tandem %s threads=%d gpus=%d batch=%lld precision=%s examples_per_second=%.0f",
+              model.c_str(), threads, gpus, static_cast<long long>(batch),
               std::string(PrecisionName(precision)).c_str(), rate);
   std::printf(" steps=%d first_tenth=%.0f last_tenth=%.0f", steps, rate_between(0, tenth),
               rate_between(steps - tenth, steps));
@@ -154,6 +160,40 @@ int GemmPeak(int threads) {
   std::printf("gemm_peak threads=%d f32_gflops=%.0f bf16_gflops=%.0f isa=%s\n", threads,
               GemmRate(2048, dt::f32), GemmRate(2048, dt::bf16),
               onednn::EffectiveIsaName().c_str());
+  return 0;
+}
+
+// MatMul of two [n, n] float32 variables on GPU:0 through a session, `steps` steps
+// queued back to back and one fetch at the end that waits for the GPU: the op's rate
+// with the session's per-step cost, against cuBLAS's own in the PyTorch peer
+// (torch_gpu_peer.py) on the same shapes.
+int GpuMatMulBench(int64_t n, int steps) {
+  Scope root = Scope::NewRootScope();
+  root.graph()->set_seed(1);
+  ops::Variable a(root, "a", ops::Const(root, RandomFloats(TensorShape({n, n}), 1)));
+  ops::Variable b(root, "b", ops::Const(root, RandomFloats(TensorShape({n, n}), 2)));
+  ops::Variable done(root, "done", ops::Const(root, 0.0f));
+  Output mm = ops::MatMul(root, a.value(), b.value());
+  Node* init = ops::GlobalVariablesInitializer(root);
+  if (!root.ok()) return 1;
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  SessionOptions so;
+  so.num_gpus = 1;
+  auto session = NewDirectSession(def, so);
+  if (!session.ok() || !(*session)->Run({}, {}, {init->name()}).ok()) return 1;
+  auto step = [&] { return (*session)->Run({}, {}, {mm.node->name()}).ok(); };
+  auto wait = [&] { return (*session)->Run({}, {done.value().name()}, {}).ok(); };
+  for (int i = 0; i < 5; ++i) step();
+  if (!wait()) return 1;
+  auto t0 = Clock::now();
+  for (int i = 0; i < steps; ++i) {
+    if (!step()) return 1;
+  }
+  if (!wait()) return 1;
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("tandem gpu_matmul n=%lld tflops=%.1f ms_per_step=%.3f\n", static_cast<long long>(n),
+              2.0 * n * n * n * steps / secs / 1e12, secs * 1e3 / steps);
   return 0;
 }
 
@@ -231,8 +271,13 @@ int main(int argc, char** argv) {
   bool profile = false;
   int64_t batch = 128;
   std::string precision = "float32";
-  app.add_option("--model", model, "mlp, cnn, matmul or gemm_peak")
-      ->check(CLI::IsMember({"mlp", "cnn", "matmul", "gemm_peak"}));
+  int gpus = 0;
+  int64_t n = 4096;
+  app.add_option("--model", model, "mlp, cnn, matmul, gemm_peak or gpu_matmul")
+      ->check(CLI::IsMember({"mlp", "cnn", "matmul", "gemm_peak", "gpu_matmul"}));
+  app.add_option("--gpus", gpus, "mlp and cnn: GPUs the session computes on (0 or 1)")
+      ->capture_default_str();
+  app.add_option("--n", n, "gpu_matmul: the square size")->capture_default_str();
   app.add_option("--threads", threads, "intra- and inter-op threads")->capture_default_str();
   app.add_flag("--profile", profile, "after timing, print one traced step's time per op");
   app.add_option("--inter_op", inter_op,
@@ -248,6 +293,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (model == "matmul") return tandem::MatMulBench(threads);
   if (model == "gemm_peak") return tandem::GemmPeak(threads);
+  if (model == "gpu_matmul") return tandem::GpuMatMulBench(n, steps);
   return tandem::TrainBench(model, threads, inter_op, batch, steps, warmup, profile,
-                            *tandem::ParsePrecision(precision));
+                            *tandem::ParsePrecision(precision), gpus);
 }

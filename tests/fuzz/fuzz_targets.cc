@@ -146,7 +146,7 @@ class NoRemoteTasks : public WorkerCacheInterface {
 // One Worker for the whole process, with session "fuzz" and graph "graph_1".
 Worker* FuzzWorker() {
   static Worker* worker = [] {
-    static auto* devices = DeviceMgr::CreateLocal("worker", 0, 0).release();
+    static auto* devices = DeviceMgr::CreateLocal("worker", 0, 0)->release();
     static auto* cache = new NoRemoteTasks();
     WorkerEnv env;
     env.task_name = "/job:worker/replica:0/task:0";

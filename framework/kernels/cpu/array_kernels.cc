@@ -44,6 +44,28 @@ absl::StatusOr<int64_t> ReadIndexScalar(const OpKernelContext& ctx, int i, absl:
   return t.dtype() == DType::kInt32 ? int64_t{t.flat<int32_t>()[0]} : t.flat<int64_t>()[0];
 }
 
+absl::StatusOr<std::vector<bool>> ReducedAxes(const OpKernelContext& ctx, int rank) {
+  std::vector<bool> reduced(rank, ctx.num_inputs() < 2);
+  if (ctx.num_inputs() < 2) return reduced;
+  const Tensor& axes = ctx.input(1);
+  if (axes.rank() > 1) {
+    return ctx.Error(
+        absl::StrCat("axes must be a scalar or vector, got shape ", axes.shape().DebugString()));
+  }
+  if (axes.dtype() != DType::kInt32 && axes.dtype() != DType::kInt64) {
+    return ctx.Error(absl::StrCat("axes must be int32 or int64, got ", DTypeName(axes.dtype())));
+  }
+  for (int64_t i = 0; i < axes.NumElements(); ++i) {
+    int64_t a = axes.dtype() == DType::kInt32 ? axes.data<int32_t>()[i] : axes.data<int64_t>()[i];
+    if (a < -rank || a >= rank) {
+      return ctx.Error(absl::StrCat("axis ", a, " is out of range for input of shape ",
+                                    ctx.input(0).shape().DebugString()));
+    }
+    reduced[a < 0 ? a + rank : a] = true;
+  }
+  return reduced;
+}
+
 std::vector<int64_t> RowMajorStrides(absl::Span<const int64_t> dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * dims[d + 1];
@@ -334,6 +356,16 @@ class InvertPermutationKernel : public OpKernel {
 };
 
 }  // namespace
+
+void RegisterDeviceAgnosticArrayKernelsOn(KernelRegistry* r, const DeviceType& device) {
+  for (DType d : {DType::kInt32, DType::kInt64, DType::kBool}) {
+    r->Register<ConstKernel>("Const", device, d, "dtype");
+  }
+  r->Register<ForwardKernel>("Identity", device);
+  r->Register<ReshapeKernel>("Reshape", device);
+  r->Register<SqueezeKernel>("Squeeze", device);
+  r->Register<ExpandDimsKernel>("ExpandDims", device);
+}
 
 void RegisterCpuArrayKernels(KernelRegistry* r) {
   // Structural kernels move bytes, so one registration serves every dtype.

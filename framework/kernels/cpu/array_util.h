@@ -26,6 +26,11 @@ absl::StatusOr<std::vector<int64_t>> ReadIndexVector(const OpKernelContext& ctx,
 // Input `i` as one int32/int64 value (a scalar or a 1-element vector).
 absl::StatusOr<int64_t> ReadIndexScalar(const OpKernelContext& ctx, int i, absl::string_view what);
 
+// The axes a reduction's optional input 1 names (int32 or int64, rank <= 1; absent =
+// all axes, empty = none) as a mask over `rank` dimensions; negative axes count from
+// the end. An axis out of range is an error naming it and input 0's shape.
+absl::StatusOr<std::vector<bool>> ReducedAxes(const OpKernelContext& ctx, int rank);
+
 // Row-major element strides of `dims`.
 std::vector<int64_t> RowMajorStrides(absl::Span<const int64_t> dims);
 

@@ -32,20 +32,31 @@ void ApplyMask(const uint32_t* bits, const float* __restrict x, float rate, floa
   }
 }
 
+}  // namespace
+
+absl::StatusOr<DropoutAttrs> ParseDropoutAttrs(const Node& node) {
+  DropoutAttrs a;
+  TANDEM_ASSIGN_OR_RETURN(a.rate, GetAttr<float>(node.attrs(), "rate"));
+  if (!(a.rate >= 0.0f && a.rate < 1.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat("rate must be in [0, 1), got ", a.rate));
+  }
+  const int64_t seed = GetAttrOr<int64_t>(node.attrs(), "seed", 0);
+  const int64_t seed2 = GetAttrOr<int64_t>(node.attrs(), "seed2", 0);
+  a.seeds = (seed == 0 && seed2 == 0)
+                ? DeriveSeeds(0, 0, 0)
+                : SeedPair{static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2)};
+  return a;
+}
+
+namespace {
+
 class DropoutKernel : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    TANDEM_ASSIGN_OR_RETURN(rate_, GetAttr<float>(node.attrs(), "rate"));
-    if (!(rate_ >= 0.0f && rate_ < 1.0f)) {
-      return absl::InvalidArgumentError(absl::StrCat("rate must be in [0, 1), got ", rate_));
-    }
-    const int64_t seed = GetAttrOr<int64_t>(node.attrs(), "seed", 0);
-    const int64_t seed2 = GetAttrOr<int64_t>(node.attrs(), "seed2", 0);
-    SeedPair seeds = (seed == 0 && seed2 == 0)
-                         ? DeriveSeeds(0, 0, 0)
-                         : SeedPair{static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2)};
+    TANDEM_ASSIGN_OR_RETURN(DropoutAttrs attrs, ParseDropoutAttrs(node));
+    rate_ = attrs.rate;
     absl::MutexLock lock(&mu_);
-    gen_ = PhiloxRandom(seeds.seed, seeds.seed2);
+    gen_ = PhiloxRandom(attrs.seeds.seed, attrs.seeds.seed2);
     return absl::OkStatus();
   }
 

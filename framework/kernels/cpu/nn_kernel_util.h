@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "framework/core/random.h"
 #include "framework/core/status.h"
 #include "framework/graph/graph.h"
 #include "framework/kernels/kernel_registry.h"
@@ -92,6 +93,14 @@ inline float Load(bfloat16 v) { return static_cast<float>(v); }
 
 // "[2,3] x [4,5]"-style list of the input shapes of a kernel invocation.
 std::string InputShapes(const OpKernelContext& ctx);
+
+// A Dropout node's rate (in [0, 1), else INVALID_ARGUMENT) and the seeds of its Philox
+// stream (seed and seed2; both zero: a random pair, as TensorFlow).
+struct DropoutAttrs {
+  float rate = 0;
+  SeedPair seeds{0, 0};
+};
+absl::StatusOr<DropoutAttrs> ParseDropoutAttrs(const Node& node);
 
 // Families (one file each).
 void RegisterCpuMatMulKernels(KernelRegistry* r);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "framework/kernels/cpu/array_util.h"
 #include "framework/kernels/cpu/cwise_common.h"
 
 namespace tandem::cwise {
@@ -94,29 +95,6 @@ inline void Accumulate(const T* x, T* out, int64_t n) {
   for (int64_t j = 0; j < n; ++j) out[j] = R::Op(out[j], x[j]);
 }
 
-// Parses the axes input (absent = all axes; empty tensor = none) into a mask.
-absl::Status ReducedAxes(const OpKernelContext& ctx, int rank, std::vector<bool>* reduced) {
-  reduced->assign(rank, ctx.num_inputs() < 2);
-  if (ctx.num_inputs() < 2) return absl::OkStatus();
-  const Tensor& axes = ctx.input(1);
-  if (axes.rank() > 1) {
-    return ctx.Error(
-        absl::StrCat("axes must be a scalar or vector, got shape ", axes.shape().DebugString()));
-  }
-  if (axes.dtype() != DType::kInt32 && axes.dtype() != DType::kInt64) {
-    return ctx.Error(absl::StrCat("axes must be int32 or int64, got ", DTypeName(axes.dtype())));
-  }
-  for (int64_t i = 0; i < axes.NumElements(); ++i) {
-    int64_t a = axes.dtype() == DType::kInt32 ? axes.data<int32_t>()[i] : axes.data<int64_t>()[i];
-    if (a < -rank || a >= rank) {
-      return ctx.Error(absl::StrCat("axis ", a, " is out of range for input of shape ",
-                                    ctx.input(0).shape().DebugString()));
-    }
-    (*reduced)[a < 0 ? a + rank : a] = true;
-  }
-  return absl::OkStatus();
-}
-
 template <typename T, typename R, bool kMean>
 class ReductionOp : public OpKernel {
  public:
@@ -128,8 +106,7 @@ class ReductionOp : public OpKernel {
   absl::Status Compute(OpKernelContext& ctx) override {
     const Tensor& in = ctx.input(0);
     const int rank = in.rank();
-    std::vector<bool> reduced;
-    TANDEM_RETURN_IF_ERROR(ReducedAxes(ctx, rank, &reduced));
+    TANDEM_ASSIGN_OR_RETURN(std::vector<bool> reduced, array_kernels::ReducedAxes(ctx, rank));
     TensorShape out_shape;
     int64_t count = 1;  // Input elements per output element.
     Dims dims;

@@ -45,6 +45,21 @@ absl::StatusOr<std::shared_ptr<Var>> LookupVar(const OpKernelContext& ctx, int i
   return var;
 }
 
+absl::StatusOr<std::vector<std::shared_ptr<Var>>> LookupDistinctVars(
+    const OpKernelContext& ctx, int n, const std::vector<const char*>& names) {
+  std::vector<std::shared_ptr<Var>> vars(n);
+  for (int i = 0; i < n; ++i) {
+    TANDEM_ASSIGN_OR_RETURN(vars[i], LookupVar(ctx, i));
+    for (int j = 0; j < i; ++j) {
+      if (vars[j] == vars[i]) {
+        return ctx.Error(absl::StrCat(names[j], " and ", names[i], " refer to the same variable ",
+                                      ctx.input(i).resource_handle().name));
+      }
+    }
+  }
+  return vars;
+}
+
 absl::StatusOr<std::shared_ptr<Var>> LookupOrCreateVar(const OpKernelContext& ctx, int i,
                                                        DType dtype) {
   TANDEM_ASSIGN_OR_RETURN(ResourceHandle h, HandleFromInput(ctx, i));
@@ -243,6 +258,17 @@ class ResourceScatterKernel : public OpKernel {
 };
 
 }  // namespace
+
+void RegisterStateKernelsOn(KernelRegistry* r, const DeviceType& device, DType dtype) {
+  r->Register<VarHandleKernel>("VarHandleOp", device, dtype, "dtype");
+  r->Register<ReadVariableKernel>("ReadVariableOp", device, dtype, "dtype");
+  r->Register<AssignKernel>("AssignVariableOp", device, dtype, "dtype");
+  // VarIsInitializedOp reads no value, and its node names no dtype (it dispatches on
+  // its bool output): one registration for every dtype.
+  if (!r->HasKernel("VarIsInitializedOp", device)) {
+    r->Register<VarIsInitializedKernel>("VarIsInitializedOp", device, DType::kInvalid, "dtype");
+  }
+}
 
 void RegisterCpuStateKernels(KernelRegistry* r) {
   r->Register<VarHandleKernel>("VarHandleOp", kDeviceCpu, DType::kInvalid, "dtype");

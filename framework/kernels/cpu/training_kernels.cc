@@ -81,17 +81,8 @@ class ApplyKernel : public OpKernel {
     if (ctx.num_inputs() != static_cast<int>(names_.size())) {
       return ctx.Error(absl::StrCat("expects ", names_.size(), " inputs, got ", ctx.num_inputs()));
     }
-    std::vector<std::shared_ptr<Var>> vars(num_vars_);
-    for (int i = 0; i < num_vars_; ++i) {
-      TANDEM_ASSIGN_OR_RETURN(vars[i], LookupVar(ctx, i));
-      for (int j = 0; j < i; ++j) {
-        if (vars[j] == vars[i]) {
-          return ctx.Error(absl::StrCat(names_[j], " and ", names_[i],
-                                        " refer to the same variable ",
-                                        ctx.input(i).resource_handle().name));
-        }
-      }
-    }
+    TANDEM_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Var>> vars,
+                            LookupDistinctVars(ctx, num_vars_, names_));
     ApplyArgs args;
     int h = 0;
     for (int i = num_vars_; i < ctx.num_inputs(); ++i) {

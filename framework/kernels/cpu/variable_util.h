@@ -22,6 +22,10 @@ absl::StatusOr<std::shared_ptr<Var>> LookupVar(const OpKernelContext& ctx, int i
 // The Var of input `i`'s handle, created (uninitialised) with `dtype` if absent.
 absl::StatusOr<std::shared_ptr<Var>> LookupOrCreateVar(const OpKernelContext& ctx, int i,
                                                        DType dtype);
+// The Vars of inputs [0, n), which must be n different variables (an optimizer's
+// variable and its slots); `names` names every input in errors.
+absl::StatusOr<std::vector<std::shared_ptr<Var>>> LookupDistinctVars(
+    const OpKernelContext& ctx, int n, const std::vector<const char*>& names);
 // The int32/int64 `indices` as row numbers of input 0's variable of `var_shape`;
 // an index outside [0, var_shape.dim(0)) is an error naming it and the variable.
 absl::StatusOr<std::vector<int64_t>> VariableRowIndices(const OpKernelContext& ctx,

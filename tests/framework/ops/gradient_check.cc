@@ -20,6 +20,11 @@ Tensor RandomTensor(const TensorShape& shape, uint64_t seed, float lo, float hi)
   return t;
 }
 
+SessionOptions& GradCheckSessionOptions() {
+  static SessionOptions* options = new SessionOptions();
+  return *options;
+}
+
 namespace {
 
 absl::StatusOr<GradCheckResult> Check(const GradCheckCase& c, bool bf16) {
@@ -63,7 +68,7 @@ absl::StatusOr<GradCheckResult> Check(const GradCheckCase& c, bool bf16) {
   }
   proto::GraphDef def;
   root.graph()->ToGraphDef(&def);
-  TANDEM_ASSIGN_OR_RETURN(auto session, NewDirectSession(def));
+  TANDEM_ASSIGN_OR_RETURN(auto session, NewDirectSession(def, GradCheckSessionOptions()));
   // Variables (if any) are re-initialised from the fed values before every evaluation.
   auto run = [&](const FeedMap& f,
                  const std::vector<std::string>& fetches) -> absl::StatusOr<std::vector<Tensor>> {
@@ -85,6 +90,21 @@ absl::StatusOr<GradCheckResult> Check(const GradCheckCase& c, bool bf16) {
   root.graph()->ToGraphDef(&def);
   TANDEM_RETURN_IF_ERROR(session->Extend(def));
   TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> symbolic, run(feeds, grad_names));
+  GradCheckResult result;
+  result.values.push_back(y0[0]);
+  for (const Tensor& g : symbolic) result.values.push_back(g);
+  // Traced forward and gradient steps tell which ops ran on a GPU.
+  for (const std::vector<std::string>& fetches :
+       {std::vector<std::string>{y_sym.name()}, grad_names}) {
+    if (!inits.empty()) TANDEM_RETURN_IF_ERROR(session->Run(feeds, {}, inits).status());
+    RunOptions traced;
+    traced.trace = true;
+    RunMetadata metadata;
+    TANDEM_RETURN_IF_ERROR(session->Run(feeds, fetches, {}, traced, &metadata).status());
+    for (const NodeExecStats& n : metadata.step_stats.nodes) {
+      if (n.device.find("/device:GPU:") != std::string::npos) result.gpu_ops.push_back(n.op);
+    }
+  }
 
   auto objective = [&](const FeedMap& f) -> absl::StatusOr<double> {
     TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> out, run(f, {y.name()}));
@@ -94,7 +114,6 @@ absl::StatusOr<GradCheckResult> Check(const GradCheckCase& c, bool bf16) {
     }
     return sum;
   };
-  GradCheckResult result;
   for (size_t i = 0; i < xs.size(); ++i) {
     if (symbolic[i].shape() != c.inputs[i].shape()) {
       return absl::InvalidArgumentError(

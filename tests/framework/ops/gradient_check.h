@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "framework/graph/scope.h"
+#include "framework/runtime/session.h"
 
 namespace tandem::testing {
 
@@ -33,11 +34,16 @@ struct GradCheckCase {
 };
 
 struct GradCheckResult {
-  double max_error = 0;  // max over elements of |sym - num| / (1 + |num|)
-  std::string worst;     // "input 1 element 7: symbolic 0.5 numeric 0.49"
+  double max_error = 0;              // max over elements of |sym - num| / (1 + |num|)
+  std::string worst;                 // "input 1 element 7: symbolic 0.5 numeric 0.49"
+  std::vector<Tensor> values;        // y, then the symbolic gradient of each input.
+  std::vector<std::string> gpu_ops;  // Ops of the gradient step that ran on a GPU.
 };
 
 absl::StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c);
+
+// The options of the sessions the checks create (a GPU test sets num_gpus).
+SessionOptions& GradCheckSessionOptions();
 
 // The check of an op's bfloat16 kernels: the symbolic gradient comes from the graph
 // Cast(f(Cast(x, bfloat16)), float32), so the forward and every backward op of f run

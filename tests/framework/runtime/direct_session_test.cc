@@ -72,6 +72,19 @@ TEST(DirectSessionTest, FetchingUninitializedVariableIsFailedPrecondition) {
   EXPECT_THAT(Msg(out.status()), HasSubstr("uninitialized value weights"));
 }
 
+TEST(DirectSessionTest, AskingForMoreGpusThanVisibleFailsCreation) {
+  Scope root = Scope::NewRootScope();
+  ops::Identity(root, ops::Const(root, 1.0f));
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  SessionOptions options;
+  options.num_gpus = 64;
+  auto session = NewDirectSession(def, options);
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(session.status()), HasSubstr("asked for 64 GPU(s) but this process sees"));
+}
+
 TEST(DirectSessionTest, MissingFeedNamesThePlaceholder) {
   Scope root = Scope::NewRootScope();
   Output x = ops::Placeholder(root.WithOpName("images"), DType::kFloat, PartialShape({-1, 784}));

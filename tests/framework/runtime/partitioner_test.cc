@@ -2,19 +2,19 @@
 // Each test then executes every partition concurrently in this process (one Executor
 // per partition, one LocalRendezvous per step, as a distributed step would) and checks
 // the fetched values against a DirectSession run of the unpartitioned graph.
-#include "framework/distributed/partitioner.h"
+#include "framework/runtime/partitioner.h"
 
 #include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
-#include "framework/distributed/placer.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/math_ops.h"
 #include "framework/ops/state_ops.h"
 #include "framework/runtime/direct_session.h"
 #include "framework/runtime/executor.h"
+#include "framework/runtime/placer.h"
 #include "framework/runtime/rendezvous.h"
 #include "framework/runtime/runtime_kernels.h"
 #include "framework/runtime/subgraph.h"

@@ -1,4 +1,4 @@
-#include "framework/distributed/partitioner.h"
+#include "framework/runtime/partitioner.h"
 
 #include <algorithm>
 #include <tuple>

@@ -1,4 +1,4 @@
-// framework/distributed/placer.h
+// framework/runtime/placer.h
 //
 // The placer gives every node of a Graph a full device name (Node::assigned_device)
 // from a cluster's device list, as TensorFlow 1.x's master does. For each colocation
@@ -20,8 +20,10 @@
 //      device, which goes there (TensorFlow's heuristic A, for any number of
 //      consumers).
 //
-// Only devices with a kernel for every op of the group qualify (an op with no kernel
-// on any listed device type is not a constraint: the executor reports it). With
+// Only devices with a kernel for every node of the group qualify, for the node's op and
+// dtype (a node with no kernel on any listed device type is not a constraint: the
+// executor reports it). So on a GPU task a float32 variable and its updates go to the
+// GPU while an int64 step counter stays on the CPU. With
 // soft placement, a request that no device satisfies (a GPU on a CPU-only task) falls
 // back to any qualifying device of the requested task (its CPU). Devices outside
 // `device_filters` are never used. A group that cannot be placed is INVALID_ARGUMENT
@@ -29,8 +31,8 @@
 //
 // Thread safety: PlaceGraph mutates `graph` and must not run concurrently with other
 // users of it.
-#ifndef TANDEM_FRAMEWORK_DISTRIBUTED_PLACER_H_
-#define TANDEM_FRAMEWORK_DISTRIBUTED_PLACER_H_
+#ifndef TANDEM_FRAMEWORK_RUNTIME_PLACER_H_
+#define TANDEM_FRAMEWORK_RUNTIME_PLACER_H_
 
 #include <string>
 #include <vector>
@@ -60,4 +62,4 @@ absl::Status PlaceGraph(Graph* graph, absl::Span<const std::string> devices,
 
 }  // namespace tandem
 
-#endif  // TANDEM_FRAMEWORK_DISTRIBUTED_PLACER_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_PLACER_H_

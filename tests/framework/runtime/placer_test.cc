@@ -1,7 +1,7 @@
 // The placer's rules: explicit devices, colocation groups ("_class" and resource
 // edges), the client's default device, partial specs completed to the lowest task,
 // soft placement, device filters, and the errors of impossible placements.
-#include "framework/distributed/placer.h"
+#include "framework/runtime/placer.h"
 
 #include "framework/ops/array_ops.h"
 #include "framework/ops/math_ops.h"

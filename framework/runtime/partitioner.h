@@ -1,4 +1,4 @@
-// framework/distributed/partitioner.h
+// framework/runtime/partitioner.h
 //
 // The partitioner cuts a placed Graph (every node has an assigned device, see
 // placer.h) into one GraphDef per location (a device, or a task with SplitByTask) and
@@ -24,8 +24,8 @@
 //
 // Thread safety: PartitionGraph only reads `graph`; it may run concurrently with other
 // readers.
-#ifndef TANDEM_FRAMEWORK_DISTRIBUTED_PARTITIONER_H_
-#define TANDEM_FRAMEWORK_DISTRIBUTED_PARTITIONER_H_
+#ifndef TANDEM_FRAMEWORK_RUNTIME_PARTITIONER_H_
+#define TANDEM_FRAMEWORK_RUNTIME_PARTITIONER_H_
 
 #include <cstdint>
 #include <functional>
@@ -63,4 +63,4 @@ absl::StatusOr<std::map<std::string, proto::GraphDef>> PartitionGraph(
 
 }  // namespace tandem
 
-#endif  // TANDEM_FRAMEWORK_DISTRIBUTED_PARTITIONER_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_PARTITIONER_H_

@@ -1,4 +1,4 @@
-#include "framework/distributed/placer.h"
+#include "framework/runtime/placer.h"
 
 #include <algorithm>
 #include <map>
@@ -120,11 +120,11 @@ class GroupPlacer {
   bool Supports(const Graph& graph, const std::vector<int>& members, const std::string& type) {
     KernelRegistry* kernels = KernelRegistry::Global();
     for (int id : members) {
-      const std::string& op = graph.nodes()[id]->op();
-      if (kernels->HasKernel(op, DeviceType{type})) continue;
-      // An op no listed device type can run is left to the executor to report.
+      const Node& node = *graph.nodes()[id];
+      if (kernels->Supports(node, DeviceType{type})) continue;
+      // A node no listed device type can run is left to the executor to report.
       bool anywhere = false;
-      for (const std::string& t : types_) anywhere = anywhere || kernels->HasKernel(op, {t});
+      for (const std::string& t : types_) anywhere = anywhere || kernels->Supports(node, {t});
       if (anywhere) return false;
     }
     return true;
@@ -216,7 +216,7 @@ absl::Status PlaceGraph(Graph* graph, absl::Span<const std::string> devices,
     if (!one_device) continue;
     auto spec = DeviceSpec::Parse(consumer);
     if (spec.ok() && spec->type &&
-        KernelRegistry::Global()->HasKernel(node.op(), DeviceType{*spec->type})) {
+        KernelRegistry::Global()->Supports(node, DeviceType{*spec->type})) {
       assigned[ids[0]] = consumer;
     }
   }

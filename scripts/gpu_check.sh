@@ -1,0 +1,108 @@
+#!/bin/bash
+# The GPU checks, on a machine with an NVIDIA GPU and the CUDA libraries (cuBLAS,
+# cuDNN) but not tandem's build: unpacks .device/bundle.tar.xz (scripts/gpu_pack.sh),
+# then runs the gpu-labelled tests, fashion_mlp and fashion_cnn through the stock
+# trainer on GPU:0, and the GPU benchmarks beside the PyTorch peer. Logs go to $OUT
+# (default /tmp/gpu_check).
+#   scripts/gpu_check.sh [tests|train|bench|profile|scaling|all]...
+# scaling: the two cluster strategies on the machine's CPU cores (fashion_mlp, one
+# thread per process): one process, then collective all-reduce with 2, 4 and 8
+# replicas, and parameter servers (2 ps) with 4 and 8 workers.
+set -uo pipefail
+out=${OUT:-/tmp/gpu_check}
+mkdir -p "$out"
+t=/tmp/tandem_gpu
+rm -rf "$t" && mkdir -p "$t" && tar -C "$t" -xJf .device/bundle.tar.xz
+# The GPU machine's own cuBLAS and cuDNN (CUDA toolkit or PyTorch's wheels).
+libs=$(find /usr/local /opt /usr/lib -maxdepth 9 \( -name 'libcublas.so.13' -o \
+  -name 'libcublasLt.so.13' -o -name 'libcudnn.so.9' \) -printf '%h\n' 2>/dev/null | sort -u |
+  tr '\n' ':')
+export LD_LIBRARY_PATH="$t/lib:${libs}${LD_LIBRARY_PATH:-}"
+export TANDEM_DATA_DIR="$t/data" OMP_NUM_THREADS=8
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+lscpu | grep -m1 'Model name'
+echo "libraries: $libs"
+what=("$@")
+[ ${#what[@]} -eq 0 ] && what=(all)
+want() { for w in "${what[@]}"; do [ "$w" = "$1" ] || [ "$w" = all ] && return 0; done; return 1; }
+status=0
+run() {  # run NAME TIMEOUT COMMAND...: output to $out/NAME.log, a summary line here.
+  local name=$1 secs=$2
+  shift 2
+  local start=$SECONDS
+  timeout "$secs" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: exit $rc in $((SECONDS - start)) s"
+  [ $rc -ne 0 ] && status=1
+  return $rc
+}
+if want tests; then
+  run gpu_session_test 120 "$t/bin/gpu_session_test"
+  grep -E '^\[  (FAILED|PASSED|SKIPPED) |loss on the|Failure|error' "$out/gpu_session_test.log" | head -20
+  run gpu_kernels_test 300 "$t/bin/gpu_kernels_test"
+  grep -E '^\[  (FAILED|PASSED|SKIPPED) |ops run on the GPU|Failure|Expected|Which is|worst' \
+    "$out/gpu_kernels_test.log" | head -40
+fi
+train() {  # train MODEL STEPS EXTRA_SETTINGS...
+  local model=$1 steps=$2
+  shift 2
+  run "train_$model" 400 "$t/bin/trainer" train_and_evaluate --config "configs/$model.toml" \
+    --set "run.model_dir=\"/tmp/tandem_gpu_$model\"" --set "data.data_dir=\"$t/data\"" \
+    --set "train.max_steps=$steps" --set "run.num_gpus=1" "$@"
+  grep -E 'GPU:0|global_step/sec|accuracy|rror' "$out/train_$model.log" | tail -6
+}
+if want train; then
+  train fashion_mlp 10000 --set "eval.steps=10"
+  train fashion_cnn 6000 --set "eval.steps=20"
+  # TensorBoard's own reader on the event files the trainer wrote.
+  run tensorboard 60 python3 tests/integration/tensorboard_read.py /tmp/tandem_gpu_fashion_cnn
+  cat "$out/tensorboard.log" | grep -v Warning | head -20
+fi
+if want bench; then
+  for m in mlp cnn; do
+    run "bench_$m" 120 "$t/bin/train_bench" --model $m --gpus 1 --batch 512 --steps 300 --warmup 20
+    tail -1 "$out/bench_$m.log"
+    run "torch_$m" 120 python3 tests/bench/torch_gpu_peer.py --model $m --batch 512 --steps 300
+    tail -1 "$out/torch_$m.log"
+  done
+  for n in 1024 4096; do
+    run "bench_matmul_$n" 60 "$t/bin/train_bench" --model gpu_matmul --n $n --steps 50
+    tail -1 "$out/bench_matmul_$n.log"
+    run "torch_matmul_$n" 60 python3 tests/bench/torch_gpu_peer.py --model gpu_matmul --n $n --steps 50
+    tail -1 "$out/torch_matmul_$n.log"
+  done
+fi
+if want profile; then  # GPU time per op of one traced step (kernels wait when traced).
+  for m in mlp cnn; do
+    run "profile_$m" 120 "$t/bin/train_bench" --model $m --gpus 1 --batch 512 --steps 20 --profile
+    head -25 "$out/profile_$m.log" | grep -v '^[IW]2'
+  done
+fi
+# Examples/s of a run: the mean of the chief's global_step/sec lines after the first,
+# times the examples one global step stands for ($2).
+rate() { grep 'global_step/sec' "$1" | grep -v '^\[worker\|^\[ps' | awk -v per="$2" \
+  '{v=$NF} NR>1 {s+=v; n++} END {if (n) printf "%.0f", s/n*per; else print "none"}'; }
+if want scaling; then
+  export OMP_NUM_THREADS=1
+  common=(--config configs/fashion_mlp.toml --set "data.data_dir=\"$t/data\"" --set run.num_gpus=0
+          --set run.intra_op_threads=1 --set run.inter_op_threads=1 --set run.log_step_count_steps=250
+          --set run.save_checkpoints_steps=100000 --set run.save_summary_steps=0)
+  batch=128
+  run scale_local 120 "$t/bin/trainer" train "${common[@]}" --set train.max_steps=3000 \
+    --set "run.model_dir=\"/tmp/scale_local\""
+  local_rate=$(rate "$out/scale_local.log" $batch)
+  echo "scaling local 1 process: $local_rate examples/s"
+  for n in 2 4 8; do
+    run "scale_collective_$n" 180 "$t/bin/trainer" launch --ps 0 --workers $((n - 1)) --command train \
+      "${common[@]}" --set train.max_steps=3000 --set "run.model_dir=\"/tmp/scale_c$n\""
+    r=$(rate "$out/scale_collective_$n.log" $((batch * n)))
+    echo "scaling collective $n replicas: $r examples/s ($(awk -v a="$r" -v b="$local_rate" -v n=$n 'BEGIN{printf "%.2f", a/(n*b)}') of $n x local)"
+  done
+  for n in 4 8; do
+    run "scale_ps_$n" 180 "$t/bin/trainer" launch --ps 2 --workers $((n - 1)) --command train \
+      "${common[@]}" --set train.max_steps=$((3000 * n / 2)) --set "run.model_dir=\"/tmp/scale_p$n\""
+    r=$(rate "$out/scale_ps_$n.log" $batch)
+    echo "scaling ps_async $n workers + 2 ps: $r examples/s ($(awk -v a="$r" -v b="$local_rate" -v n=$n 'BEGIN{printf "%.2f", a/(n*b)}') of $n x local)"
+  done
+fi
+exit $status
