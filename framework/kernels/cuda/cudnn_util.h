@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "framework/core/status.h"
 #include "framework/graph/graph.h"
+#include "framework/kernels/cpu/nn_kernel_util.h"
 #include "framework/kernels/cuda/gpu_context.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/kernels/op_kernel.h"
@@ -75,25 +76,12 @@ absl::Status SetNhwcTensor(TensorDescriptor* d, int64_t n, int64_t h, int64_t w,
 // channels of [kh, kw, c].
 absl::Status SetOhwiFilter(FilterDescriptor* d, int64_t o, int64_t kh, int64_t kw, int64_t c);
 
-// Attrs "strides", "padding", "data_format" and `second` ("dilations" of a conv,
-// "ksize" of a pool), checked as the CPU kernels check them.
-struct WindowAttrs {
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t second_h = 1, second_w = 1;  // dilation (conv) or window size (pool)
-  bool same = false;
-};
+// Window attrs and geometry are the CPU kernels' (nn_kernel_util.h: TensorFlow's
+// SAME/VALID rule); ParseWindowAttrs adds cuDNN's int limits.
+using nn::ComputeWindowDim;
+using nn::WindowAttrs;
+using nn::WindowDim;
 absl::StatusOr<WindowAttrs> ParseWindowAttrs(const Node& node, const std::string& second);
-
-// One spatial dimension of a window op, TensorFlow's rule: SAME pads
-// (out-1)*stride + effective_k - in in total, half before (rounded down), the rest
-// after. Errors when a VALID window does not fit.
-struct WindowDim {
-  int64_t out = 0;
-  int64_t pad_before = 0;
-  int64_t pad_after = 0;
-};
-absl::StatusOr<WindowDim> ComputeWindowDim(int64_t in, int64_t k, int64_t stride, int64_t dilation,
-                                           bool same);
 
 // Checks input i is float32 (UNIMPLEMENTED otherwise) and, when it has elements, in
 // the GPU's memory (INVALID_ARGUMENT otherwise).
@@ -105,8 +93,7 @@ absl::Status ExpectFloatOutput(const OpKernelContext& ctx, int i);
 // filter_sizes, orig_input_shape).
 absl::StatusOr<TensorShape> ShapeFromHostInput(const OpKernelContext& ctx, int i);
 
-// "[2,3] x [4,5]"-style list of the input shapes.
-std::string InputShapes(const OpKernelContext& ctx);
+using nn::InputShapes;  // "[2,3] x [4,5]"-style list of the input shapes.
 
 // Sets every byte of `t` (a device tensor) to 0, which is 0.0f, on the GPU's stream.
 absl::Status ZeroOnDevice(GpuContext& gpu, Tensor* t);
