@@ -117,6 +117,21 @@ void CheckOnGpu(const GradCheckCase& c, std::set<std::string>* on_gpu) {
   on_gpu->insert(ops.begin(), ops.end());
 }
 
+// Runs one traced step and adds the ops that ran on a GPU to `on_gpu`.
+absl::StatusOr<std::vector<Tensor>> RunTraced(Session& session, const FeedMap& feeds,
+                                              const std::vector<std::string>& fetches,
+                                              const std::vector<std::string>& targets,
+                                              std::set<std::string>* on_gpu) {
+  RunOptions traced;
+  traced.trace = true;
+  RunMetadata md;
+  absl::StatusOr<std::vector<Tensor>> out = session.Run(feeds, fetches, targets, traced, &md);
+  for (const NodeExecStats& n : md.step_stats.nodes) {
+    if (n.device.find("/device:GPU:") != std::string::npos) on_gpu->insert(n.op);
+  }
+  return out;
+}
+
 struct OptimizerCase {
   const char* name;
   std::function<std::unique_ptr<ops::Optimizer>()> make;
@@ -141,35 +156,17 @@ void CheckOptimizerOnGpu(const OptimizerCase& c, std::set<std::string>* on_gpu) 
     options.num_gpus = gpus;
     auto session = NewDirectSession(def, options);
     ASSERT_TRUE(session.ok()) << session.status();
-    RunOptions traced_init;
-    traced_init.trace = true;
-    RunMetadata init_md;
-    ASSERT_TRUE((*session)->Run({}, {}, {init->name()}, traced_init, &init_md).ok());
-    for (const NodeExecStats& n : init_md.step_stats.nodes) {
-      if (gpus == 1 && n.device.find("/device:GPU:") != std::string::npos) on_gpu->insert(n.op);
-    }
+    ASSERT_TRUE(RunTraced(**session, {}, {}, {init->name()}, on_gpu).ok());
     for (int i = 0; i < 20; ++i) {
-      RunOptions traced;
-      traced.trace = true;
-      RunMetadata md;
-      auto s = (*session)->Run({}, {}, {(*train)->name()}, traced, &md);
+      auto s = RunTraced(**session, {}, {}, {(*train)->name()}, on_gpu);
       ASSERT_TRUE(s.ok()) << s.status();
-      for (const NodeExecStats& n : md.step_stats.nodes) {
-        if (gpus == 1 && n.device.find("/device:GPU:") != std::string::npos) on_gpu->insert(n.op);
-      }
     }
     Output ready = ops::VarIsInitializedOp(root, w.handle());
     root.graph()->ToGraphDef(&def);
     ASSERT_TRUE((*session)->Extend(def).ok());
-    RunOptions traced;
-    traced.trace = true;
-    RunMetadata md;
-    auto is_ready = (*session)->Run({}, {ready.name()}, {}, traced, &md);
+    auto is_ready = RunTraced(**session, {}, {ready.name()}, {}, on_gpu);
     ASSERT_TRUE(is_ready.ok()) << is_ready.status();
     EXPECT_TRUE((*is_ready)[0].scalar<bool>());
-    for (const NodeExecStats& n : md.step_stats.nodes) {
-      if (gpus == 1 && n.device.find("/device:GPU:") != std::string::npos) on_gpu->insert(n.op);
-    }
     auto w_out = (*session)->Run({}, {w.value().name()}, {});
     ASSERT_TRUE(w_out.ok()) << w_out.status();
     const Tensor& t = (*w_out)[0];
@@ -204,13 +201,7 @@ void CheckInitializersOnGpu(std::set<std::string>* on_gpu) {
     options.num_gpus = gpus;
     auto session = NewDirectSession(def, options);
     ASSERT_TRUE(session.ok()) << session.status();
-    RunOptions traced;
-    traced.trace = true;
-    RunMetadata md;
-    ASSERT_TRUE((*session)->Run({}, {}, {init->name()}, traced, &md).ok());
-    for (const NodeExecStats& n : md.step_stats.nodes) {
-      if (gpus == 1 && n.device.find("/device:GPU:") != std::string::npos) on_gpu->insert(n.op);
-    }
+    ASSERT_TRUE(RunTraced(**session, {}, {}, {init->name()}, on_gpu).ok());
     auto out = (*session)->Run({}, reads, {});
     ASSERT_TRUE(out.ok()) << out.status();
     values.emplace_back();
