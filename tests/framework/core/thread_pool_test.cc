@@ -1,9 +1,11 @@
 #include "framework/core/thread_pool.h"
 
 #include <atomic>
+#include <memory>
 #include <vector>
 
 #include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
 namespace tandem {
@@ -46,6 +48,28 @@ TEST(ThreadPoolTest, NestedParallelForFromPoolThreadsDoesNotDeadlock) {
   }
   done.Wait();
   EXPECT_EQ(total.load(), 4000);
+}
+
+// The destructor promises to wait for queued work. A closure holds the only thread
+// while the rest queue up behind it; it is let go just as the destructor starts, so
+// nearly all of the queue is still waiting then. Every closure has run when the
+// destructor returns.
+TEST(ThreadPoolTest, DestructorRunsEveryQueuedClosureFirst) {
+  constexpr int kQueued = 1000;
+  std::atomic<int> ran{0};
+  absl::Notification release;
+  auto pool = std::make_unique<ThreadPool>("test", 1);
+  absl::Notification blocking;
+  pool->Schedule([&] {
+    blocking.Notify();
+    release.WaitForNotification();
+  });
+  blocking.WaitForNotification();
+  for (int i = 0; i < kQueued; ++i) pool->Schedule([&] { ++ran; });
+  EXPECT_EQ(ran.load(), 0);  // All of them wait behind the blocking closure.
+  release.Notify();
+  pool.reset();
+  EXPECT_EQ(ran.load(), kQueued);
 }
 
 }  // namespace
