@@ -394,6 +394,33 @@ TEST(GrpcSessionTest, FeedsAndFetchesCrossTasks) {
   EXPECT_THAT(bad.status().message(), HasSubstr("int32"));
 }
 
+// bfloat16 tensors cross task boundaries both ways (a worker partition's _Recv and
+// _Send, the RunGraph response of a fetched value) and reach the client bit for bit.
+TEST(GrpcSessionTest, Bfloat16CrossesTasks) {
+  auto servers = StartCluster({{"worker", 2}});
+  const std::vector<float> xs = {1.0f / 3, -2.7f, 1000.1f, 0.15f};
+  Scope root = Scope::NewRootScope();
+  Scope w0 = root.WithDevice("/job:worker/task:0");
+  Output x = ops::Const(w0, Tensor::FromVector<float>(xs, TensorShape({4})));
+  Output xb = ops::Cast(w0.WithOpName("xb"), x, DType::kBFloat16);
+  Output r = ops::Relu(root.WithOpName("r").WithDevice("/job:worker/task:1"), xb);
+  Output back = ops::Cast(w0.WithOpName("back"), r, DType::kFloat);
+  auto session = Connect(servers[0]->target(), root);
+  ASSERT_NE(session, nullptr);
+  auto out = session->Run({}, {xb.name(), r.name(), back.name()});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].dtype(), DType::kBFloat16);
+  ASSERT_EQ((*out)[1].dtype(), DType::kBFloat16);
+  ASSERT_EQ((*out)[2].dtype(), DType::kFloat);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const bfloat16 rounded(xs[i]);
+    const float relu = std::max(0.0f, static_cast<float>(rounded));
+    EXPECT_EQ((*out)[0].flat<bfloat16>()[i].bits, rounded.bits) << "element " << i;
+    EXPECT_EQ((*out)[1].flat<bfloat16>()[i].bits, bfloat16(relu).bits) << "element " << i;
+    EXPECT_EQ((*out)[2].flat<float>()[i], relu) << "element " << i;
+  }
+}
+
 TEST(GrpcSessionTest, ExtendAddsNodes) {
   auto server = Server::CreateLocal();
   ASSERT_TRUE(server.ok());

@@ -4,6 +4,7 @@
 // the fetched values against a DirectSession run of the unpartitioned graph.
 #include "framework/runtime/partitioner.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
@@ -11,6 +12,7 @@
 #include "framework/core/status.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/math_ops.h"
+#include "framework/ops/nn_ops.h"
 #include "framework/ops/state_ops.h"
 #include "framework/runtime/direct_session.h"
 #include "framework/runtime/executor.h"
@@ -290,6 +292,56 @@ TEST(PartitionerTest, AChainCrossingDevicesSeveralTimes) {
     ASSERT_TRUE(got.ok()) << got.status();
     ExpectSameValues(*got, RunLocally(*root.graph(), fetches));
   }
+}
+
+// The bits of a bfloat16 tensor.
+std::vector<uint16_t> Bf16Bits(const Tensor& t) {
+  std::vector<uint16_t> bits;
+  for (int64_t i = 0; i < t.NumElements(); ++i) bits.push_back(t.flat<bfloat16>()[i].bits);
+  return bits;
+}
+
+// bfloat16 values cross a cut edge both ways: each _Send and _Recv on a bf16 edge
+// carries bfloat16 (a _Recv of another dtype would make the step fail), and the values
+// are the unpartitioned graph's, bit for bit.
+TEST(PartitionerTest, Bfloat16EdgesGetSendAndRecvOfThatDType) {
+  const std::vector<float> xs = {1.0f / 3, -2.7f, 1000.1f, 0.15f};
+  Scope root = Scope::NewRootScope();
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  Output x = ops::Const(ps.WithOpName("x"), Tensor::FromVector<float>(xs, TensorShape({4})));
+  Output xb = ops::Cast(ps.WithOpName("xb"), x, DType::kBFloat16);
+  Output r = ops::Relu(root.WithOpName("r").WithDevice("/job:worker/task:1"), xb);
+  Output back = ops::Cast(ps.WithOpName("back"), r, DType::kFloat);
+  ASSERT_TRUE(root.ok()) << root.status();
+  const std::vector<std::string> fetches = {r.name(), back.name()};
+  InProcessCluster cluster;
+  auto got = cluster.Run(*root.graph(), fetches);
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::vector<Tensor> want = RunLocally(*root.graph(), fetches);
+  ASSERT_EQ(want.size(), 2u);
+  ASSERT_EQ((*got)[0].dtype(), DType::kBFloat16);
+  EXPECT_EQ(Bf16Bits((*got)[0]), Bf16Bits(want[0]));
+  EXPECT_EQ(Values((*got)[1]), Values(want[1]));
+  for (size_t i = 0; i < xs.size(); ++i) {  // Relu of the rounded value, widened back.
+    EXPECT_EQ((*got)[1].flat<float>()[i], std::max(0.0f, static_cast<float>(bfloat16(xs[i]))))
+        << "element " << i;
+  }
+  // One edge each way (xb to worker 1, r back to the ps, r's fetch stays on worker 1),
+  // every one of them bfloat16.
+  const auto& parts = cluster.partitions();
+  int edges = 0;
+  for (const auto& [dev, def] : parts) {
+    for (const auto& nd : def.node()) {
+      const char* attr = nd.op() == "_Send" ? "T" : nd.op() == "_Recv" ? "tensor_type" : nullptr;
+      if (attr == nullptr) continue;
+      ++edges;
+      EXPECT_EQ(static_cast<int>(nd.attr().at(attr).type()), static_cast<int>(DType::kBFloat16))
+          << nd.name() << " on " << dev;
+    }
+  }
+  EXPECT_EQ(CountOps(parts.at(kPs), "_Send"), 1);
+  EXPECT_EQ(CountOps(parts.at(kPs), "_Recv"), 1);
+  EXPECT_EQ(edges, 4);
 }
 
 // A counter on the ps, a "bump" that adds one to it, and a scope on worker 1.
