@@ -4,7 +4,9 @@
 # then runs the gpu-labelled tests, fashion_mlp and fashion_cnn through the stock
 # trainer on GPU:0, and the GPU benchmarks beside the PyTorch peer. Logs go to $OUT
 # (default /tmp/gpu_check).
-#   scripts/gpu_check.sh [tests|train|bench|profile|scaling|all]...
+#   scripts/gpu_check.sh [tests|train|bench|profile|scaling|cpu|all]...
+# cpu: the host CPU's own figures (tests/bench/run.sh, one pair per row) with its ISA,
+# and a traced mixed_bfloat16 CNN step: for an Intel host with AMX.
 # scaling: the two cluster strategies on the machine's CPU cores (fashion_mlp, one
 # thread per process): one process, then collective all-reduce with 2, 4 and 8
 # replicas, and parameter servers (2 ps) with 4 and 8 workers.
@@ -104,5 +106,24 @@ if want scaling; then
     r=$(rate "$out/scale_ps_$n.log" $batch)
     echo "scaling ps_async $n workers + 2 ps: $r examples/s ($(awk -v a="$r" -v b="$local_rate" -v n=$n 'BEGIN{printf "%.2f", a/(n*b)}') of $n x local)"
   done
+fi
+if want cpu; then
+  grep -o -w -E 'amx_(bf16|tile|int8)|avx512_bf16|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' '
+  echo
+  # The CPU benchmarks read Fashion-MNIST from its Debian path, and a build tree's layout.
+  mkdir -p /usr/share/datasets/fashion-mnist && cp -n "$t"/data/*.gz /usr/share/datasets/fashion-mnist/
+  mkdir -p "$t/build/tests/bench" "$t/build/apps"
+  ln -sf "$t/bin/train_bench" "$t/bin/estimator_bench" "$t/build/tests/bench/"
+  ln -sf "$t/bin/trainer" "$t/build/apps/"
+  py=$(ls /opt/torch/.venv/bin/python3 2>/dev/null || command -v python3)
+  ONEDNN_VERBOSE=1 OMP_NUM_THREADS=2 "$t/bin/train_bench" --model cnn --threads 2 --batch 100 \
+    --steps 2 --warmup 1 --precision mixed_bfloat16 2>/dev/null | grep '^onednn_verbose' >"$out/onednn.log"
+  grep -m2 -E 'runtime:|isa:' "$out/onednn.log"
+  awk -F, '$2 == "exec" {print $4, $5, $6}' "$out/onednn.log" | sort | uniq -c | sort -rn | head -12
+  run cpu_profile_bf16 120 env OMP_NUM_THREADS=2 "$t/bin/train_bench" --model cnn --threads 2 \
+    --batch 100 --steps 30 --precision mixed_bfloat16 --profile
+  head -30 "$out/cpu_profile_bf16.log" | grep -v '^[IW]2'
+  TANDEM_BENCH_REPS=${TANDEM_BENCH_REPS:-1} PYTHON=$py run cpu_bench 560 tests/bench/run.sh "$t/build"
+  grep -v '^[IW]2' "$out/cpu_bench.log" | tail -40
 fi
 exit $status

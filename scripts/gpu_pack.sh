@@ -11,7 +11,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/data" "$root/.device"
 bins=(tests/framework/gpu/gpu_kernels_test tests/framework/gpu/gpu_session_test
-      apps/trainer tests/bench/train_bench)
+      apps/trainer tests/bench/train_bench tests/bench/estimator_bench)
 for b in "${bins[@]}"; do
   strip -o "$stage/bin/$(basename "$b")" "$build/$b"
 done

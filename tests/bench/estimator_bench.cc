@@ -56,7 +56,8 @@ class EstimatorRunner {
     TANDEM_ASSIGN_OR_RETURN(r->dir_, env::MakeTempDir("estimator_bench"));
     std::vector<std::string> sets = {"run.model_dir=\"" + r->dir_ + "\"",
                                      "run.inter_op_threads=" + std::to_string(threads),
-                                     "run.intra_op_threads=" + std::to_string(threads)};
+                                     "run.intra_op_threads=" + std::to_string(threads),
+                                     "run.num_gpus=0"};  // The bare loop computes on the CPU.
     sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
     TANDEM_ASSIGN_OR_RETURN(r->job_, JobConfig::Load(config, sets));
     ModelRegistry registry;

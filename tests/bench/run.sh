@@ -11,9 +11,11 @@ set -euo pipefail
 build=${1:-build}
 bench="$build/tests/bench/train_bench"
 peer="$(dirname "$0")/torch_peer.py"
+# PYTHON: the interpreter with torch (default /usr/bin/python3, Debian's python3-torch).
+python=${PYTHON:-/usr/bin/python3}
 [[ -x "$bench" ]] || { echo "build $bench first (cmake --build $build --target train_bench)"; exit 1; }
 have_peer=1
-/usr/bin/python3 -c "import torch" 2>/dev/null || { have_peer=0; echo "no python3-torch: tandem figures only"; }
+"$python" -c "import torch" 2>/dev/null || { have_peer=0; echo "no python3-torch: tandem figures only"; }
 
 rate() { sed -n 's/.*examples_per_second=\([0-9.]*\).*/\1/p'; }
 reps=${TANDEM_BENCH_REPS:-3}
@@ -38,14 +40,14 @@ peer_best() {
   local threads=$1 best=0 r
   shift
   for ob in 1 "$threads"; do
-    r=$(OPENBLAS_NUM_THREADS=$ob OMP_NUM_THREADS=$threads /usr/bin/python3 "$peer" --threads "$threads" "$@" | rate)
+    r=$(OPENBLAS_NUM_THREADS=$ob OMP_NUM_THREADS=$threads "$python" "$peer" --threads "$threads" "$@" | rate)
     best=$(awk -v a="$best" -v b="$r" 'BEGIN { print (b > a) ? b : a }')
   done
   echo "$best"
 }
 if [[ "${2:-}" != "--e2e" ]]; then
 for threads in 1 2; do
-  # This CPU's oneDNN matmul peak per precision: the CNN rows report their fraction of it.
+  # This CPU's oneDNN matmul peak per precision: each step row reports its fraction of it.
   peak=$(OMP_NUM_THREADS=$threads "$bench" --model gemm_peak --threads "$threads")
   echo "$peak"
   for cfg in "mlp 128 300" "cnn 100 50"; do
@@ -63,12 +65,10 @@ for threads in 1 2; do
         fi
       done
       line="$1 batch=$2 threads=$threads precision=$precision $(paired "$oursl" "$theirsl")"
-      if [[ "$1" == cnn ]]; then
-        key=$([[ "$precision" == float32 ]] && echo f32_gflops || echo bf16_gflops)
-        gflops=$(echo "$gflopsl" | median)
-        top=$(echo "$peak" | sed -n "s/.*$key=\([0-9.]*\).*/\1/p")
-        line="$line gflops=$gflops of_gemm_peak=$(awk -v a="$gflops" -v b="$top" 'BEGIN { printf "%.2f", a / b }')"
-      fi
+      key=$([[ "$precision" == float32 ]] && echo f32_gflops || echo bf16_gflops)
+      gflops=$(echo "$gflopsl" | median)
+      top=$(echo "$peak" | sed -n "s/.*$key=\([0-9.]*\).*/\1/p")
+      line="$line gflops=$gflops of_gemm_peak=$(awk -v a="$gflops" -v b="$top" 'BEGIN { printf "%.2f", a / b }')"
       echo "$line examples/s"
     done
   done
@@ -87,30 +87,37 @@ fi
 # End to end: `trainer train` on the shipped configs (input pipeline, hooks, summaries
 # and checkpoints included) against the PyTorch loop over a shuffled DataLoader with
 # the same model, optimizer and batch. Like the steps above, tandem runs one op at a
-# time with all threads inside it (inter_op_threads = 1). tandem's rate is the mean of the
-# StepCounterHook's global_step/sec lines after the first, times the batch size.
+# time with all threads inside it (inter_op_threads = 1), on the CPU (num_gpus = 0).
+# tandem's rate is the mean of the StepCounterHook's global_step/sec lines after the
+# first, times the batch size.
 #   fashion_mlp (784-256-128-100-10, Adam, batch 128) in float32;
 #   fashion_cnn (batch 100) in float32 and mixed_bfloat16 (PyTorch: autocast bf16).
 trainer="$build/apps/trainer"
 configs="$(dirname "$0")/../../configs"
-# e2e NAME BATCH STEPS PRECISION THREADS
+# e2e NAME BATCH STEPS PRECISION THREADS: also times train_bench's bare step of the same
+# model, batch and threads in each pair, and prints e2e_over_step, the share of the step's
+# speed that the trainer keeps end to end (input pipeline, hooks, summaries).
 e2e() {
-  local name=$1 batch=$2 steps=$3 precision=$4 threads=$5 dir rate oursl="" theirsl="" line i
+  local name=$1 batch=$2 steps=$3 precision=$4 threads=$5 dir rate oursl="" theirsl="" stepl="" i
   for ((i = 0; i < reps; i++)); do
     dir=$(mktemp -d)
     rate=$(OMP_NUM_THREADS=$threads "$trainer" train --config "$configs/$name.toml" \
         --set run.model_dir="\"$dir\"" --set train.max_steps="$steps" \
         --set run.precision="\"$precision\"" --set run.save_checkpoints_steps=100000 \
-        --set run.inter_op_threads=1 --set run.intra_op_threads="$threads" 2>&1 |
+        --set run.inter_op_threads=1 --set run.intra_op_threads="$threads" --set run.num_gpus=0 2>&1 |
       sed -n 's/.*global_step\/sec: \([0-9.]*\).*/\1/p' | tail -n +2 | awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n }')
     rm -rf "$dir"
     oursl="$oursl $(awk -v s="$rate" -v b="$batch" 'BEGIN { printf "%.0f", s * b }')"
+    stepl="$stepl $(OMP_NUM_THREADS=$threads "$bench" --model "${name#fashion_}" --threads "$threads" \
+        --batch "$batch" --steps $((steps / 5)) --precision "$precision" 2>/dev/null | rate)"
     if (( have_peer )); then
       theirsl="$theirsl $(peer_best "$threads" --model "${name}_e2e" --batch "$batch" --steps 200 \
                           --warmup 20 --precision "$precision")"
     fi
   done
-  echo "trainer $name e2e threads=$threads precision=$precision $(paired "$oursl" "$theirsl") examples/s"
+  echo "trainer $name e2e threads=$threads precision=$precision $(paired "$oursl" "$theirsl")" \
+    "e2e_over_step=$(awk -v a="$(echo "$oursl" | median)" -v b="$(echo "$stepl" | median)" \
+      'BEGIN { printf "%.2f", a / b }') examples/s"
 }
 for threads in 1 2; do
   e2e fashion_mlp 128 1500 float32 "$threads"

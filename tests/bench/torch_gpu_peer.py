@@ -15,7 +15,7 @@ from torch import nn
 
 def mlp():
     return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-                         nn.Linear(128, 10))
+                         nn.Linear(128, 100), nn.ReLU(), nn.Linear(100, 10))
 
 
 class Cnn(nn.Module):

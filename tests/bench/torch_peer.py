@@ -15,11 +15,6 @@ import torch
 import torch.nn as nn
 
 
-def mlp():
-    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-                         nn.Linear(128, 10))
-
-
 def fashion_mlp():
     return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
                          nn.Linear(128, 100), nn.ReLU(), nn.Linear(100, 10))
@@ -91,7 +86,7 @@ class Cnn(nn.Module):
 def bench(model_name, threads, batch, steps, warmup, precision):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
-    model = mlp() if model_name == "mlp" else Cnn()
+    model = fashion_mlp() if model_name == "mlp" else Cnn()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     x = torch.rand(batch, 784)
