@@ -37,6 +37,9 @@
 #include "framework/ops/summary_ops.h"
 #include "framework/ops/sync_replicas.h"
 #include "glog/logging.h"
+#include "hooks/logging_hooks.h"
+#include "hooks/stop_hooks.h"
+#include "hooks/summary_writer.h"
 #include "hooks/sync_replicas_hook.h"
 
 namespace tandem {

@@ -74,7 +74,7 @@
 #include "estimator/model.h"
 #include "estimator/run_config.h"
 #include "framework/distributed/transport_security.h"
-#include "hooks/basic_hooks.h"
+#include "hooks/checkpoint_saver_hook.h"
 #include "hooks/monitored_session.h"
 
 namespace tandem {

@@ -6,11 +6,12 @@
 // saver is used; Scaffold::Finalize always creates one (also for a graph without
 // variables, where a checkpoint holds only the step), so a missing saver means the
 // scaffold was not finalised: FAILED_PRECONDITION.
+#include "hooks/checkpoint_saver_hook.h"
+
 #include "absl/strings/str_cat.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "glog/logging.h"
-#include "hooks/basic_hooks.h"
 #include "hooks/internal/hook_util.h"
 
 namespace tandem {

@@ -13,6 +13,9 @@
 #include "framework/core/status.h"
 #include "framework/core/termination.h"
 #include "glog/logging.h"
+#include "hooks/checkpoint_saver_hook.h"
+#include "hooks/logging_hooks.h"
+#include "hooks/summary_saver_hook.h"
 
 namespace tandem {
 namespace {

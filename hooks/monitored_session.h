@@ -51,7 +51,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "hooks/basic_hooks.h"
+#include "hooks/checkpoint_saver_hook.h"
 #include "hooks/scaffold.h"
 #include "hooks/session_run_hook.h"
 

@@ -9,6 +9,8 @@
 // named by a "process_name" metadata event), one thread row per executor thread (tid =
 // order of first appearance on that device, named by "thread_name"), and one complete
 // ("ph": "X") event per node: name = the op type, args = {name: node, op: op type}.
+#include "hooks/profiler_hook.h"
+
 #include <algorithm>
 #include <map>
 
@@ -16,7 +18,6 @@
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "glog/logging.h"
-#include "hooks/basic_hooks.h"
 #include "hooks/internal/hook_util.h"
 #include "nlohmann/json.hpp"
 

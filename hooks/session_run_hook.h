@@ -94,6 +94,14 @@ class SessionRunHook {
   virtual absl::Status End(Session* session) { return absl::OkStatus(); }
 };
 
+// How often a timed hook fires: exactly one of the two.
+struct Every {
+  std::optional<double> secs;
+  std::optional<int64_t> steps;
+  static Every Steps(int64_t n) { return Every{std::nullopt, n}; }
+  static Every Secs(double s) { return Every{s, std::nullopt}; }
+};
+
 // Fires when `every_secs` seconds or `every_steps` steps have passed since it last
 // triggered (exactly one of them set, else the timer never fires). Always triggers at
 // the first step it is asked about.

@@ -8,10 +8,11 @@
 // at the global step it starts from (read when it is created; TensorFlow's hook
 // writes it at the first step), so TensorBoard drops the events a previous run wrote
 // past that step.
+#include "hooks/summary_saver_hook.h"
+
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/ops/summary_ops.h"
-#include "hooks/basic_hooks.h"
 #include "hooks/internal/hook_util.h"
 
 namespace tandem {

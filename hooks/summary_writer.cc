@@ -3,11 +3,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "glog/logging.h"
@@ -121,6 +125,19 @@ int64_t LatestSummaryStep(const std::string& dir, absl::string_view tag) {
     }
   }
   return latest;
+}
+
+absl::StatusOr<std::shared_ptr<SummaryWriter>> SummaryWriterForDir(const std::string& dir) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* writers ABSL_GUARDED_BY(mu) =
+      new std::map<std::string, std::shared_ptr<SummaryWriter>>();
+  absl::MutexLock lock(&mu);
+  auto it = writers->find(dir);
+  if (it != writers->end()) return it->second;
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<SummaryWriter> writer, SummaryWriter::Create(dir));
+  std::shared_ptr<SummaryWriter> shared(std::move(writer));
+  (*writers)[dir] = shared;
+  return shared;
 }
 
 }  // namespace tandem

@@ -74,6 +74,10 @@ double WallTimeSeconds();
 // of its file (the events before it count).
 int64_t LatestSummaryStep(const std::string& dir, absl::string_view tag);
 
+// One SummaryWriter per directory, shared by every hook writing there (TensorFlow's
+// FileWriterCache), so a directory gets one event file per process.
+absl::StatusOr<std::shared_ptr<SummaryWriter>> SummaryWriterForDir(const std::string& dir);
+
 }  // namespace tandem
 
 #endif  // TANDEM_HOOKS_SUMMARY_WRITER_H_

@@ -9,8 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "framework/core/status.h"
 #include "glog/logging.h"
-#include "hooks/basic_hooks.h"
 #include "hooks/internal/hook_util.h"
+#include "hooks/summary_writer.h"
 
 namespace tandem {
 namespace {

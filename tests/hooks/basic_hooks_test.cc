@@ -1,8 +1,6 @@
-// The hooks of basic_hooks.cc on real graphs and sessions: StopAtStepHook,
+// The hooks of stop_hooks.cc and logging_hooks.cc on real graphs and sessions: StopAtStepHook,
 // StepCounterHook, LoggingTensorHook, NanTensorHook, GlobalStepWaiterHook,
 // FinalOpsHook, EarlyStoppingHook and the per-directory writer cache.
-#include "hooks/basic_hooks.h"
-
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -10,8 +8,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hooks/checkpoint_saver_hook.h"
+#include "hooks/logging_hooks.h"
 #include "hooks/monitored_session.h"
+#include "hooks/stop_hooks.h"
 #include "hooks/summary.h"
+#include "hooks/summary_writer.h"
 #include "tests/hooks/hooks_test_util.h"
 
 namespace tandem {

@@ -1,14 +1,16 @@
 // CheckpointSaverHook: saves at session creation, when the timer fires for the real
 // global step and at the end; listener calls around each save; a listener stopping
 // training; the checkpoints restore into a new graph through ChiefSessionCreator.
+#include "hooks/checkpoint_saver_hook.h"
+
 #include <algorithm>
 
 #include "absl/strings/match.h"
 #include "checkpoint/checkpoint_state.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hooks/basic_hooks.h"
 #include "hooks/monitored_session.h"
+#include "hooks/stop_hooks.h"
 #include "tests/hooks/hooks_test_util.h"
 
 namespace tandem {

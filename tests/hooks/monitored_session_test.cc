@@ -11,6 +11,8 @@
 #include "framework/core/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hooks/checkpoint_saver_hook.h"
+#include "hooks/stop_hooks.h"
 #include "hooks/summary.h"
 #include "tests/hooks/hooks_test_util.h"
 

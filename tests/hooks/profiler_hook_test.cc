@@ -1,10 +1,12 @@
 // ProfilerHook and StepStatsToChromeTrace: traced steps chosen as TensorFlow does and
 // written as Chrome trace JSON that a JSON parser reads back.
+#include "hooks/profiler_hook.h"
+
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hooks/basic_hooks.h"
 #include "hooks/monitored_session.h"
+#include "hooks/stop_hooks.h"
 #include "nlohmann/json.hpp"
 #include "tests/hooks/hooks_test_util.h"
 

@@ -5,13 +5,16 @@
 // The global step fetched with the train op may be read before or after the step's
 // increment, which shifts TensorFlow's "expected next step" by one; with every 2 steps
 // both cases write at the same steps, so the tests use 2.
+#include "hooks/summary_saver_hook.h"
+
 #include <set>
 
 #include "framework/ops/summary_ops.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hooks/basic_hooks.h"
+#include "hooks/logging_hooks.h"
 #include "hooks/monitored_session.h"
+#include "hooks/stop_hooks.h"
 #include "hooks/summary.h"
 #include "tests/hooks/hooks_test_util.h"
 
