@@ -665,17 +665,16 @@ struct TaskLog {
   std::map<int64_t, int> cleanup_abort ABSL_GUARDED_BY(mu);   // By step: abort_code.
 };
 
-// A task as a master sees it through a transport, with faults: RunGraph can fail at
+// A task as a master sees it through a transport, with a fault: RunGraph can fail at
 // once without reaching the worker (once the worker holds a step waiting for one of
-// its tensors), and CleanupGraph can be dropped. A cancelled RunGraph completes the
-// caller's call with CANCELLED, as gRPC's client does, while the worker's step runs on
-// until it ends on its own; `log` records when it does.
+// its tensors). A cancelled RunGraph completes the caller's call with CANCELLED, as
+// gRPC's client does, while the worker's step runs on until it ends on its own; `log`
+// records when it does.
 class FaultyWorker : public ForwardingWorker {
  public:
   FaultyWorker(Worker* worker, std::shared_ptr<TaskLog> log)
       : ForwardingWorker(worker), worker_(worker), log_(std::move(log)) {}
   std::atomic<bool> fail_run_graph{false};
-  std::atomic<bool> drop_cleanups{false};
 
   TANDEM_RPC_OVERRIDE(RunGraph) {
     const int64_t step = request->proto.step_id();
@@ -732,10 +731,6 @@ class FaultyWorker : public ForwardingWorker {
     {
       absl::MutexLock lock(&log_->mu);
       log_->cleanup_abort[request->proto.step_id()] = request->proto.abort_code();
-    }
-    if (drop_cleanups) {
-      done(absl::OkStatus());
-      return;
     }
     target_->CleanupGraphAsync(options, request, response, std::move(done));
   }
