@@ -33,9 +33,16 @@ Worker::~Worker() {
 }
 
 void Worker::AbortAllSteps(const absl::Status& status) {
-  absl::MutexLock lock(&mu_);
-  if (abort_all_.ok()) abort_all_ = status;
-  for (auto& [id, r] : steps_) r->StartAbort(abort_all_);
+  std::vector<std::shared_ptr<WorkerRendezvous>> live;
+  absl::Status why;
+  {
+    absl::MutexLock lock(&mu_);
+    if (abort_all_.ok()) abort_all_ = status;
+    why = abort_all_;
+    for (auto& [id, r] : steps_) live.push_back(r);
+  }
+  // Outside the lock: an abort cancels calls, whose handlers may end steps here.
+  for (const auto& r : live) r->StartAbort(why);
 }
 
 void Worker::GetStatusAsync(CallOptions*, const WireMessage<proto::GetStatusRequest>*,
@@ -163,8 +170,12 @@ void Worker::DeregisterGraphAsync(CallOptions*,
   done(absl::OkStatus());  // Deregistering what is gone is not an error.
 }
 
-std::shared_ptr<WorkerRendezvous> Worker::StepRendezvous(int64_t step_id) {
+absl::StatusOr<std::shared_ptr<WorkerRendezvous>> Worker::StepRendezvous(int64_t step_id) {
   absl::MutexLock lock(&mu_);
+  if (ended_.contains(step_id)) {
+    return absl::AbortedError(absl::StrCat("step ", step_id, " has already ended on ",
+                                           env_.task_name, " (its partitions were cleaned up)"));
+  }
   auto& slot = steps_[step_id];
   if (!slot) {
     slot = std::make_shared<WorkerRendezvous>(env_.task_name, step_id, env_.worker_cache);
@@ -176,7 +187,10 @@ std::shared_ptr<WorkerRendezvous> Worker::StepRendezvous(int64_t step_id) {
 void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGraphRequest>* request,
                            WireMessage<proto::RunGraphResponse>* response, StatusCallback done) {
   const proto::RunGraphRequest& req = request->proto;
-  for (int64_t step : req.cleanup_step_ids()) DropStep(step);
+  for (int64_t step : req.cleanup_step_ids()) {
+    EndStep(step,
+            absl::AbortedError(absl::StrCat("step ", step, " has ended on ", env_.task_name)));
+  }
   auto part = FindGraph(req.session_handle(), req.graph_handle());
   if (!part.ok()) {
     done(part.status());
@@ -197,9 +211,15 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
       return;
     }
   }
-  std::shared_ptr<WorkerRendezvous> rendezvous = StepRendezvous(req.step_id());
+  absl::StatusOr<std::shared_ptr<WorkerRendezvous>> step = StepRendezvous(req.step_id());
+  if (!step.ok()) {
+    done(step.status());
+    return;
+  }
+  std::shared_ptr<WorkerRendezvous> rendezvous = *std::move(step);
   auto stats = std::make_shared<StepStats>();  // Filled until the step ends.
-  ExecutorArgs args;                           // RunAsync copies it.
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  ExecutorArgs args;  // RunAsync copies it.
   args.step_id = req.step_id();
   args.args = &request->tensors;
   args.retvals = &response->tensors;
@@ -209,10 +229,24 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
   args.rendezvous = rendezvous.get();
   if (req.trace()) args.stats = stats.get();
   if (req.timeout_ms() > 0) args.deadline_micros = env::NowMicros() + req.timeout_ms() * 1000;
+  args.cancelled = cancelled.get();
+  ++running_graphs_;
+  if (options != nullptr) {
+    // Runs at once when the call is already cancelled: the step then fails at its
+    // first node. The worker outlives every call it serves.
+    options->SetCancelCallback([this, cancelled, step_id = req.step_id()] {
+      cancelled->store(true);
+      EndStep(step_id, absl::CancelledError(
+                           absl::StrCat("the RunGraph of step ", step_id, " on ", env_.task_name,
+                                        " was cancelled by its caller (or its deadline passed)")));
+    });
+  }
   // The partition and the rendezvous live until the step ends.
   std::shared_ptr<const Partition> partition = *part;
-  partition->executor->RunAsync(args, [stats, partition, rendezvous, response,
-                                       done = std::move(done)](const absl::Status& s) {
+  partition->executor->RunAsync(args, [this, options, stats, cancelled, partition, rendezvous,
+                                       response, done = std::move(done)](const absl::Status& s) {
+    // `options` belongs to the caller, who may free it once `done` has run.
+    if (options != nullptr) options->ClearCancelCallback();
     if (!s.ok()) {
       // Stop this step's other partitions here; the master aborts the other tasks.
       rendezvous->StartAbort(s);
@@ -227,6 +261,7 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
       p->set_end_micros(n.end_micros);
       p->set_thread_id(n.thread_id);
     }
+    --running_graphs_;
     done(s);
   });
 }
@@ -266,7 +301,8 @@ bool ReplyWithChunk(const Tensor& value, uint64_t offset, uint64_t chunk,
 
 }  // namespace
 
-void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRequest>* request,
+void Worker::RecvTensorAsync(CallOptions* options,
+                             const WireMessage<proto::RecvTensorRequest>* request,
                              WireMessage<proto::RecvTensorResponse>* response,
                              StatusCallback done) {
   absl::StatusOr<ParsedKey> key = ParseRendezvousKey(request->proto.rendezvous_key());
@@ -278,7 +314,14 @@ void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRe
     done(s);
     return;
   }
-  std::shared_ptr<WorkerRendezvous> r = StepRendezvous(request->proto.step_id());
+  const int64_t step_id = request->proto.step_id();
+  absl::StatusOr<std::shared_ptr<WorkerRendezvous>> step = StepRendezvous(step_id);
+  if (!step.ok()) {
+    done(absl::Status(step.status().code(), absl::StrCat("RecvTensor of '", key->edge_name,
+                                                         "': ", step.status().message())));
+    return;
+  }
+  std::shared_ptr<WorkerRendezvous> r = *std::move(step);
   const uint64_t chunk = env_.recv_chunk_bytes;
   const uint64_t offset = request->proto.offset();
   if (offset > 0) {  // A later chunk of a large tensor.
@@ -295,9 +338,18 @@ void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRe
     done(absl::OkStatus());
     return;
   }
+  if (options != nullptr) {
+    // The caller gave up (its step failed, or its task went away): so has this step.
+    options->SetCancelCallback([this, step_id] {
+      EndStep(step_id,
+              absl::CancelledError(absl::StrCat("a RecvTensor of step ", step_id, " from ",
+                                                env_.task_name, " was cancelled by its caller")));
+    });
+  }
   std::string full_key = key->full_key;
-  r->RecvLocalAsync(*key, [this, r, full_key, chunk, response, done = std::move(done)](
+  r->RecvLocalAsync(*key, [this, options, r, full_key, chunk, response, done = std::move(done)](
                               const absl::Status& s, const Tensor& value, bool is_dead) {
+    if (options != nullptr) options->ClearCancelCallback();
     if (!s.ok()) {
       done(s);
       return;
@@ -318,11 +370,13 @@ void Worker::RecvTensorAsync(CallOptions*, const WireMessage<proto::RecvTensorRe
 
 void Worker::CleanupGraphAsync(CallOptions*, const WireMessage<proto::CleanupGraphRequest>* request,
                                WireMessage<proto::CleanupGraphResponse>*, StatusCallback done) {
-  std::shared_ptr<WorkerRendezvous> r = DropStep(request->proto.step_id());
-  if (r != nullptr && request->proto.abort_code() != 0) {
-    r->StartAbort(absl::Status(static_cast<absl::StatusCode>(request->proto.abort_code()),
-                               request->proto.abort_message()));
-  }
+  const proto::CleanupGraphRequest& req = request->proto;
+  absl::Status why =
+      req.abort_code() != 0
+          ? absl::Status(static_cast<absl::StatusCode>(req.abort_code()), req.abort_message())
+          : absl::AbortedError(
+                absl::StrCat("step ", req.step_id(), " has ended on ", env_.task_name));
+  EndStep(req.step_id(), why);
   done(absl::OkStatus());
 }
 
@@ -370,13 +424,25 @@ void Worker::CollectiveJoinAsync(CallOptions*,
   env_.collective->HandleJoin(request->proto, &response->proto, std::move(done));
 }
 
-std::shared_ptr<WorkerRendezvous> Worker::DropStep(int64_t step_id) {
-  absl::MutexLock lock(&mu_);
-  auto it = steps_.find(step_id);
-  if (it == steps_.end()) return nullptr;
-  std::shared_ptr<WorkerRendezvous> r = std::move(it->second);
-  steps_.erase(it);
-  return r;
+void Worker::EndStep(int64_t step_id, const absl::Status& why) {
+  std::shared_ptr<WorkerRendezvous> r;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = steps_.find(step_id);
+    if (it != steps_.end()) {
+      r = std::move(it->second);
+      steps_.erase(it);
+    }
+    if (ended_.insert(step_id).second) {
+      ended_order_.push_back(step_id);
+      if (ended_order_.size() > static_cast<size_t>(kRememberedEndedSteps)) {
+        ended_.erase(ended_order_.front());
+        ended_order_.pop_front();
+      }
+    }
+  }
+  // Outside the lock: waiters' callbacks run inline and reply to their callers.
+  if (r != nullptr) r->StartAbort(why);
 }
 
 int Worker::NumLiveSteps() const {

@@ -7,7 +7,10 @@
 //
 // Every method is asynchronous: `done` is called exactly once, possibly on another
 // thread, possibly before the method returns; `request` and `response` must stay
-// alive until then. `options` may be null. Errors use canonical codes; ABORTED means
+// alive until then. `options` may be null; a caller that gives up calls its
+// StartCancel (the gRPC service does so for a remote caller that cancels, passes its
+// deadline or drops its connection), and a method that waits (RunGraph, RecvTensor)
+// then stops waiting and ends its step. Errors use canonical codes; ABORTED means
 // the worker does not know the session or graph (it may have restarted) and the
 // caller should re-create its session.
 //

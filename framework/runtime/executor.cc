@@ -131,8 +131,13 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
   // Runs node `id` (unless the step failed) and appends the successors it readies.
   void Process(int id, std::vector<int>* ready) {
     const Item& item = exec_->items_[id];
-    bool skip = failed_.load(std::memory_order_acquire) ||
-                (args_.cancelled != nullptr && args_.cancelled->load(std::memory_order_relaxed));
+    // A cancelled step fails (it never ends OK with its nodes skipped).
+    if (args_.cancelled != nullptr && args_.cancelled->load(std::memory_order_acquire) &&
+        !failed_.load(std::memory_order_acquire)) {
+      Fail(absl::CancelledError(
+          absl::StrCat("step cancelled before node '", item.kernel->name(), "' could run")));
+    }
+    const bool skip = failed_.load(std::memory_order_acquire);
     std::vector<Tensor> inputs(item.input_slots.size());
     for (size_t i = 0; i < item.input_slots.size(); ++i) {
       int slot = item.input_slots[i];
@@ -140,9 +145,7 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
       if (uses_[slot].fetch_sub(1, std::memory_order_acq_rel) == 1) slots_[slot] = Tensor();
     }
     if (!skip) {
-      if (args_.cancelled != nullptr && args_.cancelled->load()) {
-        Fail(absl::CancelledError("step cancelled"));
-      } else if (args_.deadline_micros > 0 && env::NowMicros() > args_.deadline_micros) {
+      if (args_.deadline_micros > 0 && env::NowMicros() > args_.deadline_micros) {
         Fail(absl::DeadlineExceededError(
             absl::StrCat("step timed out before node '", item.kernel->name(), "' could run")));
       } else if (item.async != nullptr) {

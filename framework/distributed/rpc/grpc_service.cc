@@ -11,6 +11,10 @@ namespace tandem {
 namespace {
 
 // One unary call arriving on the generic (bidi) API: read one request, reply once.
+// The call's CallOptions is cancelled when gRPC cancels the call (the client
+// cancelled, its deadline passed, the connection dropped, or the server shuts down),
+// so a handler that waits stops waiting. gRPC calls OnDone only after OnCancel has
+// returned and the reply was sent, so the options outlive every use.
 class UnaryReactor : public grpc::ServerGenericBidiReactor {
  public:
   UnaryReactor(grpc::GenericCallbackServerContext* context, GrpcService* service)
@@ -22,7 +26,7 @@ class UnaryReactor : public grpc::ServerGenericBidiReactor {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request"));
       return;
     }
-    service_->Handle(context_, request_, &response_, [this](const grpc::Status& s) {
+    service_->Handle(context_, &options_, request_, &response_, [this](const grpc::Status& s) {
       if (s.ok()) {
         StartWriteAndFinish(&response_, grpc::WriteOptions(), s);
       } else {
@@ -30,11 +34,13 @@ class UnaryReactor : public grpc::ServerGenericBidiReactor {
       }
     });
   }
+  void OnCancel() override { options_.StartCancel(); }
   void OnDone() override { delete this; }
 
  private:
   grpc::GenericCallbackServerContext* context_;
   GrpcService* service_;
+  CallOptions options_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
 };
@@ -53,8 +59,8 @@ template <typename Service, typename Req, typename Resp>
 void GrpcService::Add(const std::string& name, Service* service,
                       void (Service::*method)(CallOptions*, const WireMessage<Req>*,
                                               WireMessage<Resp>*, StatusCallback)) {
-  handlers_[name] = [service, method](const grpc::ByteBuffer& in, grpc::ByteBuffer* out,
-                                      Reply reply) {
+  handlers_[name] = [service, method](CallOptions* options, const grpc::ByteBuffer& in,
+                                      grpc::ByteBuffer* out, Reply reply) {
     auto request = std::make_shared<WireMessage<Req>>();
     auto response = std::make_shared<WireMessage<Resp>>();
     absl::Status s = DecodeByteBuffer(in, &request->proto, &request->tensors);
@@ -62,7 +68,7 @@ void GrpcService::Add(const std::string& name, Service* service,
       reply(ToGrpcStatus(s));
       return;
     }
-    (service->*method)(nullptr, request.get(), response.get(),
+    (service->*method)(options, request.get(), response.get(),
                        [request, response, out, reply](const absl::Status& s) {
                          if (s.ok()) *out = EncodeByteBuffer(response->proto, response->tensors);
                          reply(ToGrpcStatus(s));
@@ -91,8 +97,8 @@ grpc::ServerGenericBidiReactor* GrpcService::CreateReactor(
   return new UnaryReactor(context, this);
 }
 
-void GrpcService::Handle(grpc::GenericCallbackServerContext* context, const grpc::ByteBuffer& in,
-                         grpc::ByteBuffer* out, Reply reply) {
+void GrpcService::Handle(grpc::GenericCallbackServerContext* context, CallOptions* options,
+                         const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Reply reply) {
   if (!token_.empty()) {
     const auto& md = context->client_metadata();
     auto it = md.find(kTokenMetadataKey);
@@ -114,7 +120,7 @@ void GrpcService::Handle(grpc::GenericCallbackServerContext* context, const grpc
                        absl::StrCat("unknown method ", context->method())));
     return;
   }
-  h->second(in, out, std::move(reply));
+  h->second(options, in, out, std::move(reply));
 }
 
 }  // namespace tandem

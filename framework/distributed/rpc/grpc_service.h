@@ -6,7 +6,10 @@
 // Each call decodes its request (a malformed one is INVALID_ARGUMENT), checks the
 // cluster token when one is set (a missing or wrong token is UNAUTHENTICATED and
 // logged with the caller's address), and hands the request to the interface, whose
-// callback sends the reply. Nothing a caller sends can crash the process. Health
+// callback sends the reply. The interface gets a CallOptions per call, which is
+// cancelled (StartCancel) when gRPC cancels the call: the client cancelled, its
+// deadline passed, its connection dropped or this server is shutting down. Nothing
+// a caller sends can crash the process. Health
 // checks (grpc.health.v1.Health Check and Watch) go to the HealthService given,
 // without the token (rpc/health_check.h).
 //
@@ -32,10 +35,12 @@ class GrpcService : public grpc::CallbackGenericService {
               std::string token);
 
   using Reply = std::function<void(const grpc::Status&)>;
-  using Handler = std::function<void(const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Reply)>;
-  // Decodes, authorises and dispatches one call.
-  void Handle(grpc::GenericCallbackServerContext* context, const grpc::ByteBuffer& in,
-              grpc::ByteBuffer* out, Reply reply);
+  using Handler = std::function<void(CallOptions* options, const grpc::ByteBuffer& in,
+                                     grpc::ByteBuffer* out, Reply)>;
+  // Decodes, authorises and dispatches one call. `options` (the call's; not owned)
+  // must stay alive until `reply` has run and until no one may cancel it any more.
+  void Handle(grpc::GenericCallbackServerContext* context, CallOptions* options,
+              const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Reply reply);
 
  private:
   grpc::ServerGenericBidiReactor* CreateReactor(
