@@ -19,8 +19,10 @@
 //     group until its owner configures one (collective()).
 //   - Stop ends serving; Join waits until Stop, or until a client's Shutdown RPC.
 //
-// Thread safety: Start, Stop and Join may be called from any thread; Stop is
-// idempotent.
+// Unlike tf.train.Server there is no Start: Create returns a server that already
+// serves, since a task's peers may call it as soon as its port is bound.
+//
+// Thread safety: Stop and Join may be called from any thread; Stop is idempotent.
 #ifndef TANDEM_FRAMEWORK_DISTRIBUTED_SERVER_H_
 #define TANDEM_FRAMEWORK_DISTRIBUTED_SERVER_H_
 
@@ -61,14 +63,12 @@ struct ServerOptions {
 
 class Server {
  public:
-  // Validates the options (the task must be in the cluster) and binds the port.
+  // Validates the options (the task must be in the cluster), binds the port and serves.
   static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options);
   // A one-task cluster {"localhost": ["127.0.0.1:<ephemeral>"]}.
   static absl::StatusOr<std::unique_ptr<Server>> CreateLocal(TransportSecurity security = {});
   ~Server();
 
-  // Create already serves; Start is kept for tf.train.Server parity and is a no-op.
-  absl::Status Start() { return absl::OkStatus(); }
   // Ends serving; `reason` is what Join returns (unless a Shutdown RPC came first).
   void Stop(const std::string& reason = "stopped");
   // Blocks until Stop or a Shutdown RPC; returns the shutdown reason.
