@@ -28,6 +28,7 @@
 #include "estimator/training.h"
 #include "framework/core/status.h"
 #include "framework/core/termination.h"
+#include "framework/distributed/process_setup.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
 
@@ -231,6 +232,7 @@ int Run(const std::string& command, const Flags& flags,
 }  // namespace
 
 int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>& register_models) {
+  InitProcess();
   CLI::App app{
       "tandem trainer: train, evaluate and predict with a registered model from a TOML job "
       "config. TF_CONFIG (TensorFlow's format) makes this process the chief, a worker, a "

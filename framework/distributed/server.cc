@@ -1,7 +1,5 @@
 #include "framework/distributed/server.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <mutex>
 #include <thread>
@@ -50,25 +48,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::CreateLocal(TransportSecurity se
   return s;
 }
 
-namespace {
-
-// Tensors of megabytes arrive in buffers gRPC allocates per read. Above glibc's mmap
-// threshold (at most 32 MiB) every such buffer is a fresh mapping that the kernel must
-// fault in page by page, and is unmapped again when freed: that cost, not the copy,
-// dominated a 64 MiB transfer (0.24 of raw TCP before, 0.84 after). A server process
-// therefore keeps large blocks in the heap for reuse.
-void TuneMallocForLargeTransfers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    mallopt(M_MMAP_THRESHOLD, 512 * 1024 * 1024);
-    mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
-  });
-}
-
-}  // namespace
-
 absl::Status Server::Init(const std::string& bind_address) {
-  TuneMallocForLargeTransfers();
   task_name_ = options_.task.DeviceName();
   // Cluster tasks compute on their CPU: a GPU worker is not built yet.
   TANDEM_ASSIGN_OR_RETURN(devices_,
@@ -76,7 +56,8 @@ absl::Status Server::Init(const std::string& bind_address) {
   inter_op_pool_ =
       std::make_unique<ThreadPool>("inter_op", ThreadPool::DefaultSize(options_.inter_op_threads));
   int intra = ThreadPool::DefaultSize(options_.intra_op_threads);
-  intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", std::max(1, intra - 1));
+  // The caller computes too: intra - 1 pool threads, and none for one thread.
+  if (intra > 1) intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", intra - 1);
 
   // The cache reaches the other tasks; this task's own calls go to worker_ directly.
   worker_cache_ = std::make_unique<GrpcWorkerCache>(options_.cluster, task_name_, options_.security,
@@ -110,7 +91,6 @@ absl::Status Server::Init(const std::string& bind_address) {
   service_ = std::make_unique<GrpcService>(worker_.get(), master_.get(), health_.get(),
                                            options_.security.token);
 
-  UseGrpcTransportExperiments();
   TANDEM_ASSIGN_OR_RETURN(auto creds, MakeServerCredentials(options_.security));
   grpc::ServerBuilder builder;
   int port = 0;

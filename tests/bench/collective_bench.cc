@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "framework/distributed/collective/collective_executor.h"
+#include "framework/distributed/process_setup.h"
 #include "framework/distributed/server.h"
 #include "glog/logging.h"
 #include "tests/util/free_port.h"
@@ -171,4 +172,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace tandem
 
-int main(int argc, char** argv) { return tandem::Main(argc, argv); }
+int main(int argc, char** argv) {
+  tandem::InitProcess();
+  return tandem::Main(argc, argv);
+}

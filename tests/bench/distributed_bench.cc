@@ -27,6 +27,7 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "apps/examples/fashion_models.h"
 #include "framework/distributed/grpc_session.h"
+#include "framework/distributed/process_setup.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/server.h"
 #include "framework/distributed/worker_rendezvous.h"
@@ -455,4 +456,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace tandem
 
-int main(int argc, char** argv) { return tandem::Main(argc, argv); }
+int main(int argc, char** argv) {
+  tandem::InitProcess();
+  return tandem::Main(argc, argv);
+}

@@ -11,7 +11,6 @@ namespace tandem {
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> NewGrpcChannel(const std::string& address,
                                                               const TransportSecurity& security) {
-  UseGrpcTransportExperiments();
   TANDEM_ASSIGN_OR_RETURN(auto creds, MakeChannelCredentials(security));
   grpc::ChannelArguments args = DefaultChannelArguments();
   SetServerNameOverride(security, &args);

@@ -88,15 +88,6 @@ absl::Status DecodeByteBuffer(const grpc::ByteBuffer& buffer, google::protobuf::
   return DecodeWire(chunks, body, tensors);
 }
 
-void UseGrpcTransportExperiments() {
-  // Once per process, before gRPC starts threads that could read the environment.
-  static const bool once = [] {
-    setenv("GRPC_EXPERIMENTS", kGrpcTransportExperiments, /*overwrite=*/0);
-    return true;
-  }();
-  (void)once;
-}
-
 void ForEachTransportArgument(const std::function<void(const char*, int)>& set) {
   // Large HTTP/2 frames, windows and socket reads: tensors of megabytes cross in a few
   // system calls instead of thousands of 16 KiB frames.
@@ -126,7 +117,6 @@ void ForEachTransportArgument(const std::function<void(const char*, int)>& set) 
 }
 
 grpc::ChannelArguments DefaultChannelArguments() {
-  UseGrpcTransportExperiments();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);

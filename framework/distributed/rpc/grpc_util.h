@@ -44,13 +44,9 @@ absl::Status DecodeByteBuffer(const grpc::ByteBuffer& buffer, google::protobuf::
 // socket wakes its reader once that much has arrived (tcp_rcv_lowat), and frames sized
 // by the peer's settings (peer_state_based_framing). On loopback a lone 4 MiB
 // RecvTensor went from 0.46-0.56 to 0.60-0.68 of raw TCP with them (distributed_bench).
+// InitProcess (process_setup.h) sets them for the process.
 inline constexpr char kGrpcTransportExperiments[] =
     "tcp_frame_size_tuning,tcp_rcv_lowat,peer_state_based_framing";
-// Sets GRPC_EXPERIMENTS to kGrpcTransportExperiments unless the environment already
-// sets it (an empty value turns every experiment off). gRPC reads the variable once,
-// when it first needs an experiment, so this must run before the first channel or
-// server: NewGrpcChannel, DefaultChannelArguments and Server call it.
-void UseGrpcTransportExperiments();
 
 // Channel arguments: no message size limit, quick reconnects to a restarted task,
 // and ForEachTransportArgument.

@@ -22,6 +22,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "framework/distributed/master_session.h"
+#include "framework/distributed/process_setup.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/rpc/grpc_util.h"
 #include "framework/distributed/server.h"
@@ -112,12 +113,17 @@ std::optional<std::string> StartupGrpcExperiments() {
   return std::nullopt;
 }
 
-TEST(GrpcUtilTest, ServersTurnOnTheTransportExperimentsUnlessTheEnvironmentChose) {
+// A server leaves the process's environment alone; InitProcess (what a binary's main
+// calls) turns the experiments on unless the environment chose.
+TEST(GrpcUtilTest, InitProcessTurnsOnTheTransportExperimentsUnlessTheEnvironmentChose) {
+  std::optional<std::string> chosen = StartupGrpcExperiments();
   auto server = Server::CreateLocal();
   ASSERT_TRUE(server.ok()) << server.status();
   const char* now = std::getenv("GRPC_EXPERIMENTS");
+  EXPECT_EQ(now == nullptr ? std::nullopt : std::optional<std::string>(now), chosen);
+  InitProcess();
+  now = std::getenv("GRPC_EXPERIMENTS");
   ASSERT_NE(now, nullptr);
-  std::optional<std::string> chosen = StartupGrpcExperiments();
   EXPECT_EQ(std::string(now), chosen.value_or(kGrpcTransportExperiments));
 }
 
