@@ -7,6 +7,9 @@
 #   scripts/gpu_check.sh [tests|train|bench|profile|scaling|cpu|all]...
 # cpu: the host CPU's own figures (tests/bench/run.sh, one pair per row) with its ISA,
 # and a traced mixed_bfloat16 CNN step: for an Intel host with AMX.
+# cpu_e2e: the host CPU's peak, and the trainer end to end against its bare step
+# (fashion_mlp float32 at 1 and 2 threads, fashion_cnn mixed_bfloat16 at 2) and the
+# Estimator's overhead, without the PyTorch peer: about 100 s.
 # scaling: the two cluster strategies on the machine's CPU cores (fashion_mlp, one
 # thread per process): one process, then collective all-reduce with 2, 4 and 8
 # replicas, and parameter servers (2 ps) with 4 and 8 workers.
@@ -107,14 +110,23 @@ if want scaling; then
     echo "scaling ps_async $n workers + 2 ps: $r examples/s ($(awk -v a="$r" -v b="$local_rate" -v n=$n 'BEGIN{printf "%.2f", a/(n*b)}') of $n x local)"
   done
 fi
-if want cpu; then
-  grep -o -w -E 'amx_(bf16|tile|int8)|avx512_bf16|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' '
-  echo
-  # The CPU benchmarks read Fashion-MNIST from its Debian path, and a build tree's layout.
+cpu_tree() {  # The CPU benchmarks read Fashion-MNIST from its Debian path, and a build tree.
   mkdir -p /usr/share/datasets/fashion-mnist && cp -n "$t"/data/*.gz /usr/share/datasets/fashion-mnist/
   mkdir -p "$t/build/tests/bench" "$t/build/apps"
   ln -sf "$t/bin/train_bench" "$t/bin/estimator_bench" "$t/build/tests/bench/"
   ln -sf "$t/bin/trainer" "$t/build/apps/"
+}
+if want cpu_e2e; then
+  cpu_tree
+  for th in 1 2; do OMP_NUM_THREADS=$th "$t/bin/train_bench" --model gemm_peak --threads $th; done
+  TANDEM_BENCH_REPS=1 PYTHON=/bin/false TANDEM_BENCH_E2E="fashion_mlp:float32:1 fashion_mlp:float32:2
+    fashion_cnn:mixed_bfloat16:2" run cpu_e2e 300 tests/bench/run.sh "$t/build" --e2e
+  grep -v '^[IW]2' "$out/cpu_e2e.log" | tail -30
+fi
+if want cpu; then
+  grep -o -w -E 'amx_(bf16|tile|int8)|avx512_bf16|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' '
+  echo
+  cpu_tree
   py=$(ls /opt/torch/.venv/bin/python3 2>/dev/null || command -v python3)
   ONEDNN_VERBOSE=1 OMP_NUM_THREADS=2 "$t/bin/train_bench" --model cnn --threads 2 --batch 100 \
     --steps 2 --warmup 1 --precision mixed_bfloat16 2>/dev/null | grep '^onednn_verbose' >"$out/onednn.log"

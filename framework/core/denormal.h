@@ -13,7 +13,7 @@
 //     pipelines);
 //   - any other thread while an executor runs kernels on it (the caller of
 //     Session::Run, a gRPC thread running a step on a ps), restored afterwards;
-//   - OpenMP team threads (nn::ParallelFor and oneDNN), which an executor sets once per
+//   - OpenMP team threads (OmpParallelFor and oneDNN), which an executor sets once per
 //     team (executor.cc) and which inherit it from the thread that creates them;
 //   - the collective all-reduce's sums, on whatever thread receives the data.
 // TANDEM_KEEP_DENORMALS=1 in the environment turns it off (to measure what it saves,

@@ -93,7 +93,7 @@ class Server {
   std::string address_;
   std::unique_ptr<DeviceMgr> devices_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
-  std::unique_ptr<ThreadPool> intra_op_pool_;
+  std::unique_ptr<ThreadPool> intra_op_pool_;  // Null with one intra-op thread.
   std::unique_ptr<GrpcWorkerCache> worker_cache_;
   std::unique_ptr<CollectiveExecutor> collective_;  // Outlives worker_, which uses it.
   std::unique_ptr<Worker> worker_;

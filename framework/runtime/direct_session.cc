@@ -30,7 +30,8 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
   int inter = ThreadPool::DefaultSize(options.inter_op_threads);
   int intra = ThreadPool::DefaultSize(options.intra_op_threads);
   s->inter_op_pool_ = std::make_unique<ThreadPool>("inter_op", inter);
-  s->intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", std::max(1, intra - 1));
+  // The caller computes too: intra - 1 pool threads, and none for one thread.
+  if (intra > 1) s->intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", intra - 1);
   s->intra_op_threads_ = intra;
   absl::MutexLock lock(&s->mu_);
   s->graph_ = std::make_unique<Graph>(OpRegistry::Global());

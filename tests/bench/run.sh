@@ -82,6 +82,8 @@ for keep in 0 1; do
   echo "mlp long run threads=1 keep_denormals=$keep $(echo "$out" | sed -n 's/.*\(examples_per_second=.*\)/\1/p')"
 done
 for threads in 1 2; do OMP_NUM_THREADS=$threads "$bench" --model matmul --threads "$threads" | tail -1; done
+# The two intra-op loop mechanisms (kernels/cpu/parallel.h), one and four callers.
+OMP_NUM_THREADS=2 "$bench" --model parallel_for --threads 2
 fi
 
 # End to end: `trainer train` on the shipped configs (input pipeline, hooks, summaries
@@ -119,9 +121,16 @@ e2e() {
     "e2e_over_step=$(awk -v a="$(echo "$oursl" | median)" -v b="$(echo "$stepl" | median)" \
       'BEGIN { printf "%.2f", a / b }') examples/s"
 }
-for threads in 1 2; do
-  e2e fashion_mlp 128 1500 float32 "$threads"
-  for precision in float32 mixed_bfloat16; do e2e fashion_cnn 100 500 "$precision" "$threads"; done
+# TANDEM_BENCH_E2E: the rows to run, as MODEL:PRECISION:THREADS (default: all six).
+rows=${TANDEM_BENCH_E2E:-"fashion_mlp:float32:1 fashion_cnn:float32:1 fashion_cnn:mixed_bfloat16:1
+  fashion_mlp:float32:2 fashion_cnn:float32:2 fashion_cnn:mixed_bfloat16:2"}
+for row in $rows; do
+  IFS=: read -r name precision threads <<<"$row"
+  if [[ "$name" == fashion_mlp ]]; then
+    e2e fashion_mlp 128 1500 "$precision" "$threads"
+  else
+    e2e fashion_cnn 100 500 "$precision" "$threads"
+  fi
 done
 config="$configs/fashion_mlp.toml"
 # The Estimator's own cost: Estimator::Train vs a bare DirectSession loop, same model.

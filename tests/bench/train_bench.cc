@@ -8,6 +8,9 @@
 //   --model gemm_peak: this CPU's oneDNN matmul rate in float32 and bfloat16 on a
 //     2048^3 product with up to --threads threads, the peak the training rates are
 //     compared with.
+//   --model parallel_for: the two intra-op loop mechanisms of kernels/cpu/parallel.h
+//     (an OpenMP team, the intra-op pool) on a 1M-element loop, with one caller and
+//     with four concurrent callers (a ps applying several workers' updates).
 //   --precision mixed_bfloat16: the mlp and cnn steps under the mixed_bfloat16 policy.
 #include <omp.h>
 
@@ -16,12 +19,16 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "apps/examples/fashion_models.h"
+#include "framework/core/thread_pool.h"
 #include "framework/kernels/cpu/onednn_util.h"
+#include "framework/kernels/cpu/parallel.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/losses.h"
@@ -179,6 +186,47 @@ int GemmPeak(int threads) {
   return 0;
 }
 
+// Microseconds per 1M-element loop of OmpParallelFor and PoolParallelFor with `threads`
+// threads, for 1 and 4 concurrent callers (each on its own array).
+int ParallelForBench(int threads) {
+  constexpr int64_t kN = 1 << 20;
+  constexpr int kIters = 200;
+  std::vector<std::vector<float>> data(4, std::vector<float>(kN, 1.0f));
+  // As a session's: the caller and threads - 1 pool threads.
+  std::unique_ptr<ThreadPool> pool =
+      threads > 1 ? std::make_unique<ThreadPool>("bench_intra_op", threads - 1) : nullptr;
+  auto body = [](float* x) {
+    return [x](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) x[i] = x[i] * 0.5f + 1.0f;
+    };
+  };
+  for (int callers : {1, 4}) {
+    double us[2];
+    for (int pooled = 0; pooled < 2; ++pooled) {
+      auto t0 = Clock::now();
+      std::vector<std::thread> ts;
+      for (int c = 0; c < callers; ++c) {
+        ts.emplace_back([&, c] {
+          omp_set_num_threads(threads);
+          auto fn = body(data[c].data());
+          for (int i = 0; i < kIters; ++i) {
+            if (pooled) {
+              PoolParallelFor(pool.get(), kN, kParallelGrain, fn);
+            } else {
+              OmpParallelFor(kN, kParallelGrain, fn);
+            }
+          }
+        });
+      }
+      for (auto& t : ts) t.join();
+      us[pooled] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kIters;
+    }
+    std::printf("parallel_for threads=%d callers=%d omp_us=%.1f pool_us=%.1f pool_over_omp=%.2f\n",
+                threads, callers, us[0], us[1], us[1] / us[0]);
+  }
+  return 0;
+}
+
 // MatMul of two [n, n] float32 variables on GPU:0 through a session, `steps` steps
 // queued back to back and one fetch at the end that waits for the GPU: the op's rate
 // with the session's per-step cost, against cuBLAS's own in the PyTorch peer
@@ -289,8 +337,8 @@ int main(int argc, char** argv) {
   std::string precision = "float32";
   int gpus = 0;
   int64_t n = 4096;
-  app.add_option("--model", model, "mlp, cnn, matmul, gemm_peak or gpu_matmul")
-      ->check(CLI::IsMember({"mlp", "cnn", "matmul", "gemm_peak", "gpu_matmul"}));
+  app.add_option("--model", model, "mlp, cnn, matmul, gemm_peak, parallel_for or gpu_matmul")
+      ->check(CLI::IsMember({"mlp", "cnn", "matmul", "gemm_peak", "parallel_for", "gpu_matmul"}));
   app.add_option("--gpus", gpus, "mlp and cnn: GPUs the session computes on (0 or 1)")
       ->capture_default_str();
   app.add_option("--n", n, "gpu_matmul: the square size")->capture_default_str();
@@ -309,6 +357,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (model == "matmul") return tandem::MatMulBench(threads);
   if (model == "gemm_peak") return tandem::GemmPeak(threads);
+  if (model == "parallel_for") return tandem::ParallelForBench(threads);
   if (model == "gpu_matmul") return tandem::GpuMatMulBench(n, steps);
   return tandem::TrainBench(model, threads, inter_op, batch, steps, warmup, profile,
                             *tandem::ParsePrecision(precision), gpus);

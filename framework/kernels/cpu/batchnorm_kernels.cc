@@ -24,10 +24,9 @@ namespace {
 // contributions into acc[0 .. width*c). Returns the totals (width*c doubles).
 template <typename F>
 std::vector<double> ChannelSums(int64_t rows, int64_t c, int width, const F& fn) {
-  const int64_t chunks =
-      std::clamp<int64_t>(rows * c / kElementwiseGrain, 1, omp_get_max_threads());
+  const int64_t chunks = std::clamp<int64_t>(rows * c / kParallelGrain, 1, omp_get_max_threads());
   std::vector<double> partial(chunks * width * c, 0.0);
-  ParallelFor(chunks, 1, [&](int64_t cb, int64_t ce) {
+  OmpParallelFor(chunks, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t ch = cb; ch < ce; ++ch) {
       double* acc = partial.data() + ch * width * c;
       for (int64_t r = rows * ch / chunks; r < rows * (ch + 1) / chunks; ++r) fn(r, acc);
@@ -42,14 +41,14 @@ std::vector<double> ChannelSums(int64_t rows, int64_t c, int width, const F& fn)
 
 // y[r, j] = x[r, j] * a[j] + b[j].
 void ScaleShift(const float* x, int64_t rows, int64_t c, const float* a, const float* b, float* y) {
-  ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(c, 1)),
-              [&](int64_t rb, int64_t re) {
-                for (int64_t r = rb; r < re; ++r) {
-                  const float* xr = x + r * c;
-                  float* yr = y + r * c;
-                  for (int64_t j = 0; j < c; ++j) yr[j] = xr[j] * a[j] + b[j];
-                }
-              });
+  OmpParallelFor(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(c, 1)),
+                 [&](int64_t rb, int64_t re) {
+                   for (int64_t r = rb; r < re; ++r) {
+                     const float* xr = x + r * c;
+                     float* yr = y + r * c;
+                     for (int64_t j = 0; j < c; ++j) yr[j] = xr[j] * a[j] + b[j];
+                   }
+                 });
 }
 
 absl::Status CheckBatchNormShapes(const OpKernelContext& ctx, int x_index, int first_vector,
@@ -188,17 +187,17 @@ class FusedBatchNormGradKernel : public OpKernel {
       }
     }
     float* dx = ctx.forward_input_or_allocate_output(0, 0, shape)->data<float>();
-    ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(c, 1)),
-                [&](int64_t rb, int64_t re) {
-                  for (int64_t r = rb; r < re; ++r) {
-                    const float* dyr = dy + r * c;
-                    const float* xr = x + r * c;
-                    float* dxr = dx + r * c;
-                    for (int64_t j = 0; j < c; ++j) {
-                      dxr[j] = k_dy[j] * dyr[j] + k_x[j] * xr[j] + k_1[j];
-                    }
-                  }
-                });
+    OmpParallelFor(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(c, 1)),
+                   [&](int64_t rb, int64_t re) {
+                     for (int64_t r = rb; r < re; ++r) {
+                       const float* dyr = dy + r * c;
+                       const float* xr = x + r * c;
+                       float* dxr = dx + r * c;
+                       for (int64_t j = 0; j < c; ++j) {
+                         dxr[j] = k_dy[j] * dyr[j] + k_x[j] * xr[j] + k_1[j];
+                       }
+                     }
+                   });
     return absl::OkStatus();
   }
 

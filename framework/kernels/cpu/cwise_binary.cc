@@ -121,7 +121,7 @@ class SameShapeBinaryOp : public OpKernel {
     const T* dp = dy.data<T>();
     Tensor* out = ctx.forward_input_or_allocate_output(1, 0, y.shape());
     T* op = out->data<T>();
-    ParallelRange(ctx, y.NumElements(), kMinParallelChunk, [&](int64_t b, int64_t e) {
+    PoolParallelFor(ctx, y.NumElements(), kParallelGrain, [&](int64_t b, int64_t e) {
       const F f;
       for (int64_t i = b; i < e; ++i) op[i] = f(yp[i], dp[i]);
     });

@@ -3,13 +3,12 @@
 // Internal helpers of the CPU math kernels (elementwise and reductions); not for use
 // outside framework/kernels/cpu.
 //
-//  - ParallelRange: splits [0, n) over the step's intra-op pool when n is large,
-//    inline otherwise (and when there is no pool).
 //  - BroadcastPlan: numpy broadcasting of two shapes, with runs of dimensions that
 //    broadcast the same way merged, so that every case becomes "rows" of contiguous
 //    (or scalar-repeated) operands: same shape, scalar and [N,C]+[C] are one row loop
 //    or a loop of long rows; only odd layouts pay for index arithmetic per row.
-//  - RunBinary / RunUnary: the loops, written so that -O3 vectorises them.
+//  - RunBinary / RunUnary: the loops, written so that -O3 vectorises them, split over
+//    the step's intra-op pool (PoolParallelFor, parallel.h).
 //
 // Thread safety: stateless functions.
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_CWISE_COMMON_H_
@@ -21,24 +20,11 @@
 
 #include "absl/status/statusor.h"
 #include "framework/core/status.h"
+#include "framework/kernels/cpu/parallel.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/kernels/op_kernel.h"
 
 namespace tandem::cwise {
-
-// Elements below which work stays on the calling thread.
-inline constexpr int64_t kMinParallelChunk = 32 * 1024;
-
-inline void ParallelRange(const OpKernelContext& ctx, int64_t n, int64_t min_chunk,
-                          const std::function<void(int64_t, int64_t)>& fn) {
-  ThreadPool* pool = ctx.intra_op_pool();
-  if (n <= 0) return;
-  if (pool == nullptr || n <= min_chunk) {
-    fn(0, n);
-    return;
-  }
-  pool->ParallelFor(n, std::max<int64_t>(min_chunk, 1), fn);
-}
 
 // Broadcasting of x and y, dimensions of the output merged where they broadcast alike.
 // dims[i] is a merged output dimension; x_stride[i]/y_stride[i] are the operands'
@@ -89,13 +75,13 @@ void RunBinary(const OpKernelContext& ctx, const BroadcastPlan& plan, const T* x
   const int64_t sx = plan.x_stride[nd - 1], sy = plan.y_stride[nd - 1];
   const int64_t rows = total / inner;
   if (rows == 1) {
-    ParallelRange(ctx, inner, kMinParallelChunk, [&](int64_t b, int64_t e) {
+    PoolParallelFor(ctx, inner, kParallelGrain, [&](int64_t b, int64_t e) {
       BinaryRow(x + b * sx, sx, y + b * sy, sy, out + b, e - b, f);
     });
     return;
   }
-  const int64_t min_rows = std::max<int64_t>(1, kMinParallelChunk / inner);
-  ParallelRange(ctx, rows, min_rows, [&](int64_t b, int64_t e) {
+  const int64_t min_rows = std::max<int64_t>(1, kParallelGrain / inner);
+  PoolParallelFor(ctx, rows, min_rows, [&](int64_t b, int64_t e) {
     // Mixed-radix counter over the outer dims, starting at row b.
     int64_t idx[TensorShape::kMaxRank] = {};
     int64_t xo = 0, yo = 0;
@@ -123,7 +109,7 @@ void RunBinary(const OpKernelContext& ctx, const BroadcastPlan& plan, const T* x
 // out[i] = f(x[i]); `out` may alias x.
 template <typename T, typename R, typename F>
 void RunUnary(const OpKernelContext& ctx, const T* x, R* out, int64_t n, F f) {
-  ParallelRange(ctx, n, kMinParallelChunk, [&](int64_t b, int64_t e) {
+  PoolParallelFor(ctx, n, kParallelGrain, [&](int64_t b, int64_t e) {
     const T* xb = x + b;
     R* ob = out + b;
     const int64_t m = e - b;

@@ -37,8 +37,7 @@ class UnaryArrayOp : public OpKernel {
     const int64_t n = ctx.input(0).NumElements();
     Tensor* out = ctx.forward_input_or_allocate_output(0, 0, ctx.input(0).shape());
     float* o = out->data<float>();
-    ParallelRange(ctx, n, kMinParallelChunk,
-                  [&](int64_t b, int64_t e) { Fn(x + b, o + b, e - b); });
+    PoolParallelFor(ctx, n, kParallelGrain, [&](int64_t b, int64_t e) { Fn(x + b, o + b, e - b); });
     return absl::OkStatus();
   }
 };
@@ -107,13 +106,13 @@ void CastLoop(const OpKernelContext& ctx, const Tensor& in, Tensor* out) {
   if constexpr (std::is_same_v<S, float> && std::is_same_v<D, bfloat16>) {
     // The mixed-precision casts: vectorised, on the OpenMP threads the bf16 kernels
     // around them use (a handoff to the intra-op pool costs more than the cast).
-    nn::ParallelFor(in.NumElements(), nn::kElementwiseGrain,
-                    [&](int64_t b, int64_t e) { nn::NarrowToBf16(s + b, d + b, e - b); });
+    OmpParallelFor(in.NumElements(), kParallelGrain,
+                   [&](int64_t b, int64_t e) { nn::NarrowToBf16(s + b, d + b, e - b); });
   } else if constexpr (std::is_same_v<S, bfloat16> && std::is_same_v<D, float>) {
-    nn::ParallelFor(in.NumElements(), nn::kElementwiseGrain,
-                    [&](int64_t b, int64_t e) { nn::WidenBf16(s + b, d + b, e - b); });
+    OmpParallelFor(in.NumElements(), kParallelGrain,
+                   [&](int64_t b, int64_t e) { nn::WidenBf16(s + b, d + b, e - b); });
   } else {
-    ParallelRange(ctx, in.NumElements(), kMinParallelChunk, [&](int64_t b, int64_t e) {
+    PoolParallelFor(ctx, in.NumElements(), kParallelGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) d[i] = Convert<D, S>(s[i]);
     });
   }
@@ -185,7 +184,7 @@ void SelectLoop(const OpKernelContext& ctx, const Tensor& cond, const Tensor& t,
   T* o = out->data<T>();
   const int64_t n = t.NumElements();
   if (cond.NumElements() == n && cond.rank() == t.rank()) {
-    ParallelRange(ctx, n, kMinParallelChunk, [&](int64_t b, int64_t end) {
+    PoolParallelFor(ctx, n, kParallelGrain, [&](int64_t b, int64_t end) {
       for (int64_t i = b; i < end; ++i) o[i] = c[i] ? tp[i] : ep[i];
     });
     return;
@@ -260,7 +259,7 @@ class AddNOp : public OpKernel {
     for (int i = 0; i < n; ++i) in[i] = ctx.input(i).data<T>();
     Tensor* out = ctx.forward_input_or_allocate_output(0, 0, shape);
     T* o = out->data<T>();
-    ParallelRange(ctx, shape.num_elements(), kMinParallelChunk, [&](int64_t b, int64_t e) {
+    PoolParallelFor(ctx, shape.num_elements(), kParallelGrain, [&](int64_t b, int64_t e) {
       const T* a = in[0];
       const T* c = in[1];
       for (int64_t j = b; j < e; ++j) o[j] = a[j] + c[j];

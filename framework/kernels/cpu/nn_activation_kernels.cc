@@ -43,7 +43,7 @@ class UnaryKernel : public OpKernel {
     const T* x = ctx.input(0).data<T>();
     const TensorShape shape = ctx.input(0).shape();
     T* y = ctx.forward_input_or_allocate_output(0, 0, shape)->template data<T>();
-    ParallelFor(shape.num_elements(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+    OmpParallelFor(shape.num_elements(), kParallelGrain, [&](int64_t b, int64_t e) {
       if constexpr (std::is_same_v<T, float>) {
         for (int64_t i = b; i < e; ++i) y[i] = F::Apply(x[i]);
       } else {
@@ -84,7 +84,7 @@ class BinaryGradKernel : public OpKernel {
     const T* v = ctx.input(1).data<T>();
     const TensorShape shape = ctx.input(0).shape();
     T* dx = ctx.forward_input_or_allocate_output(0, 0, shape)->template data<T>();
-    ParallelFor(shape.num_elements(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+    OmpParallelFor(shape.num_elements(), kParallelGrain, [&](int64_t b, int64_t e) {
       if constexpr (std::is_same_v<T, float>) {
         for (int64_t i = b; i < e; ++i) dx[i] = F::Apply(g[i], v[i]);
       } else {
@@ -163,7 +163,7 @@ class BiasAddKernel : public OpKernel {
     const int64_t rows = shape.num_elements() / c;
     if constexpr (std::is_same_v<T, float>) {
       const float* bp = bias.data<float>();
-      ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / c), [&](int64_t b, int64_t e) {
+      OmpParallelFor(rows, std::max<int64_t>(1, kParallelGrain / c), [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           const float* xr = x + r * c;
           float* yr = y + r * c;
@@ -175,7 +175,7 @@ class BiasAddKernel : public OpKernel {
       WidenBf16(bias.data<bfloat16>(), bp.data(), c);
       // Tiles of whole rows: one widen and one narrow per tile.
       const int64_t tile_rows = std::max<int64_t>(1, kBf16Tile / c);
-      ParallelFor(rows, std::max<int64_t>(1, kElementwiseGrain / c), [&](int64_t b, int64_t e) {
+      OmpParallelFor(rows, std::max<int64_t>(1, kParallelGrain / c), [&](int64_t b, int64_t e) {
         std::vector<float> tile(tile_rows * c);
         for (int64_t r = b; r < e; r += tile_rows) {
           const int64_t nr = std::min(tile_rows, e - r);
@@ -196,10 +196,9 @@ class BiasAddKernel : public OpKernel {
 // partial sums.
 template <typename T>
 void SumRows(const T* x, int64_t rows, int64_t c, float* out) {
-  const int64_t chunks =
-      std::clamp<int64_t>(rows * c / kElementwiseGrain, 1, omp_get_max_threads());
+  const int64_t chunks = std::clamp<int64_t>(rows * c / kParallelGrain, 1, omp_get_max_threads());
   std::vector<float> partial(chunks * c, 0.0f);
-  ParallelFor(chunks, 1, [&](int64_t cb, int64_t ce) {
+  OmpParallelFor(chunks, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t ch = cb; ch < ce; ++ch) {
       float* acc = partial.data() + ch * c;
       const int64_t r0 = rows * ch / chunks, r1 = rows * (ch + 1) / chunks;
@@ -248,9 +247,9 @@ class L2LossKernel : public OpKernel {
     const Tensor& t = ctx.input(0);
     const float* x = t.data<float>();
     const int64_t n = t.NumElements();
-    const int64_t chunks = std::clamp<int64_t>(n / kElementwiseGrain, 1, omp_get_max_threads());
+    const int64_t chunks = std::clamp<int64_t>(n / kParallelGrain, 1, omp_get_max_threads());
     std::vector<double> partial(chunks, 0.0);
-    ParallelFor(chunks, 1, [&](int64_t cb, int64_t ce) {
+    OmpParallelFor(chunks, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t ch = cb; ch < ce; ++ch) {
         // Float lanes within blocks of 256 keep the loop vectorised; blocks add in double.
         double acc = 0;

@@ -76,7 +76,7 @@ class DropoutKernel : public OpKernel {
     float* y = ctx.forward_input_or_allocate_output(0, 0, shape)->data<float>();
     const float rate = rate_;
     const float keep_scale = 1.0f / (1.0f - rate_);
-    ParallelFor(blocks, kElementwiseGrain / 4, [=](int64_t b, int64_t e) {
+    OmpParallelFor(blocks, kParallelGrain / 4, [=](int64_t b, int64_t e) {
       PhiloxRandom gen = start;
       gen.Skip(static_cast<uint64_t>(b));
       uint32_t bits[4 * kTileBlocks];

@@ -1,7 +1,7 @@
 // framework/kernels/cpu/nn_kernel_util.h
 //
 // Helpers shared by the CPU nn kernels (not for use outside framework/kernels/cpu):
-// an OpenMP parallel loop for elementwise work, TensorFlow's window geometry for
+// parallel.h's loops, TensorFlow's window geometry for
 // conv/pool (SAME/VALID padding), attr parsing for window ops, and the per-family
 // registration functions that RegisterCpuNnKernels calls.
 //
@@ -22,34 +22,11 @@
 #include "framework/core/random.h"
 #include "framework/core/status.h"
 #include "framework/graph/graph.h"
+#include "framework/kernels/cpu/parallel.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/kernels/op_kernel.h"
 
 namespace tandem::nn {
-
-// Runs fn(begin, end) over disjoint chunks covering [0, n) on OpenMP threads (the
-// same threads oneDNN uses), with at least `grain` items per chunk; small ranges run
-// inline. fn must not throw.
-template <typename F>
-void ParallelFor(int64_t n, int64_t grain, const F& fn) {
-  if (n <= 0) return;
-  const int threads =
-      static_cast<int>(std::min<int64_t>(omp_get_max_threads(), n / std::max<int64_t>(grain, 1)));
-  if (threads <= 1) {
-    fn(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t begin = n * t / nt, end = n * (t + 1) / nt;
-    if (begin < end) fn(begin, end);
-  }
-}
-
-// Elements per chunk for cheap elementwise loops: below this, threads cost more than
-// they save.
-inline constexpr int64_t kElementwiseGrain = 32768;
 
 // One spatial dimension of a conv/pool window, as TensorFlow computes it: SAME pads
 // (out-1)*stride + effective_k - in in total, half before (rounded down), the rest after.

@@ -30,10 +30,10 @@ namespace {
 // elements.
 template <typename F>
 void ForEachImage(const PoolShape& s, int64_t work, const F& fn) {
-  ParallelFor(s.n, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(work, 1)),
-              [&](int64_t b, int64_t e) {
-                for (int64_t img = b; img < e; ++img) fn(img);
-              });
+  OmpParallelFor(s.n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(work, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t img = b; img < e; ++img) fn(img);
+                 });
 }
 
 // A float32 view of image `img` of a float32 or bfloat16 tensor: the tensor's own

@@ -160,10 +160,10 @@ class ReductionOp : public OpKernel {
       return;
     }
     if (nd == 1) {  // Everything reduced.
-      const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(64, total / kMinParallelChunk));
+      const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(64, total / kParallelGrain));
       std::vector<T> partial(chunks, R::template Identity<T>());
       const int64_t per = (total + chunks - 1) / chunks;
-      ParallelRange(ctx, chunks, 1, [&](int64_t b, int64_t e) {
+      PoolParallelFor(ctx, chunks, 1, [&](int64_t b, int64_t e) {
         for (int64_t c = b; c < e; ++c) {
           const int64_t s = c * per, t = std::min(total, s + per);
           if (s < t) partial[c] = ReduceContiguous<R>(x + s, t - s);
@@ -176,17 +176,17 @@ class ReductionOp : public OpKernel {
     }
     if (nd == 2 && !red[0]) {  // [kept, reduced]: one contiguous reduction per row.
       const int64_t rows = dims[0], inner = dims[1];
-      ParallelRange(ctx, rows, std::max<int64_t>(1, kMinParallelChunk / inner),
-                    [&](int64_t b, int64_t e) {
-                      for (int64_t r = b; r < e; ++r)
-                        o[r] = ReduceContiguous<R>(x + r * inner, inner);
-                    });
+      PoolParallelFor(ctx, rows, std::max<int64_t>(1, kParallelGrain / inner),
+                      [&](int64_t b, int64_t e) {
+                        for (int64_t r = b; r < e; ++r)
+                          o[r] = ReduceContiguous<R>(x + r * inner, inner);
+                      });
       return;
     }
     if (nd == 2) {  // [reduced, kept]: accumulate rows, split over columns.
       const int64_t rows = dims[0], cols = dims[1];
-      const int64_t min_cols = std::max<int64_t>(256, kMinParallelChunk / rows);
-      ParallelRange(ctx, cols, min_cols, [&](int64_t b, int64_t e) {
+      const int64_t min_cols = std::max<int64_t>(256, kParallelGrain / rows);
+      PoolParallelFor(ctx, cols, min_cols, [&](int64_t b, int64_t e) {
         std::memcpy(o + b, x + b, (e - b) * sizeof(T));
         for (int64_t r = 1; r < rows; ++r) Accumulate<R>(x + r * cols + b, o + b, e - b);
       });

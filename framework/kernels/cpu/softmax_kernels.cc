@@ -37,7 +37,7 @@ float SoftmaxRow(const float* x, int64_t c, bool log, float* y) {
 
 // Rows per chunk: row loops do several passes with exp, so chunks can be smaller.
 int64_t RowGrain(int64_t c) {
-  return std::max<int64_t>(1, kElementwiseGrain / 8 / std::max<int64_t>(c, 1));
+  return std::max<int64_t>(1, kParallelGrain / 8 / std::max<int64_t>(c, 1));
 }
 
 template <bool kLog>
@@ -53,7 +53,7 @@ class SoftmaxKernel : public OpKernel {
     const float* x = ctx.input(0).data<float>();
     float* y = ctx.forward_input_or_allocate_output(0, 0, shape)->data<float>();
     if (c == 0) return absl::OkStatus();
-    ParallelFor(shape.num_elements() / c, RowGrain(c), [&](int64_t b, int64_t e) {
+    OmpParallelFor(shape.num_elements() / c, RowGrain(c), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) SoftmaxRow(x + r * c, c, kLog, y + r * c);
     });
     return absl::OkStatus();
@@ -97,7 +97,7 @@ class SparseXentKernel : public OpKernel {
     float* loss = ctx.allocate_output(0, TensorShape({batch}))->data<float>();
     const float* x = features.data<float>();
     float* back = ctx.allocate_output(1, features.shape())->data<float>();
-    ParallelFor(batch, RowGrain(c), [&](int64_t b, int64_t e) {
+    OmpParallelFor(batch, RowGrain(c), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const float lse = SoftmaxRow(x + r * c, c, /*log=*/false, back + r * c);
         const int64_t label = static_cast<int64_t>(lp[r]);
@@ -126,7 +126,7 @@ class XentKernel : public OpKernel {
     const float* x = features.data<float>();
     const float* z = labels.data<float>();
     float* back = ctx.allocate_output(1, features.shape())->data<float>();
-    ParallelFor(batch, RowGrain(c), [&](int64_t b, int64_t e) {
+    OmpParallelFor(batch, RowGrain(c), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const float* xr = x + r * c;
         const float* zr = z + r * c;
@@ -158,7 +158,7 @@ class SigmoidXentKernel : public OpKernel {
     const float* x = ctx.input(0).data<float>();
     const float* z = ctx.input(1).data<float>();
     float* y = ctx.forward_input_or_allocate_output(0, 0, shape)->data<float>();
-    ParallelFor(shape.num_elements(), kElementwiseGrain / 8, [&](int64_t b, int64_t e) {
+    OmpParallelFor(shape.num_elements(), kParallelGrain / 8, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         y[i] = std::max(x[i], 0.0f) - x[i] * z[i] + std::log1p(std::exp(-std::fabs(x[i])));
       }

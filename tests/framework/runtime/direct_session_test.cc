@@ -7,6 +7,7 @@
 #include <atomic>
 #include <thread>
 
+#include "framework/core/thread_pool.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/internal/build.h"
@@ -264,6 +265,44 @@ TEST(DirectSessionTest, KernelsUseIntraOpThreadsForOpenMpOnEveryThread) {
       }
     });
     caller.join();
+  }
+}
+
+// The threads a kernel may split a loop over besides its own: the intra-op pool's.
+class IntraPoolThreadsKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    ThreadPool* pool = ctx.intra_op_pool();
+    ctx.set_output(0, Tensor::Scalar<int32_t>(pool == nullptr ? 0 : pool->NumThreads()));
+    return absl::OkStatus();
+  }
+};
+
+// intra_op_threads counts the caller: N threads are the caller and N-1 pool threads, and
+// one thread is the caller alone (a pool thread there would make "1 thread" two).
+TEST(DirectSessionTest, IntraOpThreadsCountTheCaller) {
+  static const bool registered = [] {
+    OpRegistry::Global()->Register({.name = "TestIntraPool", .infer = [](InferenceContext& ctx) {
+                                      ctx.AddOutput(DType::kInt32, PartialShape({}));
+                                      return absl::OkStatus();
+                                    }});
+    KernelRegistry::Global()->Register<IntraPoolThreadsKernel>("TestIntraPool", kDeviceCpu);
+    return true;
+  }();
+  ASSERT_TRUE(registered);
+  Scope root = Scope::NewRootScope();
+  Output n = ops::internal::Build(root, "TestIntraPool", {}, {}, "n");
+  ASSERT_TRUE(root.ok()) << root.status();
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  for (int intra : {1, 2, 4}) {
+    SessionOptions options;
+    options.intra_op_threads = intra;
+    auto session = NewDirectSession(def, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    auto out = (*session)->Run({}, {n.name()});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].scalar<int32_t>(), intra - 1) << "intra_op_threads = " << intra;
   }
 }
 
