@@ -186,7 +186,10 @@ double RecvTensorRpc(Server* ps, size_t bytes, int reps, int in_flight) {
   CHECK(parsed.ok()) << parsed.status();
   testing::OneWorkerCache cache(w);
   double seconds = 0;
-  int64_t step = 1000;
+  // Step ids are unique per worker: a worker refuses a step id it has cleaned up.
+  static int64_t next_step = 1000;
+  int64_t step = next_step;
+  next_step += (reps + 1) * in_flight;
   for (int r = 0; r <= reps; ++r) {  // Rep 0 warms up.
     // `in_flight` steps each put the tensor into their rendezvous (untimed) ...
     std::vector<std::unique_ptr<WorkerRendezvous>> recv(in_flight);
