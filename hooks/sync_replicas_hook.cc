@@ -19,6 +19,21 @@ constexpr double kMissingLogSecs = 30;
 constexpr double kRetrySecs = 1;
 constexpr int64_t kSummaryEveryUpdates = 100;
 
+// The chief also logs its facts as "event=NAME key=value ..." lines, whose form stays
+// when the prose around them changes (tests and log scrapers read them):
+//   event=sync_replicas_waiting aggregated_updates=U wanted=W live=L missing=a,b
+//     when it starts waiting for missing replicas (U: updates so far);
+//   event=sync_replicas_resumed aggregated_updates=U replicas=R waited_secs=S
+//     when they are back (U: updates before the one that found them back, so equal
+//     to the waiting event's when nothing was aggregated meanwhile; R: the gradients
+//     each update aggregates from then on);
+//   event=sync_replicas_end aggregated_updates=U stale_gradients=S duplicate_gradients=D
+//     at End.
+void LogResumed(int64_t updates, int replicas, double waited_secs) {
+  LOG(INFO) << "event=sync_replicas_resumed aggregated_updates=" << updates
+            << " replicas=" << replicas << " waited_secs=" << static_cast<int64_t>(waited_secs);
+}
+
 double NowSecs() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -81,6 +96,9 @@ absl::Status SyncReplicasHook::End(Session* session) {
   LOG(INFO) << "Synchronous replicas: " << updates_.load() << " aggregated updates by this chief; "
             << stale_.load() << " stale gradients dropped, " << duplicates_.load()
             << " duplicates ignored";
+  LOG(INFO) << "event=sync_replicas_end aggregated_updates=" << updates_.load()
+            << " stale_gradients=" << stale_.load()
+            << " duplicate_gradients=" << duplicates_.load();
   WriteDropped();
   std::lock_guard<std::mutex> lock(mu_);
   return runner_error_;
@@ -137,6 +155,7 @@ void SyncReplicasHook::RunnerLoop() {
         LOG(INFO) << "Synchronous replicas: the missing replicas are back after "
                   << static_cast<int64_t>(NowSecs() - waiting_since_) << " s; aggregating "
                   << required << " gradients per step";
+        LogResumed(n - 1, required, NowSecs() - waiting_since_);
         waiting_since_ = -1;
       }
       // Each accumulator's {step, accumulated, stale, duplicates} after the take.
@@ -171,6 +190,7 @@ bool SyncReplicasHook::CheckReplicas(int* required) {
       LOG(INFO) << "Synchronous replicas: the missing replicas are back after "
                 << static_cast<int64_t>(NowSecs() - waiting_since_) << " s; " << live
                 << " replicas up, aggregating " << wanted << " gradients per step";
+      LogResumed(updates_.load(), wanted, NowSecs() - waiting_since_);
     } else if (*required != wanted) {
       LOG(INFO) << "Synchronous replicas: " << live << " replicas are up again; aggregating "
                 << wanted << " gradients per step";
@@ -190,7 +210,13 @@ bool SyncReplicasHook::CheckReplicas(int* required) {
     return true;
   }
   const double now = NowSecs();
-  if (waiting_since_ < 0) waiting_since_ = now, last_missing_log_ = -1;
+  if (waiting_since_ < 0) {
+    waiting_since_ = now;
+    last_missing_log_ = -1;
+    LOG(WARNING) << "event=sync_replicas_waiting aggregated_updates=" << updates_.load()
+                 << " wanted=" << wanted << " live=" << live
+                 << " missing=" << absl::StrJoin(missing, ",");
+  }
   const double waited = now - waiting_since_;
   if (last_missing_log_ < 0 || now - last_missing_log_ >= kMissingLogSecs) {
     LOG(WARNING) << "Synchronous replicas: waiting for " << wanted << " replicas' gradients, "

@@ -6,9 +6,10 @@
 //     updates, the backup's late gradients are dropped as stale and counted; a worker
 //     killed mid-run and never restarted does not stop training, which reaches
 //     max_steps and 0.85 accuracy.
-//   - replicas_to_aggregate = 3 (no backup): a killed worker stops the aggregation;
-//     the chief names it while it waits, and training resumes and finishes when it is
-//     restarted.
+//   - replicas_to_aggregate = 3 (no backup): a killed (or frozen) worker stops the
+//     aggregation: the chief names it while it waits and aggregates nothing until it is
+//     back (its aggregated-update count, which it logs as events, does not move), and
+//     training resumes and finishes when it is restarted (or thawed).
 #include <signal.h>
 #include <stdlib.h>
 
@@ -22,17 +23,18 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/cluster_job.h"
+#include "tests/integration/log_events.h"
 #include "tests/integration/subprocess.h"
 
 namespace tandem {
 namespace {
 
 using testing::Addresses;
+using testing::Events;
 using testing::ExpectAllExitZero;
 using testing::ExpectFinalCheckpoint;
 using testing::FinalEvaluation;
 using testing::Find;
-using ::testing::HasSubstr;
 using testing::StartTasks;
 using testing::TaskRun;
 using testing::TempDir;
@@ -89,31 +91,49 @@ struct Job {
         std::chrono::seconds(180));
   }
   // Every task exits 0, the final checkpoint is at max_steps with the usual accuracy,
-  // and the chief saw the missing replica come back.
-  void ExpectResumedAndFinished() {
+  // and the chief, which started waiting for worker:1 after `chief_log_at_kill` bytes
+  // of its log, aggregated nothing until the worker was back.
+  void ExpectResumedAndFinished(size_t chief_log_at_kill) {
     ExpectAllExitZero(runs);
     ExpectFinalCheckpoint(model_dir, 2, kSyncSteps);
-    EXPECT_THAT(Find(runs, "chief_0").process->Stderr(),
-                HasSubstr("the missing replicas are back after"));
+    const std::string after = Find(runs, "chief_0").process->Stderr().substr(chief_log_at_kill);
+    const auto waiting = Events(after, "sync_replicas_waiting");
+    const auto resumed = Events(after, "sync_replicas_resumed");
+    ASSERT_FALSE(waiting.empty()) << after;
+    ASSERT_FALSE(resumed.empty()) << after;
+    EXPECT_EQ(waiting[0].Str("missing"), "worker:1");
+    EXPECT_EQ(waiting[0].Int("live"), 2);
+    // The update that found it back is the first after the wait began, and it and the
+    // next ones aggregate every replica's gradients.
+    EXPECT_EQ(resumed[0].Int("aggregated_updates"), waiting[0].Int("aggregated_updates"))
+        << "updates were aggregated while worker:1 was missing";
+    EXPECT_EQ(resumed[0].Int("replicas"), 3);
     auto [accuracy, step] = FinalEvaluation(Find(runs, "evaluator_0").process->Stdout());
     EXPECT_GE(step, kSyncSteps);
     EXPECT_GE(accuracy, 0.85);
   }
-  void Kill(const std::string& name, int sig = SIGKILL) {
+  // Sends `sig` to task `name`; returns how much the chief had logged before.
+  size_t Kill(const std::string& name, int sig = SIGKILL) {
+    const size_t logged = Find(runs, "chief_0").process->Stderr().size();
     for (TaskRun& r : runs) {
       if (r.name == name) r.process->Kill(sig);
     }
+    return logged;
+  }
+  // Waits (bounded) until the chief logged that it waits for worker:1, after
+  // `chief_log_at_kill` bytes of its log.
+  bool WaitUntilWorker1IsMissing(size_t chief_log_at_kill) {
+    return WaitForChief(
+        runs,
+        [chief_log_at_kill](const std::string& log) {
+          for (const auto& e : Events(log.substr(chief_log_at_kill), "sync_replicas_waiting")) {
+            if (e.Str("missing") == "worker:1") return true;
+          }
+          return false;
+        },
+        std::chrono::seconds(60));
   }
 };
-
-// "Synchronous replicas: U aggregated updates by this chief; S stale gradients dropped".
-std::pair<int64_t, int64_t> UpdatesAndStale(const std::string& log) {
-  std::smatch m;
-  static const std::regex re(
-      R"(Synchronous replicas: (\d+) aggregated updates by this chief; (\d+) stale)");
-  if (!std::regex_search(log, m, re)) return {-1, -1};
-  return {std::stoll(m[1]), std::stoll(m[2])};
-}
 
 TEST_F(SyncReplicasClusterTest, BackupReplicaCoversAWorkerKilledForGood) {
   Job job;
@@ -129,7 +149,10 @@ TEST_F(SyncReplicasClusterTest, BackupReplicaCoversAWorkerKilledForGood) {
   EXPECT_GE(step, kSyncSteps);
   EXPECT_GE(accuracy, 0.85);
   // One global step per aggregated update, all made by this chief (it never restarted).
-  auto [updates, stale] = UpdatesAndStale(Find(rest, "chief_0").process->Stderr());
+  const auto end = Events(Find(rest, "chief_0").process->Stderr(), "sync_replicas_end");
+  ASSERT_EQ(end.size(), 1u);
+  const int64_t updates = end[0].Int("aggregated_updates");
+  const int64_t stale = end[0].Int("stale_gradients");
   EXPECT_EQ(updates, step);
   // Three replicas, two aggregated: the third's gradients come late and are dropped.
   EXPECT_GT(stale, 0);
@@ -140,27 +163,20 @@ TEST_F(SyncReplicasClusterTest, BackupReplicaCoversAWorkerKilledForGood) {
 TEST_F(SyncReplicasClusterTest, WithoutBackupTheChiefNamesTheMissingWorkerAndResumes) {
   Job job;
   ASSERT_TRUE(job.StartAndTrain(/*replicas_to_aggregate=*/3));
-  job.Kill("worker_1");
-  ASSERT_TRUE(WaitForChief(
-      job.runs,
-      [](const std::string& log) {
-        return log.find(
-                   "Synchronous replicas: waiting for 3 replicas' gradients, 2 up; missing "
-                   "worker:1") != std::string::npos;
-      },
-      std::chrono::seconds(60)))
+  const size_t at_kill = job.Kill("worker_1");
+  ASSERT_TRUE(job.WaitUntilWorker1IsMissing(at_kill))
       << Find(job.runs, "chief_0").process->Stderr();
-  // Nothing is aggregated while it is missing.
-  const int64_t stalled = LoggedStep(Find(job.runs, "chief_0").process->Stderr());
-  std::this_thread::sleep_for(std::chrono::seconds(3));
-  EXPECT_LE(LoggedStep(Find(job.runs, "chief_0").process->Stderr()), stalled + 1);
+  // Dead, it cannot come back by itself.
+  EXPECT_TRUE(
+      Events(Find(job.runs, "chief_0").process->Stderr().substr(at_kill), "sync_replicas_resumed")
+          .empty());
 
   std::vector<TaskRun> again = StartTasks(job.cluster, json::object(), {{"worker", 1}},
                                           job.model_dir, ".restarted", SyncSets(3));
   for (TaskRun& r : job.runs) {
     if (r.name == "worker_1") r = std::move(again[0]);
   }
-  job.ExpectResumedAndFinished();
+  job.ExpectResumedAndFinished(at_kill);
 }
 
 TEST_F(SyncReplicasClusterTest, AFrozenWorkerIsNamedMissingAndResumesWhenThawed) {
@@ -169,16 +185,11 @@ TEST_F(SyncReplicasClusterTest, AFrozenWorkerIsNamedMissingAndResumesWhenThawed)
   // once it thaws.
   Job job;
   ASSERT_TRUE(job.StartAndTrain(/*replicas_to_aggregate=*/3));
-  job.Kill("worker_1", SIGSTOP);
-  const bool named = WaitForChief(
-      job.runs,
-      [](const std::string& log) {
-        return log.find("2 up; missing worker:1") != std::string::npos;
-      },
-      std::chrono::seconds(60));
+  const size_t at_stop = job.Kill("worker_1", SIGSTOP);
+  const bool named = job.WaitUntilWorker1IsMissing(at_stop);
   job.Kill("worker_1", SIGCONT);
   ASSERT_TRUE(named) << Find(job.runs, "chief_0").process->Stderr();
-  job.ExpectResumedAndFinished();
+  job.ExpectResumedAndFinished(at_stop);
 }
 
 }  // namespace
