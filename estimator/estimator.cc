@@ -483,6 +483,12 @@ class TrainRun {
     }
     absl::Status closed = session.Close();  // The chief's final checkpoint.
     if (termination::Requested()) {
+      // A stable form of the fact for log readers; the status below says it in words.
+      LOG(WARNING) << "event=training_stopped signal=" << termination::Signal()
+                   << " global_step=" << global_step << " checkpoint="
+                   << (!config_.is_chief() ? "none"
+                       : closed.ok()       ? "saved"
+                                           : "failed");
       return absl::CancelledError(absl::StrCat(
           "training stopped by ", strsignal(termination::Signal()), " at global step ", global_step,
           !config_.is_chief() ? ""
@@ -498,6 +504,8 @@ class TrainRun {
     }
     LOG(INFO) << "Training finished at global step " << global_step << " (" << local_steps_
               << " steps run by this task).";
+    LOG(INFO) << "event=training_finished global_step=" << global_step
+              << " local_steps=" << local_steps_;
     return global_step;
   }
 

@@ -115,6 +115,7 @@ absl::StatusOr<std::unique_ptr<Session>> ChiefSessionCreator::CreateSession(Grap
     if (uninitialized->empty()) {
       LOG(INFO) << "Every variable is initialised (the ps tasks kept them): continuing with "
                    "their values, not restoring a checkpoint";
+      LOG(INFO) << "event=model_ready source=ps";
       absl::Status s = RunLocalInitOp(session.get(), scaffold);
       if (!s.ok()) return CloseAndReturn(session.get(), s);
       return session;
@@ -168,6 +169,8 @@ absl::StatusOr<std::unique_ptr<Session>> ChiefSessionCreator::CreateSession(Grap
   absl::Status s = RunLocalInitOp(session.get(), scaffold);
   if (!s.ok()) return CloseAndReturn(session.get(), s);
   restored_from_ = restored;
+  LOG(INFO) << "event=model_ready source="
+            << (restored.empty() ? "init" : absl::StrCat("checkpoint checkpoint=", restored));
   return session;
 }
 
@@ -310,6 +313,8 @@ absl::StatusOr<std::vector<Tensor>> MonitoredSession::Run(const SessionRunReques
       absl::Status created = CreateAndNotify();
       if (created.ok()) {
         ++recoveries_;
+        LOG(INFO) << "event=session_recreated after=" << absl::StatusCodeToString(s.code())
+                  << " recoveries=" << recoveries_;
         return s;
       }
       if (!IsLostTaskError(created)) failed_ = true;

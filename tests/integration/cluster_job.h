@@ -3,7 +3,7 @@
 // A fashion_mlp job on a cluster of trainer processes on 127.0.0.1 (ephemeral
 // ports), for the tests that run one: the job's arguments (every task runs the same
 // command, only TF_CONFIG differs), starting tasks, waiting for their exits, and
-// reading what they report (local steps, final evaluation, eval events, the final
+// reading what they report (how training ended, final evaluation, eval events, the final
 // checkpoint, which must verify).
 #ifndef TANDEM_TESTS_INTEGRATION_CLUSTER_JOB_H_
 #define TANDEM_TESTS_INTEGRATION_CLUSTER_JOB_H_
@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/integration/log_events.h"
 #include "tests/integration/subprocess.h"
 #include "tests/util/free_port.h"
 #include "tests/util/hand_decode.h"
@@ -127,11 +128,16 @@ inline void ExpectAllExitZero(std::vector<TaskRun>& runs) {
   }
 }
 
-// "Training finished at global step G (L steps run by this task)." -> L, or -1.
-inline int64_t LocalSteps(const std::string& log) {
-  std::smatch m;
-  static const std::regex re(R"(\((\d+) steps run by this task\))");
-  return std::regex_search(log, m, re) ? std::stoll(m[1]) : -1;
+// A training task's end, from its "event=training_finished" line: the global step it
+// ended at and the steps it ran itself; -1 for both when it logged none.
+struct TrainingEnd {
+  int64_t global_step = -1;
+  int64_t local_steps = -1;
+};
+inline TrainingEnd TrainingFinished(const std::string& log) {
+  const std::vector<LogEvent> events = Events(log, "training_finished");
+  if (events.empty()) return {};
+  return {events.back().Int("global_step"), events.back().Int("local_steps")};
 }
 
 // "final evaluation: accuracy = A, ..., global_step = G" -> {A, G}, or {-1, -1}.

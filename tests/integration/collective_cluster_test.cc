@@ -66,12 +66,8 @@ std::unique_ptr<Subprocess> StartTask(const json& cluster, const std::string& ty
                                       std::vector<std::string>{"TF_CONFIG=" + tf.dump()});
 }
 
-// "Training finished at global step G" -> G, or -1.
-int64_t FinishedAt(const std::string& log) {
-  std::smatch m;
-  static const std::regex re(R"(Training finished at global step (\d+))");
-  return std::regex_search(log, m, re) ? std::stoll(m[1]) : -1;
-}
+// The global step a task's training ended at, or -1.
+int64_t FinishedAt(const std::string& log) { return testing::TrainingFinished(log).global_step; }
 
 // The highest "step = N" a task logged, or -1.
 int64_t LastLoggedStep(const std::string& log) {
@@ -157,7 +153,8 @@ TEST(CollectiveClusterTest, ChiefAndTwoWorkersTrainToMaxStepsAndTheEvaluatorScor
   for (const char* name : {"chief_0", "worker_0", "worker_1"}) {
     EXPECT_EQ(FinishedAt(Find(runs, name).process->Stderr()), kSteps) << name;
     // Synchronous: every replica ran every step.
-    EXPECT_EQ(testing::LocalSteps(Find(runs, name).process->Stderr()), kSteps) << name;
+    EXPECT_EQ(testing::TrainingFinished(Find(runs, name).process->Stderr()).local_steps, kSteps)
+        << name;
   }
   ExpectFinalCheckpoint(model_dir, /*num_ps=*/1, kSteps);
   const auto [accuracy, step] =
