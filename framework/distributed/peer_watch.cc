@@ -61,6 +61,8 @@ void PeerWatch::Probe(size_t i) {
     if (st.last_report_ms >= 0) {
       LOG(INFO) << who << tasks_[i].Describe() << " answers again after "
                 << (now - st.silent_since_ms) / 1000 << " s";
+      LOG(INFO) << "event=peer_answers peer=" << tasks_[i].name
+                << " silent_s=" << (now - st.silent_since_ms) / 1000;
     }
     st = State();
     return;
@@ -75,6 +77,7 @@ void PeerWatch::Probe(size_t i) {
     LOG(WARNING) << who << tasks_[i].Describe() << " has not answered for " << silent / 1000
                  << " s (" << absl::StatusCodeToString(s.code()) << ": " << s.message()
                  << "); waiting for it";
+    LOG(WARNING) << "event=peer_silent peer=" << tasks_[i].name << " silent_s=" << silent / 1000;
     st.last_report_ms = now;
   }
 }

@@ -198,14 +198,11 @@ TEST_F(RecoveryTest, PsFrozenAndThawed) {
   for (const TaskRun& r : runs) before[r.name] = r.process->Stderr().size();
   Subprocess* ps = Find(runs, "ps_0").process.get();
   ps->Kill(SIGSTOP);
-  const std::string named =
-      absl::StrCat("ps:0 (", cluster["ps"][0].get<std::string>(), ") has not answered for ");
+  // The "event=peer_silent peer=ps:0" lines a task logged since the freeze.
   auto lines_naming_ps = [&](const char* name) {
     const std::string during = Find(runs, name).process->Stderr().substr(before[name]);
     size_t n = 0;
-    for (size_t at = during.find(named); at != std::string::npos; at = during.find(named, at + 1)) {
-      ++n;
-    }
+    for (const LogEvent& e : Events(during, "peer_silent")) n += e.Str("peer") == "ps:0";
     return n;
   };
   // Within 60 s of the freeze each training task names the ps ...
