@@ -1,6 +1,6 @@
-// json_reader_bench: how fast a REST :predict body becomes a float tensor, with
-// tandem's JSON reader (serving/rest_json_reader.h) against simdjson (Debian's
-// libsimdjson-dev), to decide whether the hand-written reader earns its place.
+// json_reader_bench: how fast a REST :predict body becomes a float tensor with
+// tandem's JSON reader (serving/rest_json_reader.h, simdjson's DOM parser behind
+// JsonDocument), against simdjson used directly and nlohmann::json.
 //
 // Bodies are what a client of the Fashion-MNIST models sends (as serving_bench's):
 // inputs "image" float32 [-1, 784], pixel / 255 written as JSON doubles by nlohmann
@@ -8,19 +8,26 @@
 // {"instances": [[784 numbers], ...]} and the columnar form {"inputs": [[...], ...]};
 // --short_numbers writes the pixels as integers 0..255 instead.
 //
-// Rows per body, each the median time of one body over --rounds rounds:
+// Rows per body, each the median time of one body over --rounds rounds (in each
+// round the readers take turns, so a busy spell of a shared machine hits them all):
 //   predict request        serving::ParsePredictRequest, what the server runs (depth
 //                          scan, parse, generic decode with positions for errors)
-//   tandem reader          JsonDocument::Parse + the decode below
-//   simdjson DOM           dom::parser::parse (parser reused, as one per thread would
-//                          be) + the same decode over dom::element
+//   JsonDocument           JsonDocument::Parse + the decode below
+//   simdjson DOM           dom::parser::parse with one parser reused for every body
+//                          + the same decode over dom::element: what JsonDocument
+//                          costs over simdjson itself
 //   simdjson On-Demand     ondemand::parser::iterate, floats stored as they are read
-//                          (validates only what it visits: an upper bound on speed)
-//   parse only: tandem / simdjson DOM / nlohmann   the parse without any decode
-// The decode is the one a replacement of the reader would do for this signature:
-// find the last "instances" (or "inputs") member, check every list has 784 numbers,
-// refuse numbers beyond float32's range, store floats. Every reader's tensor is
-// checked equal to ParsePredictRequest's before timing.
+//                          (validates only what it visits; without -mavx2 its inline
+//                          code is simdjson's scalar fallback kernel)
+//   parse only: JsonDocument / simdjson DOM / nlohmann   the parse without a decode
+// The decode is what ParsePredictRequest does for this signature, without its
+// generality: find the last "instances" (or "inputs") member, check every list has
+// 784 numbers, refuse numbers beyond float32's range, store floats. Every reader's
+// tensor is checked equal to ParsePredictRequest's before timing.
+//
+// Before simdjson, JsonDocument was a hand-written tokenizer. Commit dfc535c, which
+// added this bench, still has it: its message gives the figures (the tokenizer took
+// about twice simdjson's time on every body), and building it reruns them.
 #include <algorithm>
 #include <cfloat>
 #include <chrono>
@@ -35,6 +42,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
 #include "serving/rest_json.h"
@@ -64,7 +72,7 @@ std::string MakeBody(const char* key, int batch, bool short_numbers, std::mt1993
   return nlohmann::json({{key, rows}}).dump();
 }
 
-// The decode shared by the tandem and simdjson DOM rows: `rows` must be a list of
+// The decode shared by the JsonDocument and simdjson DOM rows: `rows` must be a list of
 // lists of kPixels numbers each within float32's range.
 bool StoreFloat(double d, float* out) {
   if (std::isfinite(d) && std::fabs(d) > FLT_MAX) return false;
@@ -72,7 +80,7 @@ bool StoreFloat(double d, float* out) {
   return true;
 }
 
-bool DecodeTandem(absl::string_view body, const char* key, std::vector<float>* out) {
+bool DecodeJsonDocument(absl::string_view body, const char* key, std::vector<float>* out) {
   absl::StatusOr<serving::JsonDocument> doc = serving::JsonDocument::Parse(body, 64);
   if (!doc.ok()) return false;
   const std::optional<serving::JsonValue> rows = doc->root().Find(key);
@@ -156,31 +164,47 @@ bool DecodeSimdjsonOnDemand(simdjson::ondemand::parser& parser, const simdjson::
   return has && !out->empty();
 }
 
-// Median seconds per call of `fn` over `rounds` rounds of about `round_seconds` each.
-double TimeIt(const std::function<bool()>& fn, int rounds, double round_seconds) {
-  int iters = 1;
-  for (;;) {  // Size a round.
-    const Clock::time_point t0 = Clock::now();
-    for (int i = 0; i < iters; ++i) CHECK(fn());
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (s >= round_seconds / 4) {
-      iters = std::max(1, static_cast<int>(iters * round_seconds / s));
-      break;
+struct Reader {
+  const char* name;
+  std::function<bool()> fn;
+};
+
+// Median seconds per call of each reader over `rounds` rounds; in each round every
+// reader runs for about `round_seconds` in turn, so that a slow spell of a shared
+// machine falls on all of them.
+std::vector<double> TimeAll(const std::vector<Reader>& readers, int rounds, double round_seconds) {
+  std::vector<int> iters;
+  for (const Reader& r : readers) {  // Size a round.
+    int n = 1;
+    for (;;) {
+      const Clock::time_point t0 = Clock::now();
+      for (int i = 0; i < n; ++i) CHECK(r.fn()) << r.name;
+      const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (s >= round_seconds / 4) {
+        iters.push_back(std::max(1, static_cast<int>(n * round_seconds / s)));
+        break;
+      }
+      n *= 2;
     }
-    iters *= 2;
   }
-  std::vector<double> per_call;
-  for (int r = 0; r < rounds; ++r) {
-    const Clock::time_point t0 = Clock::now();
-    for (int i = 0; i < iters; ++i) fn();
-    per_call.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / iters);
+  std::vector<std::vector<double>> per_call(readers.size());
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t r = 0; r < readers.size(); ++r) {
+      const Clock::time_point t0 = Clock::now();
+      for (int i = 0; i < iters[r]; ++i) readers[r].fn();
+      per_call[r].push_back(std::chrono::duration<double>(Clock::now() - t0).count() / iters[r]);
+    }
   }
-  std::sort(per_call.begin(), per_call.end());
-  return per_call[per_call.size() / 2];
+  std::vector<double> medians;
+  for (std::vector<double>& v : per_call) {
+    std::sort(v.begin(), v.end());
+    medians.push_back(v[v.size() / 2]);
+  }
+  return medians;
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{"tandem's JSON reader vs simdjson on REST :predict bodies."};
+  CLI::App app{"tandem's JSON reader (JsonDocument) vs simdjson and nlohmann on :predict bodies."};
   int rounds = 7;
   double round_seconds = 0.2;
   bool short_numbers = false;
@@ -205,7 +229,7 @@ int Main(int argc, char** argv) {
       simdjson::get_active_implementation()->name().c_str(),
       simdjson::builtin_implementation()->name().c_str(),
       short_numbers ? "integer 0..255" : "x/255 double", rounds);
-  std::printf("%-28s %-26s %9s %9s %10s\n", "body", "reader", "us/body", "MB/s", "time/tandem");
+  std::printf("%-26s %-26s %9s %9s %14s\n", "body", "reader", "us/body", "MB/s", "vs JsonDocument");
   std::mt19937 rng(1);
   for (const char* key : {"instances", "inputs"}) {
     for (int batch : {1, 32, 256}) {
@@ -217,38 +241,32 @@ int Main(int argc, char** argv) {
       const Tensor& t = want->inputs.at("image");
       const std::vector<float> expected(t.data<float>(), t.data<float>() + t.NumElements());
       std::vector<float> out;
-      CHECK(DecodeTandem(body, key, &out) && out == expected);
+      CHECK(DecodeJsonDocument(body, key, &out) && out == expected);
       CHECK(DecodeSimdjsonDom(dom_parser, body, key, &out) && out == expected);
       CHECK(DecodeSimdjsonOnDemand(ondemand_parser, padded, key, &out) && out == expected);
 
-      struct Reader {
-        const char* name;
-        std::function<bool()> fn;
-      };
       const std::vector<Reader> readers = {
           {"predict request",
            [&] { return serving::ParsePredictRequest(body, signature, limits).ok(); }},
-          {"tandem reader", [&] { return DecodeTandem(body, key, &out); }},
+          {"JsonDocument", [&] { return DecodeJsonDocument(body, key, &out); }},
           {"simdjson DOM", [&] { return DecodeSimdjsonDom(dom_parser, body, key, &out); }},
           {"simdjson On-Demand",
            [&] { return DecodeSimdjsonOnDemand(ondemand_parser, padded, key, &out); }},
-          {"parse only: tandem", [&] { return serving::JsonDocument::Parse(body, 64).ok(); }},
+          {"parse only: JsonDocument", [&] { return serving::JsonDocument::Parse(body, 64).ok(); }},
           {"parse only: simdjson DOM",
            [&] { return dom_parser.parse(body.data(), body.size()).error() == simdjson::SUCCESS; }},
           {"parse only: nlohmann",
            [&] { return !nlohmann::json::parse(body, nullptr, false).is_discarded(); }},
       };
       const std::string name = absl::StrCat(key, " x", batch, " (", body.size() / 1024, " KiB)");
-      double tandem_s = 0, tandem_parse_s = 0;
-      for (const Reader& r : readers) {
-        const double s = TimeIt(r.fn, rounds, round_seconds);
-        const bool parse_only = std::strncmp(r.name, "parse only", 10) == 0;
-        if (std::strcmp(r.name, "tandem reader") == 0) tandem_s = s;
-        if (std::strcmp(r.name, "parse only: tandem") == 0) tandem_parse_s = s;
-        const double base = parse_only ? tandem_parse_s : tandem_s;
-        std::printf("%-28s %-26s %9.1f %9.0f %10s\n", name.c_str(), r.name, s * 1e6,
-                    static_cast<double>(body.size()) / s / 1e6,
-                    base > 0 ? absl::StrCat(absl::SixDigits(s / base)).c_str() : "");
+      const std::vector<double> seconds = TimeAll(readers, rounds, round_seconds);
+      for (size_t r = 0; r < readers.size(); ++r) {
+        // The ratio to the JsonDocument row of its kind (full read or parse only).
+        const bool parse_only = std::strncmp(readers[r].name, "parse only", 10) == 0;
+        const double base = r == 0 ? 0 : parse_only ? seconds[4] : seconds[1];
+        std::printf("%-26s %-26s %9.1f %9.0f %s\n", name.c_str(), readers[r].name, seconds[r] * 1e6,
+                    static_cast<double>(body.size()) / seconds[r] / 1e6,
+                    base > 0 ? absl::StrFormat("%14.2f", seconds[r] / base).c_str() : "");
       }
       std::fflush(stdout);
     }

@@ -1,7 +1,7 @@
 // tandem's JSON reader against nlohmann::json: the same verdict (JSON or not) and the
 // same value on hand-picked hard cases (escapes, surrogates, UTF-8, number edges,
-// whitespace, trailing text), plus its own API: number kinds, member order and lookup,
-// depth limit, error positions.
+// whitespace, trailing text, integers beyond 64 bits), plus its own API: number kinds,
+// member order and lookup, depth limit, error messages.
 #include "serving/rest_json_reader.h"
 
 #include <string>
@@ -71,6 +71,14 @@ TEST(JsonReaderTest, AgreesWithNlohmannOnHardCases) {
                                           "18446744073709551615",
                                           "18446744073709551616",
                                           "123456789012345678901234567890",
+                                          "-123456789012345678901234567890",
+                                          "[1, 123456789012345678901234567890, 2]",
+                                          "123456789012345678901234567890e2",
+                                          "01234567890123456789012345",
+                                          "[\"\\\"123456789012345678901234567890\"]",
+                                          "[\"\\\\\", 123456789012345678901234567890]",
+                                          "[123456789012345678901234567890 1]",
+                                          "{\"123456789012345678901234567890\": 1e400}",
                                           "01",
                                           "-",
                                           "1.",
@@ -101,6 +109,9 @@ TEST(JsonReaderTest, AgreesWithNlohmannOnHardCases) {
                                           "\"\\x41\"",
                                           "\"\\u0000\"",
                                           std::string("\"a\0b\"", 5),
+                                          std::string("[1] \0 x", 7),
+                                          std::string("[1]\0", 4) + std::string(100, '['),
+                                          std::string("[1,\0 2]", 7),
                                           "\"\t\"",
                                           "\"\x7f\"",
                                           "\"\xc3\xa9\"",
@@ -188,26 +199,74 @@ TEST(JsonReaderTest, ObjectsKeepOrderAndFindTheLastDuplicate) {
   EXPECT_FALSE(root.Find("a")->Find("b").has_value());  // Not an object.
 }
 
-TEST(JsonReaderTest, DepthLimitAndErrorPositions) {
-  EXPECT_TRUE(JsonDocument::Parse("[[[1]]]", 3).ok());
-  auto deep = JsonDocument::Parse("[[[[1]]]]", 3);
-  EXPECT_THAT(deep.status().message(), HasSubstr("JSON Parse error at byte 3: nested too deep"));
-  EXPECT_THAT(JsonDocument::Parse("[1, 2 3]", 8).status().message(),
-              HasSubstr("at byte 6: expected ',' or ']'"));
-  EXPECT_THAT(JsonDocument::Parse("{\"a\": \"\xff\"}", 8).status().message(),
-              HasSubstr("invalid UTF-8 in a string"));
+TEST(JsonReaderTest, IntegersBeyond64BitsAreDoublesOutsideStringsOnly) {
+  auto doc = JsonDocument::Parse(
+      R"(["\"123456789012345678901234567890", -123456789012345678901234567890, 7])", 8);
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  JsonValue v = doc->root().first();
+  EXPECT_EQ(v.string(), "\"123456789012345678901234567890");
+  v = v.next();
+  EXPECT_EQ(v.kind(), JsonKind::kDouble);
+  EXPECT_EQ(v.number(), -123456789012345678901234567890.0);
+  v = v.next();
+  EXPECT_EQ(v.kind(), JsonKind::kUint);
+  EXPECT_EQ(v.uint_value(), 7u);
+  // Text that is not JSON stays refused when the big integer is read as a double.
+  EXPECT_FALSE(JsonDocument::Parse("[123456789012345678901234567890,]", 8).ok());
+  EXPECT_FALSE(JsonDocument::Parse("[00123456789012345678901234567890]", 8).ok());
 }
 
-TEST(JsonReaderTest, LongNumericListsUseOneNodePerValue) {
+TEST(JsonReaderTest, DepthLimitAndErrors) {
+  EXPECT_TRUE(JsonDocument::Parse("[[[1]]]", 3).ok());
+  EXPECT_TRUE(JsonDocument::Parse("{\"a\": {\"b\": [1]}}", 3).ok());
+  EXPECT_THAT(JsonDocument::Parse("[[[[1]]]]", 3).status().message(),
+              HasSubstr("JSON Parse error: lists and objects nested more than 3 deep"));
+  EXPECT_FALSE(JsonDocument::Parse("{\"a\": {\"b\": [[1]]}}", 3).ok());
+  EXPECT_TRUE(JsonDocument::Parse("1", 0).ok());
+  EXPECT_FALSE(JsonDocument::Parse("[1]", 0).ok());
+  // simdjson does not count an empty list or object as a level.
+  EXPECT_TRUE(JsonDocument::Parse("[[[[]]]]", 3).ok());
+  EXPECT_FALSE(JsonDocument::Parse("[[[[[]]]]]", 3).ok());
+  const absl::Status comma = JsonDocument::Parse("[1, 2 3]", 8).status();
+  EXPECT_EQ(comma.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(comma.message(), HasSubstr("JSON Parse error: a missing or extra comma"));
+  EXPECT_THAT(JsonDocument::Parse("{\"a\": \"\xff\"}", 8).status().message(),
+              HasSubstr("JSON Parse error: invalid UTF-8"));
+  EXPECT_THAT(JsonDocument::Parse("[1.5e999]", 8).status().message(),
+              HasSubstr("JSON Parse error: an invalid number, or one beyond a double's range"));
+  EXPECT_THAT(JsonDocument::Parse("[\"\\ud83d\"]", 8).status().message(),
+              HasSubstr("lone surrogate"));
+  EXPECT_THAT(JsonDocument::Parse("[\"abc", 8).status().message(),
+              HasSubstr("JSON Parse error: an unterminated string"));
+  EXPECT_THAT(JsonDocument::Parse(" ", 8).status().message(), HasSubstr("no value"));
+}
+
+TEST(JsonReaderTest, LongNumericListsAreWalkedInOrder) {
   std::string text = "[";
   for (int i = 0; i < 10000; ++i) text += (i ? "," : "") + std::to_string(i * 0.25);
   text += "]";
   auto doc = JsonDocument::Parse(text, 8);
   ASSERT_TRUE(doc.ok()) << doc.status();
-  EXPECT_EQ(doc->node_count(), 10001u);
+  EXPECT_EQ(doc->root().size(), 10000u);
   JsonValue v = doc->root().first();
-  for (int i = 0; i < 9999; ++i) v = v.next();
+  for (int i = 0; i < 9999; ++i) {
+    ASSERT_EQ(v.number(), i * 0.25);
+    v = v.next();
+  }
   EXPECT_EQ(v.number(), 9999 * 0.25);
+}
+
+TEST(JsonReaderTest, TheDocumentCanBeMovedAndOutlivesTheText) {
+  absl::StatusOr<JsonDocument> doc = [] {
+    std::string text = R"({"key": ["value", 1.5]})";
+    return JsonDocument::Parse(text, 8);
+  }();
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  const JsonDocument moved = *std::move(doc);
+  const std::optional<JsonValue> list = moved.root().Find("key");
+  ASSERT_TRUE(list.has_value());
+  EXPECT_EQ(list->first().string(), "value");
+  EXPECT_EQ(list->first().next().number(), 1.5);
 }
 
 }  // namespace
