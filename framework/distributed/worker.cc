@@ -236,7 +236,10 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
     // first node. The worker outlives every call it serves.
     options->SetCancelCallback([this, cancelled, step_id = req.step_id()] {
       cancelled->store(true);
-      EndStep(step_id, absl::CancelledError(
+      // ABORTED for whatever else waits on the step, here or on other tasks: a step
+      // its caller gave up on is over, and the training loop re-creates its session
+      // after ABORTED (CANCELLED would end it).
+      EndStep(step_id, absl::AbortedError(
                            absl::StrCat("the RunGraph of step ", step_id, " on ", env_.task_name,
                                         " was cancelled by its caller (or its deadline passed)")));
     });
@@ -342,8 +345,8 @@ void Worker::RecvTensorAsync(CallOptions* options,
     // The caller gave up (its step failed, or its task went away): so has this step.
     options->SetCancelCallback([this, step_id] {
       EndStep(step_id,
-              absl::CancelledError(absl::StrCat("a RecvTensor of step ", step_id, " from ",
-                                                env_.task_name, " was cancelled by its caller")));
+              absl::AbortedError(absl::StrCat("a RecvTensor of step ", step_id, " from ",
+                                              env_.task_name, " was cancelled by its caller")));
     });
   }
   std::string full_key = key->full_key;

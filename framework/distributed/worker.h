@@ -22,9 +22,10 @@
 //     ABORTED at once instead of creating a rendezvous that nothing would ever end.
 //   - Cancellation: a RunGraph or a waiting RecvTensor whose CallOptions is cancelled
 //     (the gRPC service cancels it when the caller cancels, its deadline passes or
-//     the connection drops) ends its step on this task with CANCELLED: the executor
-//     starts no further node (ExecutorArgs::cancelled) and the step's _Recv waits and
-//     RecvTensor calls fail, so no handler waits for a caller that has gone.
+//     the connection drops) ends its step on this task: the executor starts no further
+//     node (ExecutorArgs::cancelled) and the step's _Recv waits and RecvTensor calls
+//     fail with ABORTED, so no handler waits for a caller that has gone, and the
+//     partitions of other tasks that wait on the step see the recoverable error.
 //   - RecvTensor answers from the step's rendezvous once the value is sent; a value
 //     over recv_chunk_bytes goes in chunks, kept in the step until the last. A key
 //     naming another incarnation of this task's device is ABORTED (the sender's
