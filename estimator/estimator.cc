@@ -26,7 +26,7 @@
 #include "framework/core/status.h"
 #include "framework/core/termination.h"
 #include "framework/distributed/cluster_control.h"
-#include "framework/distributed/grpc_session.h"
+#include "framework/distributed/new_session.h"
 #include "framework/distributed/peer_watch.h"
 #include "framework/distributed/replica_device_setter.h"
 #include "framework/distributed/server.h"

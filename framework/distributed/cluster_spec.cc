@@ -214,4 +214,12 @@ std::string ClusterSpec::DebugString() const {
   return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
 }
 
+std::string TaskNameOf(const DeviceSpec& device) {
+  DeviceSpec task = device;
+  task.type.reset();
+  task.id.reset();
+  if (!task.replica) task.replica = 0;
+  return task.ToString();
+}
+
 }  // namespace tandem

@@ -41,6 +41,10 @@ absl::Status ValidateJobName(absl::string_view job);
 
 // One task of a cluster: its job and its index in that job. The one identity that
 // servers, run configs and the trainer's commands pass around.
+// "/job:ps/replica:0/task:0": the task of a full or partial device spec with job and
+// task (replica 0 when it has none).
+std::string TaskNameOf(const DeviceSpec& device);
+
 struct TaskId {
   std::string job;
   int index = 0;

@@ -66,11 +66,6 @@ class GrpcSession : public Session {
 // "grpc://host:port" -> "host:port"; INVALID_ARGUMENT for any other scheme.
 absl::StatusOr<std::string> ParseGrpcTarget(const std::string& target);
 
-// DirectSession when options.target is empty, GrpcSession for "grpc://host:port".
-absl::StatusOr<std::unique_ptr<Session>> NewSession(const proto::GraphDef& graph,
-                                                    const SessionOptions& options,
-                                                    const TransportSecurity& security = {});
-
 }  // namespace tandem
 
 #endif  // TANDEM_FRAMEWORK_DISTRIBUTED_GRPC_SESSION_H_

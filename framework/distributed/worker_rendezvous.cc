@@ -10,14 +10,6 @@
 
 namespace tandem {
 
-std::string TaskNameOf(const DeviceSpec& device) {
-  DeviceSpec task = device;
-  task.type.reset();
-  task.id.reset();
-  if (!task.replica) task.replica = 0;
-  return task.ToString();
-}
-
 WorkerRendezvous::WorkerRendezvous(std::string task, int64_t step_id, WorkerCacheInterface* cache)
     : task_(std::move(task)), cache_(cache), calls_(std::make_shared<Calls>()) {
   calls_->step_id = step_id;

@@ -24,13 +24,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "framework/distributed/cluster_spec.h"
 #include "framework/distributed/worker_interface.h"
 #include "framework/runtime/rendezvous.h"
 
 namespace tandem {
-
-// "/job:ps/replica:0/task:0" for a full or partial device spec with job and task.
-std::string TaskNameOf(const DeviceSpec& device);
 
 class WorkerRendezvous : public Rendezvous {
  public:

@@ -27,6 +27,7 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "apps/examples/fashion_models.h"
 #include "framework/distributed/grpc_session.h"
+#include "framework/distributed/new_session.h"
 #include "framework/distributed/process_setup.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/server.h"

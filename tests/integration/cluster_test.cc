@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "framework/core/env.h"
 #include "framework/distributed/grpc_session.h"
+#include "framework/distributed/new_session.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/server.h"
 #include "framework/ops/array_ops.h"

@@ -24,6 +24,7 @@
 #include "estimator/run_config.h"
 #include "framework/data/fashion_mnist.h"
 #include "framework/distributed/grpc_session.h"
+#include "framework/distributed/new_session.h"
 #include "framework/distributed/replica_device_setter.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/server.h"

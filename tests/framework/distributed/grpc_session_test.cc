@@ -22,6 +22,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "framework/distributed/master_session.h"
+#include "framework/distributed/new_session.h"
 #include "framework/distributed/process_setup.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/rpc/grpc_util.h"
