@@ -222,6 +222,31 @@ TEST(DirectSessionTest, StepTimeoutStopsTheStepWithDeadlineExceeded) {
 }
 
 // Outputs omp_get_max_threads() of the thread it runs on.
+// A graph of one node per name in `nodes`, each of the test op `op`: no inputs and an
+// int32 scalar computed by kernel K (the op and kernel are registered on first use).
+// Writes the graph to `def` and returns the nodes' output names.
+template <typename K>
+std::vector<std::string> ScalarProbeGraph(const std::string& op,
+                                          const std::vector<std::string>& nodes,
+                                          proto::GraphDef* def) {
+  static const bool registered = [&] {
+    OpRegistry::Global()->Register({.name = op, .infer = [](InferenceContext& ctx) {
+                                      ctx.AddOutput(DType::kInt32, PartialShape({}));
+                                      return absl::OkStatus();
+                                    }});
+    KernelRegistry::Global()->Register<K>(op, kDeviceCpu);
+    return true;
+  }();
+  EXPECT_TRUE(registered);
+  Scope root = Scope::NewRootScope();
+  std::vector<std::string> names;
+  for (const std::string& n : nodes)
+    names.push_back(ops::internal::Build(root, op, {}, {}, n).name());
+  EXPECT_TRUE(root.ok()) << root.status();
+  root.graph()->ToGraphDef(def);
+  return names;
+}
+
 class OmpThreadsKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
@@ -231,23 +256,11 @@ class OmpThreadsKernel : public OpKernel {
 };
 
 TEST(DirectSessionTest, KernelsUseIntraOpThreadsForOpenMpOnEveryThread) {
-  static const bool registered = [] {
-    OpRegistry::Global()->Register({.name = "TestOmpThreads", .infer = [](InferenceContext& ctx) {
-                                      ctx.AddOutput(DType::kInt32, PartialShape({}));
-                                      return absl::OkStatus();
-                                    }});
-    KernelRegistry::Global()->Register<OmpThreadsKernel>("TestOmpThreads", kDeviceCpu);
-    return true;
-  }();
-  ASSERT_TRUE(registered);
-  Scope root = Scope::NewRootScope();
   // Two independent expensive nodes: the executor runs one on its pool and the other
   // inline on the calling thread.
-  Output a = ops::internal::Build(root, "TestOmpThreads", {}, {}, "a");
-  Output b = ops::internal::Build(root, "TestOmpThreads", {}, {}, "b");
-  ASSERT_TRUE(root.ok()) << root.status();
   proto::GraphDef def;
-  root.graph()->ToGraphDef(&def);
+  const std::vector<std::string> ab =
+      ScalarProbeGraph<OmpThreadsKernel>("TestOmpThreads", {"a", "b"}, &def);
   // 3 and 1 both differ from OpenMP's default here (OMP_NUM_THREADS=2 under ctest, or
   // one per core), and from each other on the same threads.
   for (int intra : {3, 1}) {
@@ -258,7 +271,7 @@ TEST(DirectSessionTest, KernelsUseIntraOpThreadsForOpenMpOnEveryThread) {
     ASSERT_TRUE(session.ok()) << session.status();
     std::thread caller([&] {  // A thread of the caller's that never set OpenMP up.
       for (int run = 0; run < 4; ++run) {
-        auto out = (*session)->Run({}, {a.name(), b.name()});
+        auto out = (*session)->Run({}, ab);
         ASSERT_TRUE(out.ok()) << out.status();
         EXPECT_EQ((*out)[0].scalar<int32_t>(), intra);
         EXPECT_EQ((*out)[1].scalar<int32_t>(), intra);
@@ -281,26 +294,15 @@ class IntraPoolThreadsKernel : public OpKernel {
 // intra_op_threads counts the caller: N threads are the caller and N-1 pool threads, and
 // one thread is the caller alone (a pool thread there would make "1 thread" two).
 TEST(DirectSessionTest, IntraOpThreadsCountTheCaller) {
-  static const bool registered = [] {
-    OpRegistry::Global()->Register({.name = "TestIntraPool", .infer = [](InferenceContext& ctx) {
-                                      ctx.AddOutput(DType::kInt32, PartialShape({}));
-                                      return absl::OkStatus();
-                                    }});
-    KernelRegistry::Global()->Register<IntraPoolThreadsKernel>("TestIntraPool", kDeviceCpu);
-    return true;
-  }();
-  ASSERT_TRUE(registered);
-  Scope root = Scope::NewRootScope();
-  Output n = ops::internal::Build(root, "TestIntraPool", {}, {}, "n");
-  ASSERT_TRUE(root.ok()) << root.status();
   proto::GraphDef def;
-  root.graph()->ToGraphDef(&def);
+  const std::vector<std::string> n =
+      ScalarProbeGraph<IntraPoolThreadsKernel>("TestIntraPool", {"n"}, &def);
   for (int intra : {1, 2, 4}) {
     SessionOptions options;
     options.intra_op_threads = intra;
     auto session = NewDirectSession(def, options);
     ASSERT_TRUE(session.ok()) << session.status();
-    auto out = (*session)->Run({}, {n.name()});
+    auto out = (*session)->Run({}, n);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ((*out)[0].scalar<int32_t>(), intra - 1) << "intra_op_threads = " << intra;
   }
