@@ -71,7 +71,7 @@ class DirectSession : public Session {
   std::unique_ptr<DeviceMgr> devices_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
   std::unique_ptr<ThreadPool> intra_op_pool_;  // Null with one intra-op thread.
-  int intra_op_threads_ = 1;  // OpenMP threads of a kernel (ExecutorArgs).
+  int intra_op_threads_ = 1;                   // OpenMP threads of a kernel (ExecutorArgs).
   std::atomic<int64_t> next_step_id_{1};
   absl::Mutex mu_;
   std::unique_ptr<Graph> graph_ ABSL_GUARDED_BY(mu_);
