@@ -32,6 +32,15 @@ Worker::~Worker() {
   steps_.clear();
 }
 
+namespace {
+
+// What waits on a step that its master cleaned up without an error of its own.
+absl::Status EndedByCleanup(int64_t step_id, const std::string& task) {
+  return absl::AbortedError(absl::StrCat("step ", step_id, " has ended on ", task));
+}
+
+}  // namespace
+
 void Worker::AbortAllSteps(const absl::Status& status) {
   std::vector<std::shared_ptr<WorkerRendezvous>> live;
   absl::Status why;
@@ -188,8 +197,7 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
                            WireMessage<proto::RunGraphResponse>* response, StatusCallback done) {
   const proto::RunGraphRequest& req = request->proto;
   for (int64_t step : req.cleanup_step_ids()) {
-    EndStep(step,
-            absl::AbortedError(absl::StrCat("step ", step, " has ended on ", env_.task_name)));
+    EndStep(step, EndedByCleanup(step, env_.task_name));
   }
   auto part = FindGraph(req.session_handle(), req.graph_handle());
   if (!part.ok()) {
@@ -377,8 +385,7 @@ void Worker::CleanupGraphAsync(CallOptions*, const WireMessage<proto::CleanupGra
   absl::Status why =
       req.abort_code() != 0
           ? absl::Status(static_cast<absl::StatusCode>(req.abort_code()), req.abort_message())
-          : absl::AbortedError(
-                absl::StrCat("step ", req.step_id(), " has ended on ", env_.task_name));
+          : EndedByCleanup(req.step_id(), env_.task_name);
   EndStep(req.step_id(), why);
   done(absl::OkStatus());
 }
