@@ -16,6 +16,7 @@
 
 namespace tandem {
 
+using hooks_internal::FetchOf;
 using hooks_internal::GlobalStepTensorName;
 using hooks_internal::ReadInt64;
 using hooks_internal::ScalarToInt64;
@@ -50,9 +51,7 @@ absl::Status CheckpointSaverHook::AfterCreateSession(Session* session) {
 }
 
 absl::StatusOr<SessionRunArgs> CheckpointSaverHook::BeforeRun(SessionRunContext& context) {
-  SessionRunArgs args;
-  args.fetches.push_back(global_step_tensor_);
-  return args;
+  return FetchOf(global_step_tensor_);
 }
 
 absl::Status CheckpointSaverHook::AfterRun(SessionRunContext& context,

@@ -17,6 +17,7 @@
 
 namespace tandem {
 
+using hooks_internal::FetchOf;
 using hooks_internal::GlobalStepTensorName;
 using hooks_internal::ReadInt64;
 using hooks_internal::ScalarToInt64;
@@ -36,9 +37,7 @@ absl::Status StepCounterHook::Begin(Graph* graph) {
 }
 
 absl::StatusOr<SessionRunArgs> StepCounterHook::BeforeRun(SessionRunContext& context) {
-  SessionRunArgs args;
-  args.fetches.push_back(global_step_tensor_);
-  return args;
+  return FetchOf(global_step_tensor_);
 }
 
 absl::Status StepCounterHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {

@@ -16,6 +16,7 @@
 
 namespace tandem {
 
+using hooks_internal::FetchOf;
 using hooks_internal::GlobalStepTensorName;
 using hooks_internal::ReadInt64;
 using hooks_internal::ScalarToInt64;
@@ -48,9 +49,7 @@ absl::Status StopAtStepHook::AfterCreateSession(Session* session) {
 }
 
 absl::StatusOr<SessionRunArgs> StopAtStepHook::BeforeRun(SessionRunContext& context) {
-  SessionRunArgs args;
-  args.fetches.push_back(global_step_tensor_);
-  return args;
+  return FetchOf(global_step_tensor_);
 }
 
 absl::Status StopAtStepHook::AfterRun(SessionRunContext& context, const SessionRunValues& values) {
@@ -117,9 +116,7 @@ absl::Status EarlyStoppingHook::Begin(Graph* graph) {
 }
 
 absl::StatusOr<SessionRunArgs> EarlyStoppingHook::BeforeRun(SessionRunContext& context) {
-  SessionRunArgs args;
-  args.fetches.push_back(global_step_tensor_);
-  return args;
+  return FetchOf(global_step_tensor_);
 }
 
 absl::Status EarlyStoppingHook::AfterRun(SessionRunContext& context,

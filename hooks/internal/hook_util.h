@@ -17,12 +17,20 @@
 #include "framework/graph/graph.h"
 #include "framework/runtime/session.h"
 #include "framework/tensor/tensor.h"
+#include "hooks/session_run_hook.h"
 
 namespace tandem::hooks_internal {
 
 // The name of the global step's read tensor ("global_step/Read/ReadVariableOp:0");
 // FAILED_PRECONDITION "<hook>: the graph has no global step ..." when there is none.
 absl::StatusOr<std::string> GlobalStepTensorName(Graph* graph, absl::string_view hook);
+
+// Run args that fetch `tensor` (a hook's BeforeRun asking for the global step).
+inline SessionRunArgs FetchOf(const std::string& tensor) {
+  SessionRunArgs args;
+  args.fetches.push_back(tensor);
+  return args;
+}
 
 // The value of an integer (or integral-valued) scalar; INVALID_ARGUMENT naming `what`
 // otherwise.
