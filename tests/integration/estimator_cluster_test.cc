@@ -23,6 +23,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -200,9 +201,15 @@ TEST(EstimatorClusterTest, MutualTlsClusterTrainsAndRefusesStrangers) {
   // While the cluster trains: every health port answers a plaintext probe; the chief's
   // own port refuses plaintext and a peer of another CA, and serves the cluster's.
   const std::string chief = cluster["chief"][0].get<std::string>();
-  std::this_thread::sleep_for(std::chrono::seconds(3));
   for (const auto& [task, address] : health) {
+    // A task opens its health port as it starts: on a loaded machine that can take
+    // seconds, so wait for the first answer (bounded) instead of sleeping a fixed time.
     auto [code, out] = Health(tmp.path(), address);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (code != 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      std::tie(code, out) = Health(tmp.path(), address);
+    }
     EXPECT_EQ(code, 0) << task << " health port " << address << ": " << out;
     EXPECT_THAT(out, HasSubstr("SERVING")) << task;
   }
