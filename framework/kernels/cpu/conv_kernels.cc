@@ -13,7 +13,8 @@
 // included) in bfloat16. Where oneDNN has no bf16 kernels for the CPU (below AVX-512),
 // the bf16 ops run in float32 on widened copies and round once at the end.
 // Conv2DBackpropFilter with attr Tout = float32 writes a float32 filter gradient from
-// bfloat16 operands. _FusedConv2D adds a bias and, with activation "relu", a ReLU
+// bfloat16 operands; it runs on oneDNN's backward-weights primitive or as a forward
+// convolution (conv_filter_grad.h). _FusedConv2D adds a bias and, with activation "relu", a ReLU
 // post-op to the forward primitive: one pass over the output instead of three.
 #include <cstring>
 #include <optional>
@@ -21,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "framework/kernels/cpu/conv_filter_grad.h"
 #include "framework/kernels/cpu/fused_bias.h"
 #include "framework/kernels/cpu/nn_kernel_util.h"
 #include "framework/kernels/cpu/onednn_util.h"
@@ -351,6 +353,25 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
  private:
   static absl::Status BackwardWeights(const OpKernelContext& ctx, const ConvShape& s,
                                       const Tensor& input, const Tensor& grad, Tensor* out) {
+    const FilterGradGeometry g{s.n,
+                               s.h,
+                               s.w,
+                               s.c,
+                               s.kh,
+                               s.kw,
+                               s.o,
+                               s.oh,
+                               s.ow,
+                               s.attrs.stride_h,
+                               s.attrs.stride_w,
+                               s.attrs.second_h,
+                               s.attrs.second_w,
+                               s.dim_h.pad_before,
+                               s.dim_w.pad_before};
+    absl::StatusOr<FilterGradPath> path = FilterGradPathFor(g, input.dtype());
+    if (!path.ok()) return ctx.Annotate(path.status());
+    if (*path == FilterGradPath::kForwardConv)
+      return FilterGradByForwardConv(ctx, g, input, grad, out);
     ConvShape w = s;  // The filter gradient's layouts, in the output's dtype.
     w.dt = onednn::DataType(out->dtype());
     const std::string key = absl::StrCat(s.Key("conv_bwd_weights"), ",", static_cast<int>(w.dt));

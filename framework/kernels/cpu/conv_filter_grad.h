@@ -1,0 +1,49 @@
+// framework/kernels/cpu/conv_filter_grad.h
+//
+// The filter gradient of a 2-D convolution (Conv2DBackpropFilter) computed as a forward
+// convolution. With stride 1 and no dilation,
+//   dW[i, j, ch, o] = sum over images b and positions (y, x) of
+//                     X[b, y + i - pad_top, x + j - pad_left, ch] * dY[b, y, x, o],
+// which is a forward convolution whose batch is the input channels ch, whose input
+// channels are the images b, whose kernel is dY (oh x ow, from b to o) and whose kh x kw
+// output is dW. On AMX, oneDNN 2.6 runs forward convolutions on its brgemm kernels
+// (brgconv) and backward-weights ones on an older AMX kernel, which is slow for a
+// layer with one input channel. The operands are reordered into the primitive's
+// layouts and the result back into HWIO, each by one cached reorder.
+// Which path runs is FilterGradPathFor's choice, or the environment's:
+//   TANDEM_CONV_FILTER_GRAD=onednn|forward   (unset: FilterGradPathFor's default)
+#ifndef TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
+#define TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "framework/kernels/op_kernel.h"
+#include "framework/tensor/tensor.h"
+
+namespace tandem::nn {
+
+// One convolution's geometry: input [n,h,w,c], filter [kh,kw,c,o], output [n,oh,ow,o].
+struct FilterGradGeometry {
+  int64_t n, h, w, c, kh, kw, o, oh, ow;
+  int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+};
+
+enum class FilterGradPath { kOneDnnBackward, kForwardConv };
+
+// The path for a filter gradient with operands of `dtype` (as the primitives see them:
+// bfloat16 only where oneDNN has bf16 kernels). kForwardConv needs stride 1 and no
+// dilation; by default it runs for bfloat16 operands with a 1-channel input (an image
+// model's first layer), where it measured faster. TANDEM_CONV_FILTER_GRAD, when set,
+// decides where both paths apply; an unknown value is an error.
+absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DType dtype);
+
+// Writes the filter gradient of `input` [n,h,w,c] and `grad` [n,oh,ow,o] (one dtype,
+// float32 or bfloat16) into `out` [kh,kw,c,o] (float32, or bfloat16 rounded once from
+// float32 sums) by the forward convolution above. REQUIRES: stride 1, no dilation.
+absl::Status FilterGradByForwardConv(const OpKernelContext& ctx, const FilterGradGeometry& g,
+                                     const Tensor& input, const Tensor& grad, Tensor* out);
+
+}  // namespace tandem::nn
+
+#endif  // TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_

@@ -1,0 +1,225 @@
+// Conv2DBackpropFilter on both of its CPU paths (conv_filter_grad.h): oneDNN's
+// backward-weights primitive and the forward convolution (stride 1, no dilation; the
+// other cases fall back), by default and as TANDEM_CONV_FILTER_GRAD chooses. Each must equal a
+// plain double loop over strides, dilations, SAME and VALID padding, and bfloat16 operands with a
+// bfloat16 or float32 (attr Tout) gradient.
+#include "framework/kernels/cpu/conv_filter_grad.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "framework/ops/array_ops.h"
+#include "framework/ops/math_ops.h"
+#include "framework/ops/nn_ops.h"
+#include "framework/runtime/direct_session.h"
+#include "framework/tensor/dtype.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+struct Case {
+  std::string name;
+  int64_t n, h, w, c, kh, kw, o, stride, dilation;
+  bool same;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+struct Out {
+  int64_t size, pad;
+};
+Out Dim(int64_t in, int64_t k, int64_t stride, int64_t dil, bool same) {
+  const int64_t eff = (k - 1) * dil + 1;
+  if (!same) return {(in - eff) / stride + 1, 0};
+  const int64_t out = (in + stride - 1) / stride;
+  return {out, std::max<int64_t>((out - 1) * stride + eff - in, 0) / 2};
+}
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// dW[i][j][ch][o] = sum over images and output positions of x[...] * dy[...], in double;
+// `scale` gets the sum of |terms| per element (the bound on float rounding).
+std::vector<double> NaiveFilterGrad(const Case& k, const std::vector<float>& x,
+                                    const std::vector<float>& dy, std::vector<double>* scale) {
+  const Out oh = Dim(k.h, k.kh, k.stride, k.dilation, k.same);
+  const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
+  std::vector<double> g(k.kh * k.kw * k.c * k.o, 0.0);
+  scale->assign(g.size(), 0.0);
+  for (int64_t b = 0; b < k.n; ++b)
+    for (int64_t y = 0; y < oh.size; ++y)
+      for (int64_t xo = 0; xo < ow.size; ++xo)
+        for (int64_t i = 0; i < k.kh; ++i)
+          for (int64_t j = 0; j < k.kw; ++j) {
+            const int64_t iy = y * k.stride + i * k.dilation - oh.pad;
+            const int64_t ix = xo * k.stride + j * k.dilation - ow.pad;
+            if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+            for (int64_t ch = 0; ch < k.c; ++ch)
+              for (int64_t o = 0; o < k.o; ++o) {
+                const double t = double(x[((b * k.h + iy) * k.w + ix) * k.c + ch]) *
+                                 dy[((b * oh.size + y) * ow.size + xo) * k.o + o];
+                g[((i * k.kw + j) * k.c + ch) * k.o + o] += t;
+                (*scale)[((i * k.kw + j) * k.c + ch) * k.o + o] += std::fabs(t);
+              }
+          }
+  return g;
+}
+
+// Rounds each value through bfloat16 (the operands the bf16 kernels see).
+std::vector<float> ThroughBf16(std::vector<float> v) {
+  for (float& f : v) f = static_cast<float>(bfloat16(f));
+  return v;
+}
+
+// Runs Conv2DBackpropFilter with operands of `in` dtype and gradient of `out` dtype
+// under TANDEM_CONV_FILTER_GRAD=`path`; returns the gradient as floats.
+std::vector<float> RunFilterGrad(const Case& k, const std::vector<float>& x,
+                                 const std::vector<float>& dy, DType in, DType out,
+                                 const std::string& path) {
+  const Out oh = Dim(k.h, k.kh, k.stride, k.dilation, k.same);
+  const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
+  Scope s = Scope::NewRootScope();
+  Output xs = ops::Const(s, Tensor::FromVector<float>(x, TensorShape({k.n, k.h, k.w, k.c})));
+  Output dys =
+      ops::Const(s, Tensor::FromVector<float>(dy, TensorShape({k.n, oh.size, ow.size, k.o})));
+  if (in == DType::kBFloat16) {
+    xs = ops::Cast(s, xs, in);
+    dys = ops::Cast(s, dys, in);
+  }
+  ops::Conv2DAttrs a{
+      {1, k.stride, k.stride, 1}, k.same ? "SAME" : "VALID", {1, k.dilation, k.dilation, 1}};
+  Output g = ops::Conv2DBackpropFilter(
+      s.WithOpName("filter_grad"), xs,
+      ops::ConstInt32(s, {int(k.kh), int(k.kw), int(k.c), int(k.o)}), dys, a);
+  EXPECT_TRUE(s.ok()) << s.status();
+  proto::GraphDef def;
+  s.graph()->ToGraphDef(&def);
+  if (out != in) {
+    for (proto::NodeDef& node : *def.mutable_node()) {
+      if (node.name() == "filter_grad") {
+        (*node.mutable_attr())["Tout"].set_type(static_cast<proto::DataType>(out));
+      }
+    }
+  }
+  setenv("TANDEM_CONV_FILTER_GRAD", path.c_str(), 1);
+  auto session = DirectSession::Create(def, SessionOptions{});
+  EXPECT_TRUE(session.ok()) << session.status();
+  if (!session.ok()) return {};
+  auto result = (*session)->Run({}, {g.name()}, {});
+  unsetenv("TANDEM_CONV_FILTER_GRAD");
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok()) return {};
+  const Tensor& t = (*result)[0];
+  EXPECT_EQ(t.dtype(), out);
+  EXPECT_EQ(t.shape(), TensorShape({k.kh, k.kw, k.c, k.o}));
+  std::vector<float> v(t.NumElements());
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    v[i] = out == DType::kFloat ? t.flat<float>()[i] : static_cast<float>(t.flat<bfloat16>()[i]);
+  }
+  return v;
+}
+
+class FilterGradTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FilterGradTest, EveryPathMatchesTheNaiveSum) {
+  const Case& k = GetParam();
+  const Out oh = Dim(k.h, k.kh, k.stride, k.dilation, k.same);
+  const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
+  const std::vector<float> x = Random(k.n * k.h * k.w * k.c, 1);
+  const std::vector<float> dy = Random(k.n * oh.size * ow.size * k.o, 2);
+  struct Precision {
+    DType in, out;
+    double tolerance;  // Relative to the sum of |terms|.
+  };
+  for (const Precision& p : {Precision{DType::kFloat, DType::kFloat, 1e-5},
+                             Precision{DType::kBFloat16, DType::kFloat, 1e-5},
+                             Precision{DType::kBFloat16, DType::kBFloat16, 1e-2}}) {
+    const bool bf16 = p.in == DType::kBFloat16;
+    std::vector<double> scale;
+    const std::vector<double> want =
+        NaiveFilterGrad(k, bf16 ? ThroughBf16(x) : x, bf16 ? ThroughBf16(dy) : dy, &scale);
+    for (const std::string path : {"", "onednn", "forward"}) {
+      SCOPED_TRACE(absl::StrCat(path, " ", DTypeName(p.in), " -> ", DTypeName(p.out)));
+      const std::vector<float> got = RunFilterGrad(k, x, dy, p.in, p.out, path);
+      ASSERT_EQ(got.size(), want.size());
+      int bad = 0;
+      for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+        if (std::fabs(got[i] - want[i]) > p.tolerance * (scale[i] + 1e-6)) {
+          ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << want[i];
+          ++bad;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, FilterGradTest,
+    ::testing::Values(Case{"same3x3", 2, 5, 5, 3, 3, 3, 4, 1, 1, true},
+                      Case{"valid_stride2", 2, 9, 7, 3, 3, 3, 5, 2, 1, false},
+                      Case{"same_stride2", 1, 7, 8, 2, 3, 3, 2, 2, 1, true},
+                      Case{"valid5x5", 3, 9, 11, 4, 5, 5, 6, 1, 1, false},
+                      Case{"same_even_kernel", 2, 6, 7, 3, 4, 2, 5, 1, 1, true},
+                      Case{"same_dilated", 1, 8, 8, 2, 3, 3, 3, 1, 2, true},
+                      Case{"valid_dilated", 1, 9, 8, 1, 2, 3, 2, 1, 3, false},
+                      Case{"mnist_conv1", 6, 28, 28, 1, 5, 5, 32, 1, 1, true},
+                      Case{"mnist_conv2", 4, 14, 14, 32, 5, 5, 64, 1, 1, true}),
+    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// By default the forward convolution runs only where it measured faster (bfloat16, one
+// input channel); TANDEM_CONV_FILTER_GRAD=forward asks for it wherever it applies
+// (stride 1, no dilation).
+TEST(FilterGradPathTest, DefaultAndForcedChoices) {
+  using nn::FilterGradPath;
+  auto geometry = [](int64_t c, int64_t stride) {
+    const int64_t out = (28 + stride - 1) / stride;
+    return nn::FilterGradGeometry{8, 28, 28, c, 5, 5, 32, out, out, stride, stride, 1, 1, 2, 2};
+  };
+  auto path = [](const nn::FilterGradGeometry& g, DType dtype) {
+    auto p = nn::FilterGradPathFor(g, dtype);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.value_or(FilterGradPath::kOneDnnBackward);
+  };
+  unsetenv("TANDEM_CONV_FILTER_GRAD");
+  EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16), FilterGradPath::kForwardConv);
+  EXPECT_EQ(path(geometry(1, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
+  EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
+  EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
+  setenv("TANDEM_CONV_FILTER_GRAD", "forward", 1);
+  EXPECT_EQ(path(geometry(32, 1), DType::kFloat), FilterGradPath::kForwardConv);
+  EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
+  setenv("TANDEM_CONV_FILTER_GRAD", "onednn", 1);
+  EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
+  unsetenv("TANDEM_CONV_FILTER_GRAD");
+}
+
+TEST(FilterGradPathTest, AnUnknownPathIsAnErrorNamingTheVariable) {
+  Scope s = Scope::NewRootScope();
+  Output g = ops::Conv2DBackpropFilter(
+      s, ops::Const(s, Tensor::FromVector<float>(Random(16, 3), TensorShape({1, 4, 4, 1}))),
+      ops::ConstInt32(s, {3, 3, 1, 1}),
+      ops::Const(s, Tensor::FromVector<float>(Random(16, 4), TensorShape({1, 4, 4, 1}))),
+      ops::Conv2DAttrs{});
+  proto::GraphDef def;
+  s.graph()->ToGraphDef(&def);
+  auto session = DirectSession::Create(def, SessionOptions{});
+  ASSERT_TRUE(session.ok()) << session.status();
+  setenv("TANDEM_CONV_FILTER_GRAD", "fast", 1);
+  auto result = (*session)->Run({}, {g.name()}, {});
+  unsetenv("TANDEM_CONV_FILTER_GRAD");
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("TANDEM_CONV_FILTER_GRAD"), std::string::npos)
+      << result.status();
+}
+
+}  // namespace
+}  // namespace tandem
