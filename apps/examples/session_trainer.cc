@@ -50,12 +50,14 @@ absl::Status BuildGraph(const SessionTrainOptions& o, bool training, ModelGraph*
   return g->root.status();
 }
 
-absl::StatusOr<std::unique_ptr<Session>> MakeSession(const ModelGraph& g, int threads) {
+absl::StatusOr<std::unique_ptr<Session>> MakeSession(const ModelGraph& g, int threads,
+                                                     Precision precision) {
   proto::GraphDef def;
   g.root.graph()->ToGraphDef(&def);
   SessionOptions so;
-  so.inter_op_threads = threads;
+  so.inter_op_threads = 1;
   so.intra_op_threads = threads;
+  so.precision = precision;
   TANDEM_ASSIGN_OR_RETURN(auto session, NewDirectSession(def, so));
   TANDEM_RETURN_IF_ERROR(session->Run({}, {}, {g.init->name()}).status());
   return session;
@@ -113,7 +115,7 @@ absl::StatusOr<SessionTrainResult> TrainFashionModel(const data::FashionMnist& d
   if (o.batch_size <= 0) return absl::InvalidArgumentError("batch_size must be positive");
   ModelGraph train;
   TANDEM_RETURN_IF_ERROR(BuildGraph(o, /*training=*/true, &train));
-  TANDEM_ASSIGN_OR_RETURN(auto session, MakeSession(train, o.threads));
+  TANDEM_ASSIGN_OR_RETURN(auto session, MakeSession(train, o.threads, o.precision));
 
   const int64_t n = data.train.images.dim(0);
   const int64_t steps_per_epoch = n / o.batch_size;
@@ -153,7 +155,7 @@ absl::StatusOr<SessionTrainResult> TrainFashionModel(const data::FashionMnist& d
   if (o.evaluate) {
     ModelGraph eval;
     TANDEM_RETURN_IF_ERROR(BuildGraph(o, /*training=*/false, &eval));
-    TANDEM_ASSIGN_OR_RETURN(auto eval_session, MakeSession(eval, o.threads));
+    TANDEM_ASSIGN_OR_RETURN(auto eval_session, MakeSession(eval, o.threads, o.precision));
     TANDEM_RETURN_IF_ERROR(CopyVariables(train, session.get(), eval, eval_session.get()));
     TANDEM_ASSIGN_OR_RETURN(result.test_accuracy, Evaluate(eval, eval_session.get(), data.test));
   }

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "framework/data/fashion_mnist.h"
+#include "framework/runtime/mixed_precision.h"
 
 namespace tandem::examples {
 
@@ -30,8 +31,9 @@ struct SessionTrainOptions {
   int64_t batch_size = 128;
   float learning_rate = 0.001f;
   int64_t seed = 1;
-  int threads = 0;          // Intra- and inter-op threads; 0 = one per core.
-  int64_t log_every = 100;  // 0: no progress log.
+  int threads = 0;  // Intra-op threads (ops run one at a time); 0 = one per core.
+  Precision precision = Precision::kFloat32;  // SessionOptions::precision.
+  int64_t log_every = 100;                    // 0: no progress log.
   bool evaluate = true;
 };
 

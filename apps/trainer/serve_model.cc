@@ -67,7 +67,8 @@ CLI::App* AddServeModelCommand(CLI::App& app, ServeModelFlags& flags) {
       ->capture_default_str();
   cmd->add_option("--intra_op_threads", flags.intra_op_threads, "0: one per core")
       ->check(CLI::Range(0, 256));
-  cmd->add_option("--inter_op_threads", flags.inter_op_threads, "0: one per core")
+  cmd->add_option("--inter_op_threads", flags.inter_op_threads,
+                  "0: one (each request's ops run one at a time on its thread)")
       ->check(CLI::Range(0, 256));
   cmd->add_option("--token", flags.token,
                   "bearer token every request must carry (default: $TANDEM_CLUSTER_TOKEN; "

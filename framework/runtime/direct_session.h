@@ -69,7 +69,7 @@ class DirectSession : public Session {
 
   SessionOptions options_;
   std::unique_ptr<DeviceMgr> devices_;
-  std::unique_ptr<ThreadPool> inter_op_pool_;
+  std::unique_ptr<ThreadPool> inter_op_pool_;  // Null when the caller runs every op.
   std::unique_ptr<ThreadPool> intra_op_pool_;  // Null with one intra-op thread.
   int intra_op_threads_ = 1;                   // OpenMP threads of a kernel (ExecutorArgs).
   std::atomic<int64_t> next_step_id_{1};

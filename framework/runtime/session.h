@@ -30,8 +30,14 @@ class CollectiveExecutor;  // framework/distributed/collective/collective_execut
 using FeedMap = std::vector<std::pair<std::string, Tensor>>;
 
 struct SessionOptions {
-  int inter_op_threads = 0;  // 0: one per core.
-  int intra_op_threads = 0;  // 0: one per core.
+  // Threads that run a step's ops (inter) and the threads inside one op (intra), the
+  // caller counted in both: N means the caller and N - 1 pool threads. With one
+  // inter-op thread the caller runs the step's ops one at a time, each on all intra-op
+  // threads (a session with a collective executor or a GPU keeps one pool thread for
+  // callbacks). 0: one inter-op thread (oneDNN's OpenMP teams of two ops at once would
+  // oversubscribe the cores), one intra-op thread per core.
+  int inter_op_threads = 0;
+  int intra_op_threads = 0;
   // Place nodes asking for a missing device (e.g. a GPU) on the CPU instead of failing.
   bool allow_soft_placement = true;
   std::string target;  // "" (in process) or "grpc://host:port".

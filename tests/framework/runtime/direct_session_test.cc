@@ -5,8 +5,11 @@
 #include <omp.h>
 
 #include <atomic>
+#include <chrono>
+#include <set>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "framework/core/thread_pool.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/ops/array_ops.h"
@@ -305,6 +308,52 @@ TEST(DirectSessionTest, IntraOpThreadsCountTheCaller) {
     auto out = (*session)->Run({}, n);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ((*out)[0].scalar<int32_t>(), intra - 1) << "intra_op_threads = " << intra;
+  }
+}
+
+// The threads that ran a step's nodes, recorded by ThreadRecordingKernel.
+absl::Mutex recorded_mu;
+std::set<std::thread::id> recorded_threads ABSL_GUARDED_BY(recorded_mu);
+
+class ThreadRecordingKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    {
+      absl::MutexLock lock(&recorded_mu);
+      recorded_threads.insert(std::this_thread::get_id());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // Others become ready.
+    ctx.set_output(0, Tensor::Scalar<int32_t>(0));
+    return absl::OkStatus();
+  }
+};
+
+// inter_op_threads counts the caller too: with one, the caller runs every node of the
+// step (no hand-offs to a pool thread, no second op beside the first); with three, at
+// most the caller and two pool threads run them.
+TEST(DirectSessionTest, InterOpThreadsCountTheCaller) {
+  proto::GraphDef def;
+  const std::vector<std::string> nodes = ScalarProbeGraph<ThreadRecordingKernel>(
+      "TestRecordThread", {"a", "b", "c", "d", "e", "f", "g", "h"}, &def);
+  for (int inter : {1, 3}) {
+    SessionOptions options;
+    options.inter_op_threads = inter;
+    options.intra_op_threads = 1;
+    auto session = NewDirectSession(def, options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    {
+      absl::MutexLock lock(&recorded_mu);
+      recorded_threads.clear();
+    }
+    auto out = (*session)->Run({}, nodes);
+    ASSERT_TRUE(out.ok()) << out.status();
+    absl::MutexLock lock(&recorded_mu);
+    if (inter == 1) {
+      EXPECT_EQ(recorded_threads, std::set<std::thread::id>{std::this_thread::get_id()});
+    } else {
+      EXPECT_GE(recorded_threads.size(), 2u) << "eight independent nodes, one thread";
+      EXPECT_LE(recorded_threads.size(), 3u);
+    }
   }
 }
 
