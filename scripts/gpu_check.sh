@@ -4,12 +4,13 @@
 # then runs the gpu-labelled tests, fashion_mlp and fashion_cnn through the stock
 # trainer on GPU:0, and the GPU benchmarks beside the PyTorch peer. Logs go to $OUT
 # (default /tmp/gpu_check).
-#   scripts/gpu_check.sh [tests|train|bench|profile|scaling|cpu|all]...
+#   scripts/gpu_check.sh [tests|train|bench|profile|scaling|cpu|cpu_e2e|amx|all]...
 # cpu: the host CPU's own figures (tests/bench/run.sh, one pair per row) with its ISA,
 # and a traced mixed_bfloat16 CNN step: for an Intel host with AMX.
 # cpu_e2e: the host CPU's peak, and the trainer end to end against its bare step
 # (fashion_mlp float32 at 1 and 2 threads, fashion_cnn mixed_bfloat16 at 2) and the
 # Estimator's overhead, without the PyTorch peer: about 100 s.
+# amx: issue 26's figures on an AMX host, pinned to two physical cores (see below).
 # scaling: the two cluster strategies on the machine's CPU cores (fashion_mlp, one
 # thread per process): one process, then collective all-reduce with 2, 4 and 8
 # replicas, and parameter servers (2 ps) with 4 and 8 workers.
@@ -122,6 +123,118 @@ if want cpu_e2e; then
   TANDEM_BENCH_REPS=1 PYTHON=/bin/false TANDEM_BENCH_E2E="fashion_mlp:float32:1 fashion_mlp:float32:2
     fashion_cnn:mixed_bfloat16:2" run cpu_e2e 300 tests/bench/run.sh "$t/build" --e2e
   grep -v '^[IW]2' "$out/cpu_e2e.log" | tail -30
+fi
+if want amx; then
+  # The CPU figures of an AMX host on two distinct physical cores (one for 1-thread
+  # rows). AMX_PARTS picks among (default: all):
+  #   peak  the gemm peak at 1 and 2 threads;
+  #   mlp   the float32 MLP step against another commit's train_bench_old (packed with
+  #         PACK_EXTRA) on the older 784-256-128-10 shape, user CPU time beside wall;
+  #   conv  the bf16 CNN step with each filter-gradient path (TANDEM_CONV_FILTER_GRAD),
+  #         a profile of each, the kernels oneDNN ran, and conv_filter_grad_test;
+  #   e2e   `trainer train` and the Estimator against their bare steps (bf16 CNN);
+  #   ceiling  the MLP's products alone at bare oneDNN speed, beside its step;
+  #   pool  the steps against another build's train_bench_pool (PACK_EXTRA).
+  parts=${AMX_PARTS:-peak mlp conv e2e ceiling}
+  part() { [[ " $parts " == *" $1 "* ]]; }
+  cpu_tree
+  grep -o -w -E 'amx_(bf16|tile|int8)|avx512_bf16|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' '
+  echo
+  lscpu | grep -E '^(Thread|Core|Socket|CPU max MHz|L2|L3)'
+  cores=$(lscpu -p=CPU,CORE | grep -v '^#' | awk -F, '!seen[$2]++ {print $1}')
+  two=$(echo "$cores" | sed -n '3p;4p' | paste -sd,)
+  [[ "$two" == *,* ]] || two=$(echo "$cores" | head -2 | paste -sd,)
+  one=${two%%,*}
+  echo "pinned: 1 thread on cpu $one, 2 threads on cpus $two"
+  b="$t/bin/train_bench"
+  ONEDNN_VERBOSE=1 OMP_NUM_THREADS=1 "$b" --model mlp --steps 1 --warmup 0 2>/dev/null |
+    grep -m2 -E 'runtime:|isa:'
+  if part peak; then
+    for th in 1 2; do
+      cpus=$([ $th = 1 ] && echo "$one" || echo "$two")
+      OMP_NUM_THREADS=$th taskset -c "$cpus" "$b" --model gemm_peak --threads $th | tail -1
+    done
+  fi
+  if part mlp && [ -x "$t/bin/train_bench_old" ]; then
+    for r in 1 2 3 4 5; do
+      for v in old new; do
+        if [ $v = old ]; then cmd=("$t/bin/train_bench_old"); else cmd=("$b" --hidden 256,128); fi
+        echo "mlp_256_128 $v: $(OMP_NUM_THREADS=1 /usr/bin/time -f 'cpu_s=%U wall_s=%e' \
+          taskset -c "$one" "${cmd[@]}" --model mlp --threads 1 --steps 300 2>&1 |
+          grep -o -E 'examples_per_second=[0-9]+|gflops=[0-9]+|cpu_s=.*' | tr '\n' ' ')"
+      done
+    done
+  fi
+  cnn=(--model cnn --threads 2 --batch 100 --precision mixed_bfloat16)
+  if part ceiling; then
+    for th in 1 2; do
+      cpus=$([ $th = 1 ] && echo "$one" || echo "$two")
+      OMP_NUM_THREADS=$th taskset -c "$cpus" "$b" --model matmul --threads $th | tail -2
+      OMP_NUM_THREADS=$th taskset -c "$cpus" "$b" --model mlp --threads $th --steps 1000 2>/dev/null |
+        tail -1
+    done
+  fi
+  if part pool && [ -x "$t/bin/train_bench_pool" ]; then  # Another build's step, A/B.
+    for r in 1 2 3; do
+      for v in pool new; do
+        x=$([ $v = pool ] && echo "$t/bin/train_bench_pool" || echo "$b")
+        echo "$v mlp 1 thread: $(OMP_NUM_THREADS=1 taskset -c "$one" "$x" --model mlp --threads 1 \
+          --steps 1000 2>/dev/null | grep -o -E 'examples_per_second=[0-9]+')" \
+          " cnn bf16 2 threads: $(OMP_NUM_THREADS=2 taskset -c "$two" "$x" "${cnn[@]}" --steps 100 \
+          2>/dev/null | grep -o -E 'examples_per_second=[0-9]+')"
+      done
+    done
+  fi
+  paths=${AMX_PATHS:-onednn forward}
+  if part conv; then
+    for r in 1 2 3; do
+      for p in $paths; do
+        echo "cnn bf16 filter_grad=$p: $(TANDEM_CONV_FILTER_GRAD=$p OMP_NUM_THREADS=2 \
+          taskset -c "$two" "$b" "${cnn[@]}" --steps 100 2>/dev/null |
+          grep -o -E 'examples_per_second=[0-9]+|gflops=[0-9]+' | tr '\n' ' ')"
+      done
+    done
+    for p in $paths; do
+      echo "profile filter_grad=$p"
+      TANDEM_CONV_FILTER_GRAD=$p OMP_NUM_THREADS=2 taskset -c "$two" "$b" "${cnn[@]}" --steps 10 \
+        --profile --profile_steps 20 2>/dev/null | grep -E 'node|Conv2D|MatMul' | head -12
+      TANDEM_CONV_FILTER_GRAD=$p ONEDNN_VERBOSE=1 OMP_NUM_THREADS=2 taskset -c "$two" "$b" \
+        "${cnn[@]}" --steps 2 --warmup 1 2>/dev/null | grep '^onednn_verbose,exec,cpu,convolution' |
+        awk -F, '{print $5, $6, $(NF-1)}' | sort | uniq -c | sort -rn | head -8
+    done
+    run conv_filter_grad_test 120 "$t/bin/conv_filter_grad_test"
+    grep -E '^\[  (FAILED|PASSED) |Failure' "$out/conv_filter_grad_test.log" | head -8
+  fi
+  if part e2e; then
+    # e2e_pair MODEL PRECISION THREADS CPUS BATCH STEPS: the trainer's mean global_step/sec
+    # after the first line times the batch, then train_bench's bare step.
+    e2e_pair() {
+      local model=$1 precision=$2 th=$3 cpus=$4 batch=$5 steps=$6 dir rate step
+      dir=$(mktemp -d)
+      rate=$(OMP_NUM_THREADS=$th taskset -c "$cpus" "$t/bin/trainer" train \
+        --config "configs/fashion_$model.toml" --set run.model_dir="\"$dir\"" \
+        --set "data.data_dir=\"$t/data\"" --set train.max_steps=$steps \
+        --set run.precision="\"$precision\"" --set run.save_checkpoints_steps=100000 \
+        --set run.inter_op_threads=1 --set run.intra_op_threads=$th --set run.num_gpus=0 2>&1 |
+        sed -n 's/.*global_step\/sec: \([0-9.]*\).*/\1/p' | tail -n +2 |
+        awk -v b=$batch '{ s += $1; n++ } END { if (n) printf "%.0f", s / n * b }')
+      step=$(OMP_NUM_THREADS=$th taskset -c "$cpus" "$b" --model $model --threads $th \
+        --batch $batch --precision $precision --steps $((steps / 5)) 2>/dev/null |
+        grep -o -E 'examples_per_second=[0-9]+')
+      echo "$model $precision $th threads e2e: trainer=$rate bare_step $step"
+    }
+    for r in 1 2; do
+      e2e_pair cnn mixed_bfloat16 2 "$two" 100 500
+      e2e_pair mlp float32 1 "$one" 128 1500
+      e2e_pair mlp float32 2 "$two" 128 1500
+    done
+    OMP_NUM_THREADS=2 taskset -c "$two" "$t/bin/estimator_bench" --config configs/fashion_cnn.toml \
+      --threads 2 --steps 150 --warmup 20 --rounds 3 --set "data.data_dir=\"$t/data\"" \
+      --set run.precision='"mixed_bfloat16"' 2>&1 | tail -1
+    OMP_NUM_THREADS=1 taskset -c "$one" "$t/bin/estimator_bench" --config configs/fashion_mlp.toml \
+      --threads 1 --steps 400 --warmup 30 --rounds 5 --set "data.data_dir=\"$t/data\"" 2>&1 |
+      tail -1
+  fi
 fi
 if want cpu; then
   grep -o -w -E 'amx_(bf16|tile|int8)|avx512_bf16|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' '

@@ -1,6 +1,6 @@
-// estimator_bench: the Estimator's own cost. Trains the fashion_mlp model
-// (784-256-128-100-10, Adam, batch 128) on Fashion-MNIST for the same number of steps
-// twice in one process:
+// estimator_bench: the Estimator's own cost. Trains the job config's model (fashion_mlp,
+// 784-256-128-100-10, by default; or fashion_cnn), with its batch size and precision,
+// on Fashion-MNIST for the same number of steps twice in one process:
 //   bare       a plain DirectSession loop feeding pre-shuffled rows
 //              (apps/examples/session_trainer.h)
 //   estimator  Estimator::Train with the job config's pipeline (shuffle, batch,
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "apps/examples/models.h"
 #include "apps/examples/session_trainer.h"
 #include "estimator/estimator.h"
@@ -55,7 +56,7 @@ class EstimatorRunner {
     auto r = std::unique_ptr<EstimatorRunner>(new EstimatorRunner);
     TANDEM_ASSIGN_OR_RETURN(r->dir_, env::MakeTempDir("estimator_bench"));
     std::vector<std::string> sets = {"run.model_dir=\"" + r->dir_ + "\"",
-                                     "run.inter_op_threads=" + std::to_string(threads),
+                                     "run.inter_op_threads=1",
                                      "run.intra_op_threads=" + std::to_string(threads),
                                      "run.num_gpus=0"};  // The bare loop computes on the CPU.
     sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
@@ -70,6 +71,7 @@ class EstimatorRunner {
     TANDEM_ASSIGN_OR_RETURN(r->est_, Estimator::Create(eo));
     return r;
   }
+  const JobConfig& job() const { return job_; }
   ~EstimatorRunner() {
     if (!dir_.empty()) env::DeleteRecursively(dir_).IgnoreError();
   }
@@ -119,6 +121,24 @@ double PooledRate(const std::vector<double>& rates) {
   return static_cast<double>(rates.size()) / seconds_per_example;
 }
 
+// The bare loop's model, batch and precision: the job's. The bare CNN is
+// examples::BuildCnn, fashion_cnn's default shape.
+absl::StatusOr<examples::SessionTrainOptions> BareOptionsFor(const JobConfig& job) {
+  examples::SessionTrainOptions bare;
+  if (job.model.name == "fashion_mlp") {
+    bare.model = "mlp";
+    TANDEM_ASSIGN_OR_RETURN(bare.hidden, job.model.GetIntList("hidden_units", {256, 128, 100}));
+  } else if (job.model.name == "fashion_cnn") {
+    bare.model = "cnn";
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "estimator_bench compares fashion_mlp or fashion_cnn, got '", job.model.name, "'"));
+  }
+  bare.batch_size = job.train.batch_size;
+  TANDEM_ASSIGN_OR_RETURN(bare.precision, ParsePrecision(job.run.precision));
+  return bare;
+}
+
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
   return 1;
@@ -131,11 +151,12 @@ int Main(int argc, char** argv) {
   int rounds = 7, threads = 0;
   std::string only;
   std::vector<std::string> sets;
-  app.add_option("--config", config, "job config (fashion_mlp)")->capture_default_str();
+  app.add_option("--config", config, "job config (fashion_mlp or fashion_cnn)")
+      ->capture_default_str();
   app.add_option("--steps", steps, "timed steps per round and contender")->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps before each timed run")->capture_default_str();
   app.add_option("--rounds", rounds, "bare/estimator pairs, interleaved")->capture_default_str();
-  app.add_option("--threads", threads, "intra/inter-op threads (0 = per core)")
+  app.add_option("--threads", threads, "intra-op threads (0 = per core); one inter-op thread")
       ->capture_default_str();
   app.add_option("--set", sets, "config override KEY=VALUE for the Estimator (repeatable)");
   app.add_option("--only", only,
@@ -154,12 +175,13 @@ int Main(int argc, char** argv) {
     auto us = (*est)->PipelineMicrosPerBatch(steps);
     if (!us.ok()) return Fail(us.status());
     std::printf("input pipeline: %.1f us per batch of %lld (%lld batches)\n", *us,
-                static_cast<long long>(128), static_cast<long long>(steps));
+                static_cast<long long>((*est)->job().train.batch_size),
+                static_cast<long long>(steps));
     return 0;
   }
-  examples::SessionTrainOptions bare;
-  bare.hidden = {256, 128, 100};
-  bare.batch_size = 128;
+  auto bare_or = BareOptionsFor((*est)->job());
+  if (!bare_or.ok()) return Fail(bare_or.status());
+  examples::SessionTrainOptions bare = *bare_or;
   bare.threads = threads;
   bare.log_every = 0;
   bare.evaluate = false;

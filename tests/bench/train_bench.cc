@@ -2,9 +2,11 @@
 // peer and prints ratios):
 //   --model mlp|cnn: training steps/second of the Fashion-MNIST models (the shapes of
 //     configs/fashion_mlp.toml, 784-256-128-100-10, and fashion_cnn.toml; Adam, a fixed
-//     random batch fed each step), reported as examples/second.
+//     random batch fed each step), reported as examples/second; --hidden sets other MLP
+//     widths (--hidden 256,128 is the MLP of the older benchmark rows).
 //   --model matmul: the MatMul kernel called directly versus a bare oneDNN matmul
-//     primitive on the same shapes (the MLP's forward and backward products).
+//     primitive on the same shapes (every product of the MLP's step, --hidden and
+//     --batch), and the step's ceiling: its products alone at bare oneDNN speed.
 //   --model gemm_peak: this CPU's oneDNN matmul rate in float32 and bfloat16 on a
 //     2048^3 product with up to --threads threads, the peak the training rates are
 //     compared with.
@@ -52,14 +54,15 @@ Tensor RandomFloats(const TensorShape& shape, uint64_t seed) {
   return t;
 }
 
-int TrainBench(const std::string& model, int threads, int inter_op, int64_t batch, int steps,
-               int warmup, bool profile, Precision precision, int gpus) {
+int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int threads,
+               int inter_op, int64_t batch, int steps, int warmup, int profile, Precision precision,
+               int gpus) {
   Scope root = Scope::NewRootScope();
   root.graph()->set_seed(1);
   Output images =
       ops::Placeholder(root.WithOpName("images"), DType::kFloat, PartialShape({-1, 784}));
   Output labels = ops::Placeholder(root.WithOpName("labels"), DType::kInt32, PartialShape({-1}));
-  Output logits = model == "mlp" ? examples::BuildMlp(root, images, {256, 128, 100}, 1)
+  Output logits = model == "mlp" ? examples::BuildMlp(root, images, hidden, 1)
                                  : examples::BuildCnn(root, images, /*training=*/true, 1);
   Output loss = ops::SparseSoftmaxCrossEntropy(root, labels, logits);
   ops::AdamOptimizer adam(0.001f);
@@ -103,27 +106,45 @@ int TrainBench(const std::string& model, int threads, int inter_op, int64_t batc
   auto rate_between = [&](int from, int to) {
     return batch * (to - from) / std::chrono::duration<double>(ends[to] - ends[from]).count();
   };
-  if (profile) {
-    // One traced step: total microseconds per op type, largest first.
-    RunOptions opts;
-    opts.trace = true;
-    RunMetadata meta;
-    if (!(*session)->Run(feeds, {loss.name()}, {(*train)->name()}, opts, &meta).ok()) return 1;
-    std::map<std::string, int64_t> by_op;
-    for (const auto& n : meta.step_stats.nodes) by_op[n.op] += n.end_micros - n.start_micros;
-    std::vector<std::pair<int64_t, std::string>> sorted;
-    for (const auto& [op, us] : by_op) sorted.push_back({us, op});
-    std::sort(sorted.rbegin(), sorted.rend());
-    for (const auto& [us, op] : sorted)
-      std::printf("  %-36s %8lld us\n", op.c_str(), (long long)us);
+  if (profile > 0) {
+    // `profile` traced steps: mean microseconds per op type, largest first, then the
+    // slowest nodes (to tell apart two nodes of one op, such as the two convolutions).
+    std::map<std::string, int64_t> by_op, by_node;
+    for (int i = 0; i < profile; ++i) {
+      RunOptions opts;
+      opts.trace = true;
+      RunMetadata meta;
+      if (!(*session)->Run(feeds, {loss.name()}, {(*train)->name()}, opts, &meta).ok()) return 1;
+      for (const auto& n : meta.step_stats.nodes) {
+        by_op[n.op] += n.end_micros - n.start_micros;
+        by_node[n.node_name + " (" + n.op + ")"] += n.end_micros - n.start_micros;
+      }
+    }
+    auto print = [&](const std::map<std::string, int64_t>& totals, const char* prefix,
+                     size_t rows) {
+      std::vector<std::pair<int64_t, std::string>> sorted;
+      for (const auto& [name, us] : totals) sorted.push_back({us, name});
+      std::sort(sorted.rbegin(), sorted.rend());
+      sorted.resize(std::min(sorted.size(), rows));
+      for (const auto& [us, name] : sorted)
+        std::printf("  %s%-60s %8lld us\n", prefix, name.c_str(),
+                    static_cast<long long>(us / profile));
+    };
+    print(by_op, "", by_op.size());
+    print(by_node, "node ", 8);
   }
   // Multiply-adds x 2 per example of the models' convolutions and dense layers: forward,
   // the input gradient (none for the first layer) and the weight gradient.
   const double fwd_conv1 = 28.0 * 28 * 32 * 25 * 1 * 2, fwd_conv2 = 14.0 * 14 * 64 * 25 * 32 * 2,
                fwd_dense = 3136.0 * 1024 * 2 + 1024.0 * 10 * 2;
   const double cnn_flops = 3 * (fwd_conv1 + fwd_conv2 + fwd_dense) - fwd_conv1;
-  const double fwd_mlp1 = 784.0 * 256 * 2,
-               fwd_mlp = fwd_mlp1 + (256.0 * 128 + 128.0 * 100 + 100.0 * 10) * 2;
+  std::vector<int64_t> widths = {784};
+  widths.insert(widths.end(), hidden.begin(), hidden.end());
+  widths.push_back(10);
+  const double fwd_mlp1 = 784.0 * static_cast<double>(widths[1]) * 2;
+  double fwd_mlp = 0;
+  for (size_t i = 0; i + 1 < widths.size(); ++i)
+    fwd_mlp += 2.0 * static_cast<double>(widths[i]) * static_cast<double>(widths[i + 1]);
   const double mlp_flops = 3 * fwd_mlp - fwd_mlp1;
   const double rate = batch * steps / secs;
   std::printf("tandem %s threads=%d gpus=%d batch=%lld precision=%s examples_per_second=%.0f",
@@ -261,18 +282,28 @@ int GpuMatMulBench(int64_t n, int steps) {
   return 0;
 }
 
-int MatMulBench(int threads) {
+int MatMulBench(int threads, const std::vector<int64_t>& hidden, int64_t batch) {
   omp_set_num_threads(threads);
   EnsureKernels();
   struct Case {
     int64_t m, k, n;
     bool ta, tb;
   };
-  const Case cases[] = {{128, 784, 256, false, false},
-                        {128, 256, 128, false, false},
-                        {784, 128, 256, true, false},
-                        {128, 256, 784, false, true},
-                        {256, 128, 128, true, false}};
+  // Every product of the MLP's training step: per layer (in -> out) the forward
+  // product, the weight gradient X^T dY and, past the first layer, the input gradient
+  // dY W^T.
+  std::vector<int64_t> widths = {784};
+  widths.insert(widths.end(), hidden.begin(), hidden.end());
+  widths.push_back(10);
+  std::vector<Case> cases;
+  double flops = 0;
+  for (size_t i = 0; i + 1 < widths.size(); ++i) {
+    const int64_t in = widths[i], out = widths[i + 1];
+    cases.push_back({batch, in, out, false, false});
+    cases.push_back({in, batch, out, true, false});
+    if (i > 0) cases.push_back({batch, out, in, false, true});
+    flops += 2.0 * static_cast<double>(batch * in * out) * (i > 0 ? 3 : 2);
+  }
   double kernel_total = 0, bare_total = 0;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
@@ -320,6 +351,12 @@ int MatMulBench(int threads) {
     kernel_total += t_kernel;
     bare_total += t_bare;
   }
+  // The MLP step's ceiling on this CPU: its products alone, each at bare oneDNN speed.
+  std::printf(
+      "mlp_matmul_ceiling threads=%d batch=%lld examples_per_second=%.0f gflops=%.0f "
+      "(the step's products at bare oneDNN speed, nothing else)\n",
+      threads, static_cast<long long>(batch), static_cast<double>(batch) / bare_total,
+      flops / bare_total / 1e9);
   std::printf("matmul threads=%d kernel_vs_bare_onednn=%.2f (>= 0.80 is the target)\n", threads,
               bare_total / kernel_total);
   return 0;
@@ -333,17 +370,26 @@ int main(int argc, char** argv) {
   std::string model = "mlp";
   int threads = 1, steps = 200, warmup = 10, inter_op = 1;
   bool profile = false;
+  int profile_steps = 1;
   int64_t batch = 128;
   std::string precision = "float32";
   int gpus = 0;
   int64_t n = 4096;
+  std::vector<int64_t> hidden = {256, 128, 100};
   app.add_option("--model", model, "mlp, cnn, matmul, gemm_peak, parallel_for or gpu_matmul")
       ->check(CLI::IsMember({"mlp", "cnn", "matmul", "gemm_peak", "parallel_for", "gpu_matmul"}));
   app.add_option("--gpus", gpus, "mlp and cnn: GPUs the session computes on (0 or 1)")
       ->capture_default_str();
   app.add_option("--n", n, "gpu_matmul: the square size")->capture_default_str();
+  app.add_option("--hidden", hidden, "mlp: hidden layer widths (fashion_mlp's by default)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--threads", threads, "intra- and inter-op threads")->capture_default_str();
-  app.add_flag("--profile", profile, "after timing, print one traced step's time per op");
+  app.add_flag("--profile", profile, "after timing, print traced steps' mean time per op");
+  app.add_option("--profile_steps", profile_steps, "--profile: the traced steps to average")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
   app.add_option("--inter_op", inter_op,
                  "inter-op threads (0: the session default, one per core); 1 runs one op at a "
                  "time with all threads inside it, as the PyTorch peer does")
@@ -355,10 +401,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"float32", "mixed_bfloat16"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  if (model == "matmul") return tandem::MatMulBench(threads);
+  if (model == "matmul") return tandem::MatMulBench(threads, hidden, batch);
   if (model == "gemm_peak") return tandem::GemmPeak(threads);
   if (model == "parallel_for") return tandem::ParallelForBench(threads);
   if (model == "gpu_matmul") return tandem::GpuMatMulBench(n, steps);
-  return tandem::TrainBench(model, threads, inter_op, batch, steps, warmup, profile,
-                            *tandem::ParsePrecision(precision), gpus);
+  return tandem::TrainBench(model, hidden, threads, inter_op, batch, steps, warmup,
+                            profile ? profile_steps : 0, *tandem::ParsePrecision(precision), gpus);
 }
