@@ -18,6 +18,7 @@
 #include "framework/runtime/direct_session.h"
 #include "framework/tensor/dtype.h"
 #include "gtest/gtest.h"
+#include "tests/util/window_geometry.h"
 
 namespace tandem {
 namespace {
@@ -29,15 +30,8 @@ struct Case {
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-struct Out {
-  int64_t size, pad;
-};
-Out Dim(int64_t in, int64_t k, int64_t stride, int64_t dil, bool same) {
-  const int64_t eff = (k - 1) * dil + 1;
-  if (!same) return {(in - eff) / stride + 1, 0};
-  const int64_t out = (in + stride - 1) / stride;
-  return {out, std::max<int64_t>((out - 1) * stride + eff - in, 0) / 2};
-}
+using Out = testing::WindowGeometry;
+constexpr auto Dim = testing::Window;
 
 std::vector<float> Random(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -56,8 +50,8 @@ std::vector<double> NaiveFilterGrad(const Case& k, const std::vector<float>& x,
   std::vector<double> g(k.kh * k.kw * k.c * k.o, 0.0);
   scale->assign(g.size(), 0.0);
   for (int64_t b = 0; b < k.n; ++b)
-    for (int64_t y = 0; y < oh.size; ++y)
-      for (int64_t xo = 0; xo < ow.size; ++xo)
+    for (int64_t y = 0; y < oh.out; ++y)
+      for (int64_t xo = 0; xo < ow.out; ++xo)
         for (int64_t i = 0; i < k.kh; ++i)
           for (int64_t j = 0; j < k.kw; ++j) {
             const int64_t iy = y * k.stride + i * k.dilation - oh.pad;
@@ -66,7 +60,7 @@ std::vector<double> NaiveFilterGrad(const Case& k, const std::vector<float>& x,
             for (int64_t ch = 0; ch < k.c; ++ch)
               for (int64_t o = 0; o < k.o; ++o) {
                 const double t = double(x[((b * k.h + iy) * k.w + ix) * k.c + ch]) *
-                                 dy[((b * oh.size + y) * ow.size + xo) * k.o + o];
+                                 dy[((b * oh.out + y) * ow.out + xo) * k.o + o];
                 g[((i * k.kw + j) * k.c + ch) * k.o + o] += t;
                 (*scale)[((i * k.kw + j) * k.c + ch) * k.o + o] += std::fabs(t);
               }
@@ -90,7 +84,7 @@ std::vector<float> RunFilterGrad(const Case& k, const std::vector<float>& x,
   Scope s = Scope::NewRootScope();
   Output xs = ops::Const(s, Tensor::FromVector<float>(x, TensorShape({k.n, k.h, k.w, k.c})));
   Output dys =
-      ops::Const(s, Tensor::FromVector<float>(dy, TensorShape({k.n, oh.size, ow.size, k.o})));
+      ops::Const(s, Tensor::FromVector<float>(dy, TensorShape({k.n, oh.out, ow.out, k.o})));
   if (in == DType::kBFloat16) {
     xs = ops::Cast(s, xs, in);
     dys = ops::Cast(s, dys, in);
@@ -135,7 +129,7 @@ TEST_P(FilterGradTest, EveryPathMatchesTheNaiveSum) {
   const Out oh = Dim(k.h, k.kh, k.stride, k.dilation, k.same);
   const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
   const std::vector<float> x = Random(k.n * k.h * k.w * k.c, 1);
-  const std::vector<float> dy = Random(k.n * oh.size * ow.size * k.o, 2);
+  const std::vector<float> dy = Random(k.n * oh.out * ow.out * k.o, 2);
   struct Precision {
     DType in, out;
     double tolerance;  // Relative to the sum of |terms|.

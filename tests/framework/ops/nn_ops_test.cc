@@ -17,6 +17,7 @@
 #include "framework/runtime/session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/window_geometry.h"
 #include "tests/framework/ops/gradient_check.h"
 
 namespace tandem {
@@ -260,15 +261,8 @@ TEST(L2LossTest, HalfSumOfSquares) {
 // ---------------------------------------------------------------------------------------
 // Convolution and pooling against naive loops.
 
-struct Geometry {
-  int64_t out, pad;
-};
-Geometry Geo(int64_t in, int64_t k, int64_t stride, int64_t dil, bool same) {
-  const int64_t eff = (k - 1) * dil + 1;
-  if (!same) return {(in - eff) / stride + 1, 0};
-  const int64_t out = (in + stride - 1) / stride;
-  return {out, std::max<int64_t>((out - 1) * stride + eff - in, 0) / 2};
-}
+using Geometry = testing::WindowGeometry;
+constexpr auto Geo = testing::Window;
 
 // Naive NHWC x HWIO convolution.
 Tensor NaiveConv(const Tensor& in, const Tensor& f, int64_t stride, int64_t dil, bool same) {
