@@ -69,7 +69,7 @@ std::vector<Section> Sections(JobConfig& c) {
         {"eval_path", &c.data.eval_path},
         {"eval_batch_size", &c.data.eval_batch_size, 0, {}, kMaxBatchSize},
         {"shuffle_buffer", &c.data.shuffle_buffer, 0},
-        {"prefetch_buffer", &c.data.prefetch_buffer, 0}}},
+        {"prefetch_buffer", &c.data.prefetch_buffer, -1, {}, 1024}}},
       {"run",
        {{"model_dir", &c.run.model_dir},
         {"save_checkpoints_steps", &c.run.save_checkpoints_steps, 0},

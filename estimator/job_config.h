@@ -176,7 +176,7 @@ struct DataSection {
   std::string eval_path;
   int64_t eval_batch_size = 0;  // 0: [train] batch_size.
   int64_t shuffle_buffer = 10000;
-  int64_t prefetch_buffer = 2;
+  int64_t prefetch_buffer = -1;  // Batches ahead; -1: auto (data::kAutotune); 0: none.
   bool operator==(const DataSection& o) const = default;
 };
 

@@ -134,7 +134,8 @@ if want amx; then
   #         a profile of each, the kernels oneDNN ran, and conv_filter_grad_test;
   #   e2e   `trainer train` and the Estimator against their bare steps (bf16 CNN);
   #   ceiling  the MLP's products alone at bare oneDNN speed, beside its step;
-  #   pool  the steps against another build's train_bench_pool (PACK_EXTRA).
+  #   pool  the steps against another build's train_bench_pool (PACK_EXTRA);
+  #   overhead  only the Estimator against its bare loop (MLP 1 and 2 threads, bf16 CNN).
   parts=${AMX_PARTS:-peak mlp conv e2e ceiling}
   part() { [[ " $parts " == *" $1 "* ]]; }
   cpu_tree
@@ -204,6 +205,17 @@ if want amx; then
     done
     run conv_filter_grad_test 120 "$t/bin/conv_filter_grad_test"
     grep -E '^\[  (FAILED|PASSED) |Failure' "$out/conv_filter_grad_test.log" | head -8
+  fi
+  if part overhead; then  # The Estimator against the bare loop only, pinned.
+    OMP_NUM_THREADS=1 taskset -c "$one" "$t/bin/estimator_bench" --config configs/fashion_mlp.toml \
+      --threads 1 --steps 400 --warmup 30 --rounds 5 --set "data.data_dir=\"$t/data\"" 2>&1 |
+      tail -1
+    OMP_NUM_THREADS=2 taskset -c "$two" "$t/bin/estimator_bench" --config configs/fashion_mlp.toml \
+      --threads 2 --steps 400 --warmup 30 --rounds 5 --set "data.data_dir=\"$t/data\"" 2>&1 |
+      tail -1
+    OMP_NUM_THREADS=2 taskset -c "$two" "$t/bin/estimator_bench" --config configs/fashion_cnn.toml \
+      --threads 2 --steps 150 --warmup 20 --rounds 3 --set "data.data_dir=\"$t/data\"" \
+      --set run.precision='"mixed_bfloat16"' 2>&1 | tail -1
   fi
   if part e2e; then
     # e2e_pair MODEL PRECISION THREADS CPUS BATCH STEPS: the trainer's mean global_step/sec

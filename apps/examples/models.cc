@@ -42,7 +42,7 @@ data::DatasetPtr Pipeline(data::DatasetPtr ds, ModeKey mode, const InputContext&
     batch = job.data.eval_batch_size;
   }
   ds = ds->Batch(batch, /*drop_remainder=*/mode == ModeKey::kTrain);
-  if (job.data.prefetch_buffer > 0) ds = ds->Prefetch(job.data.prefetch_buffer);
+  if (job.data.prefetch_buffer != 0) ds = ds->Prefetch(job.data.prefetch_buffer);
   return ds;
 }
 

@@ -1,6 +1,7 @@
 #include "framework/core/env.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -50,6 +52,26 @@ double MemoryLimitBytes() {
     limit = std::min(limit, static_cast<double>(as.rlim_cur));
   }
   return limit;
+}
+
+int UsableCpus() {
+  int cpus = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) cpus = CPU_COUNT(&set);
+  if (cpus <= 0) cpus = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  // cgroup v2: "max 100000" (no quota) or "<quota> <period>" in microseconds.
+  std::ifstream max_file("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  int64_t period = 0;
+  if (max_file >> quota >> period && quota != "max" && period > 0) {
+    char* end = nullptr;
+    const long long q = std::strtoll(quota.c_str(), &end, 10);
+    if (end != quota.c_str() && q > 0) {
+      cpus = std::min<int64_t>(cpus, (q + period - 1) / period);
+    }
+  }
+  return std::max(1, cpus);
 }
 
 bool AppendBounded(std::string* out, absl::string_view data, size_t max_bytes) {

@@ -21,6 +21,9 @@ namespace tandem::env {
 
 // The bytes this process may allocate: physical memory, or less under RLIMIT_AS.
 double MemoryLimitBytes();
+// The CPUs this process may run on at once: those of its affinity mask, or fewer under
+// a cgroup v2 CPU quota (cpu.max, rounded up). At least 1.
+int UsableCpus();
 // Appends `data` to `out` unless `out` would then hold more than `max_bytes` (false,
 // nothing appended). The buffer grows by half at most and never past `max_bytes`, so
 // growing it never holds more than twice `max_bytes` at once.

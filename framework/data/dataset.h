@@ -66,7 +66,8 @@ struct RowRef {
   int64_t row;
 };
 
-// Prefetch buffer size that lets the pipeline pick (currently a fixed small depth).
+// Prefetch buffer size that lets the pipeline pick: 4 elements ahead on a producer
+// thread, or no producer thread in a process that can run on one CPU only.
 inline constexpr int64_t kAutotune = -1;
 
 // One pass over a dataset. Not thread-safe: use from one thread at a time.

@@ -1,5 +1,8 @@
 // Dataset::Prefetch. Every test runs under a deadline so a hang fails fast instead of
 // waiting for ctest's timeout.
+#include <sched.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "framework/core/env.h"
 #include "framework/data/dataset.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -126,6 +130,57 @@ TEST(PrefetchTest, EarlyDestructionOfAnInfinitePipelineDoesNotHang) {
 TEST(PrefetchTest, BadBufferSizeIsInvalidArgument) {
   EXPECT_EQ(Range(3)->Prefetch(0)->MakeIterator().status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// The threads of this process (entries of /proc/self/task).
+int CountThreads() {
+  int n = 0;
+  auto list = env::ListDir("/proc/self/task");
+  if (list.ok()) n = static_cast<int>(list->size());
+  return n;
+}
+
+// kAutotune starts a producer thread where a second CPU can run it, and none in a
+// process confined to one CPU, where the consumer produces each element itself; the
+// elements are the same either way. A set depth always starts the thread.
+TEST(PrefetchTest, AutotuneRunsNoProducerThreadOnOneCpu) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  int first = -1;
+  for (int c = 0; c < CPU_SETSIZE && first < 0; ++c) {
+    if (CPU_ISSET(c, &all)) first = c;
+  }
+  ASSERT_GE(first, 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  // Affinity is per thread: the iterators are made and read on this one.
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(env::UsableCpus(), 1);
+  {
+    const int before = CountThreads();
+    auto it = Range(100)->Prefetch(kAutotune)->MakeIterator();
+    ASSERT_TRUE(it.ok()) << it.status();
+    EXPECT_EQ(CountThreads(), before) << "a producer thread on one CPU";
+    std::vector<int64_t> got;
+    while (true) {
+      auto e = (*it)->GetNext();
+      ASSERT_TRUE(e.ok()) << e.status();
+      if (!e->has_value()) break;
+      got.push_back((**e)[0].scalar<int64_t>());
+    }
+    EXPECT_THAT(got, ElementsAreArray(Iota(100)));
+    auto set_depth = Range(10)->Prefetch(2)->MakeIterator();
+    ASSERT_TRUE(set_depth.ok());
+    EXPECT_EQ(CountThreads(), before + 1) << "Prefetch(2) runs its producer thread anyway";
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  if (env::UsableCpus() >= 2) {
+    const int before = CountThreads();
+    auto it = Range(10)->Prefetch(kAutotune)->MakeIterator();
+    ASSERT_TRUE(it.ok());
+    EXPECT_EQ(CountThreads(), before + 1) << "no producer thread with CPUs to spare";
+  }
 }
 
 }  // namespace
