@@ -391,8 +391,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   app.add_option("--inter_op", inter_op,
-                 "inter-op threads (0: the session default, one per core); 1 runs one op at a "
-                 "time with all threads inside it, as the PyTorch peer does")
+                 "inter-op threads, the caller counted (0 or 1: one op at a time with all "
+                 "threads inside it, as the PyTorch peer runs)")
       ->capture_default_str();
   app.add_option("--batch", batch, "batch size")->capture_default_str();
   app.add_option("--steps", steps, "timed steps")->capture_default_str();
