@@ -55,8 +55,7 @@ class EstimatorRunner {
       const std::string& config, int threads, const std::vector<std::string>& extra_sets) {
     auto r = std::unique_ptr<EstimatorRunner>(new EstimatorRunner);
     TANDEM_ASSIGN_OR_RETURN(r->dir_, env::MakeTempDir("estimator_bench"));
-    std::vector<std::string> sets = {"run.model_dir=\"" + r->dir_ + "\"",
-                                     "run.inter_op_threads=1",
+    std::vector<std::string> sets = {"run.model_dir=\"" + r->dir_ + "\"", "run.inter_op_threads=1",
                                      "run.intra_op_threads=" + std::to_string(threads),
                                      "run.num_gpus=0"};  // The bare loop computes on the CPU.
     sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());

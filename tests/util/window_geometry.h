@@ -15,8 +15,7 @@ struct WindowGeometry {
   int64_t out, pad;
 };
 
-inline WindowGeometry Window(int64_t in, int64_t k, int64_t stride, int64_t dilation,
-                             bool same) {
+inline WindowGeometry Window(int64_t in, int64_t k, int64_t stride, int64_t dilation, bool same) {
   const int64_t eff = (k - 1) * dilation + 1;
   if (!same) return {(in - eff) / stride + 1, 0};
   const int64_t out = (in + stride - 1) / stride;

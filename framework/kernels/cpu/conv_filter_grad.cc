@@ -21,12 +21,6 @@ int64_t PadAfter(int64_t in, int64_t k, int64_t out, int64_t pad_before) {
   return k - 1 + out - in - pad_before;
 }
 
-std::optional<dnnl::reorder> ReorderIfNeeded(const memory::desc& from, const memory::desc& to) {
-  if (from == to) return std::nullopt;
-  return dnnl::reorder(dnnl::reorder::primitive_desc(onednn::CpuEngine(), from, onednn::CpuEngine(),
-                                                     to, onednn::Attr()));
-}
-
 // The forward convolution of one geometry and its three reorders: the input and the
 // output gradient into the primitive's src and weights layouts, its dst into HWIO.
 struct ForwardConvEntry {
@@ -58,20 +52,10 @@ ForwardConvEntry MakeForwardConvEntry(const FilterGradGeometry& g, memory::data_
   e.src_md = pd.src_desc();
   e.weights_md = pd.weights_desc();
   e.dst_md = pd.dst_desc();
-  e.x_to_src = ReorderIfNeeded(e.x_md, e.src_md);
-  e.dy_to_weights = ReorderIfNeeded(e.dy_md, e.weights_md);
-  e.dst_to_out = ReorderIfNeeded(e.dst_md, e.out_md);
+  e.x_to_src = onednn::ReorderIfNeeded(e.x_md, e.src_md);
+  e.dy_to_weights = onednn::ReorderIfNeeded(e.dy_md, e.weights_md);
+  e.dst_to_out = onednn::ReorderIfNeeded(e.dst_md, e.out_md);
   return e;
-}
-
-// `data` in the layout `to`: itself when `reorder` is empty, else a copy in `scratch`.
-const void* Reordered(const std::optional<dnnl::reorder>& reorder, const memory::desc& from,
-                      const void* data, const memory::desc& to, Tensor* scratch) {
-  if (!reorder) return data;
-  *scratch = Tensor(DType::kUInt8, TensorShape({static_cast<int64_t>(to.get_size())}));
-  onednn::ExecuteCached(*reorder,
-                        {{DNNL_ARG_FROM, from, data}, {DNNL_ARG_TO, to, scratch->raw_data()}});
-  return scratch->raw_data();
 }
 
 }  // namespace
@@ -112,12 +96,13 @@ absl::Status FilterGradByForwardConv(const OpKernelContext& ctx, const FilterGra
                           }));
   return onednn::Guard(ctx, [&]() {
     Tensor src_copy, weights_copy, dst_copy;
-    const void* src = Reordered(e->x_to_src, e->x_md, input.raw_data(), e->src_md, &src_copy);
+    const void* src =
+        onednn::InLayout(e->x_to_src, e->x_md, input.raw_data(), e->src_md, &src_copy);
     const void* weights =
-        Reordered(e->dy_to_weights, e->dy_md, grad.raw_data(), e->weights_md, &weights_copy);
+        onednn::InLayout(e->dy_to_weights, e->dy_md, grad.raw_data(), e->weights_md, &weights_copy);
     void* dst = out->raw_data();
     if (e->dst_to_out) {
-      dst_copy = Tensor(DType::kUInt8, TensorShape({static_cast<int64_t>(e->dst_md.get_size())}));
+      dst_copy = onednn::ScratchFor(e->dst_md);
       dst = dst_copy.raw_data();
     }
     onednn::ExecuteCached(e->prim, {{DNNL_ARG_SRC, e->src_md, src},

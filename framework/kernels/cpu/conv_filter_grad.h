@@ -26,7 +26,7 @@ namespace tandem::nn {
 // One convolution's geometry: input [n,h,w,c], filter [kh,kw,c,o], output [n,oh,ow,o].
 struct FilterGradGeometry {
   int64_t n, h, w, c, kh, kw, o, oh, ow;
-  int64_t stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+  int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0;
 };
 
 enum class FilterGradPath { kOneDnnBackward, kForwardConv };

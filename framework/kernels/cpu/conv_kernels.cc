@@ -14,8 +14,9 @@
 // the bf16 ops run in float32 on widened copies and round once at the end.
 // Conv2DBackpropFilter with attr Tout = float32 writes a float32 filter gradient from
 // bfloat16 operands; it runs on oneDNN's backward-weights primitive or as a forward
-// convolution (conv_filter_grad.h). _FusedConv2D adds a bias and, with activation "relu", a ReLU
-// post-op to the forward primitive: one pass over the output instead of three.
+// convolution (conv_filter_grad.h). _FusedConv2D adds a bias and, with activation
+// "relu", a ReLU post-op to the forward primitive: one pass over the output instead of
+// three.
 #include <cstring>
 #include <optional>
 #include <string>
@@ -131,18 +132,6 @@ absl::StatusOr<TensorShape> ShapeFromTensor(const OpKernelContext& ctx, int i) {
   return *shape;
 }
 
-// Reorders between a user layout and the primitive's, when they differ.
-std::optional<dnnl::reorder> MaybeReorder(const memory::desc& from, const memory::desc& to) {
-  if (from == to) return std::nullopt;
-  return dnnl::reorder(dnnl::reorder::primitive_desc(onednn::CpuEngine(), from, onednn::CpuEngine(),
-                                                     to, onednn::Attr()));
-}
-
-// A scratch tensor big enough for `md`.
-Tensor ScratchFor(const memory::desc& md) {
-  return Tensor(DType::kUInt8, TensorShape({static_cast<int64_t>(md.get_size())}));
-}
-
 // Checks that the float inputs `a` and `b` of a kernel share one dtype.
 absl::Status ExpectSameFloatDType(const OpKernelContext& ctx, int a, int b) {
   TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, a));
@@ -179,19 +168,15 @@ struct ConvEntryBase {
     dst_md = s.dst_md();
     user_weights_md = s.user_weights_md();
     weights_md = primitive_weights;
-    weights_reorder = MaybeReorder(user_weights_md, weights_md);
+    weights_reorder = onednn::ReorderIfNeeded(user_weights_md, weights_md);
   }
 };
 
 // The filter in the primitive's layout: the filter's own buffer, or `scratch` holding
 // its reordered copy.
-const void* PrepareWeights(const ConvEntryBase& e, const ConvShape& s, const Tensor& filter,
-                           Tensor* scratch) {
-  if (!e.weights_reorder) return filter.raw_data();
-  *scratch = ScratchFor(e.weights_md);
-  onednn::ExecuteCached(*e.weights_reorder, {{DNNL_ARG_FROM, e.user_weights_md, filter.raw_data()},
-                                             {DNNL_ARG_TO, e.weights_md, scratch->raw_data()}});
-  return scratch->raw_data();
+const void* PrepareWeights(const ConvEntryBase& e, const Tensor& filter, Tensor* scratch) {
+  return onednn::InLayout(e.weights_reorder, e.user_weights_md, filter.raw_data(), e.weights_md,
+                          scratch);
 }
 
 struct ConvFwdEntry : ConvEntryBase {
@@ -241,7 +226,7 @@ class Conv2DKernel : public ConvKernelBase {
                             }));
     return onednn::Guard(ctx, [&]() {
       Tensor scratch;
-      const void* weights = PrepareWeights(*e, s, filter, &scratch);
+      const void* weights = PrepareWeights(*e, filter, &scratch);
       if (!s.fusion.bias) {
         onednn::ExecuteCached(e->prim, {{DNNL_ARG_SRC, e->src_md, input.raw_data()},
                                         {DNNL_ARG_WEIGHTS, e->weights_md, weights},
@@ -313,7 +298,7 @@ class Conv2DBackpropInputKernel : public ConvKernelBase {
         }));
     return onednn::Guard(ctx, [&]() {
       Tensor scratch;
-      const void* weights = PrepareWeights(*e, s, filter, &scratch);
+      const void* weights = PrepareWeights(*e, filter, &scratch);
       onednn::ExecuteCached(e->prim, {{DNNL_ARG_DIFF_DST, e->dst_md, grad.raw_data()},
                                       {DNNL_ARG_WEIGHTS, e->weights_md, weights},
                                       {DNNL_ARG_DIFF_SRC, e->src_md, out->raw_data()}});
@@ -353,49 +338,42 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
  private:
   static absl::Status BackwardWeights(const OpKernelContext& ctx, const ConvShape& s,
                                       const Tensor& input, const Tensor& grad, Tensor* out) {
-    const FilterGradGeometry g{s.n,
-                               s.h,
-                               s.w,
-                               s.c,
-                               s.kh,
-                               s.kw,
-                               s.o,
-                               s.oh,
-                               s.ow,
-                               s.attrs.stride_h,
-                               s.attrs.stride_w,
-                               s.attrs.second_h,
-                               s.attrs.second_w,
-                               s.dim_h.pad_before,
-                               s.dim_w.pad_before};
+    FilterGradGeometry g{s.n, s.h, s.w, s.c, s.kh, s.kw, s.o, s.oh, s.ow};
+    g.stride_h = s.attrs.stride_h;
+    g.stride_w = s.attrs.stride_w;
+    g.dilation_h = s.attrs.second_h;
+    g.dilation_w = s.attrs.second_w;
+    g.pad_top = s.dim_h.pad_before;
+    g.pad_left = s.dim_w.pad_before;
     absl::StatusOr<FilterGradPath> path = FilterGradPathFor(g, input.dtype());
     if (!path.ok()) return ctx.Annotate(path.status());
-    if (*path == FilterGradPath::kForwardConv)
+    if (*path == FilterGradPath::kForwardConv) {
       return FilterGradByForwardConv(ctx, g, input, grad, out);
+    }
     ConvShape w = s;  // The filter gradient's layouts, in the output's dtype.
     w.dt = onednn::DataType(out->dtype());
     const std::string key = absl::StrCat(s.Key("conv_bwd_weights"), ",", static_cast<int>(w.dt));
-    TANDEM_ASSIGN_OR_RETURN(auto e, onednn::Cached<ConvBwdWeightsEntry>(ctx, key, [&] {
-                              ConvBwdWeightsEntry e;
-                              dnnl::convolution_backward_weights::desc d(
-                                  dnnl::algorithm::convolution_direct, s.src_md(),
-                                  w.any_weights_md(), s.dst_md(), s.strides(), s.dilates(),
-                                  s.pad_l(), s.pad_r());
-                              dnnl::convolution_backward_weights::primitive_desc pd(
-                                  d, onednn::Attr(), onednn::CpuEngine(), s.ForwardPd());
-                              e.prim = dnnl::convolution_backward_weights(pd);
-                              e.src_md = s.src_md();
-                              e.dst_md = s.dst_md();
-                              e.user_weights_md = w.user_weights_md();
-                              e.diff_weights_md = pd.diff_weights_desc();
-                              e.to_user = MaybeReorder(e.diff_weights_md, w.user_weights_md());
-                              return e;
-                            }));
+    TANDEM_ASSIGN_OR_RETURN(
+        auto e, onednn::Cached<ConvBwdWeightsEntry>(ctx, key, [&] {
+          ConvBwdWeightsEntry e;
+          dnnl::convolution_backward_weights::desc d(
+              dnnl::algorithm::convolution_direct, s.src_md(), w.any_weights_md(), s.dst_md(),
+              s.strides(), s.dilates(), s.pad_l(), s.pad_r());
+          dnnl::convolution_backward_weights::primitive_desc pd(d, onednn::Attr(),
+                                                                onednn::CpuEngine(), s.ForwardPd());
+          e.prim = dnnl::convolution_backward_weights(pd);
+          e.src_md = s.src_md();
+          e.dst_md = s.dst_md();
+          e.user_weights_md = w.user_weights_md();
+          e.diff_weights_md = pd.diff_weights_desc();
+          e.to_user = onednn::ReorderIfNeeded(e.diff_weights_md, w.user_weights_md());
+          return e;
+        }));
     return onednn::Guard(ctx, [&]() {
       Tensor scratch;
       void* diff_weights = out->raw_data();
       if (e->to_user) {
-        scratch = ScratchFor(e->diff_weights_md);
+        scratch = onednn::ScratchFor(e->diff_weights_md);
         diff_weights = scratch.raw_data();
       }
       onednn::ExecuteCached(e->prim, {{DNNL_ARG_SRC, e->src_md, input.raw_data()},

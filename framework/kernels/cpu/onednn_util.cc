@@ -145,6 +145,24 @@ void* ThreadScratchpad(size_t bytes) {
 
 }  // namespace
 
+std::optional<dnnl::reorder> ReorderIfNeeded(const dnnl::memory::desc& from,
+                                             const dnnl::memory::desc& to) {
+  if (from == to) return std::nullopt;
+  return dnnl::reorder(dnnl::reorder::primitive_desc(CpuEngine(), from, CpuEngine(), to, Attr()));
+}
+
+Tensor ScratchFor(const dnnl::memory::desc& md) {
+  return Tensor(DType::kUInt8, TensorShape({static_cast<int64_t>(md.get_size())}));
+}
+
+const void* InLayout(const std::optional<dnnl::reorder>& reorder, const dnnl::memory::desc& from,
+                     const void* data, const dnnl::memory::desc& to, Tensor* scratch) {
+  if (!reorder) return data;
+  *scratch = ScratchFor(to);
+  ExecuteCached(*reorder, {{DNNL_ARG_FROM, from, data}, {DNNL_ARG_TO, to, scratch->raw_data()}});
+  return scratch->raw_data();
+}
+
 void ExecuteCached(const dnnl::primitive& prim, std::initializer_list<Arg> args) {
   struct Memories {
     std::unordered_map<int, dnnl::memory> args;

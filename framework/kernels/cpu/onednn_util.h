@@ -21,6 +21,7 @@
 #include <initializer_list>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -85,6 +86,17 @@ dnnl::memory::desc TagDesc(const dnnl::memory::dims& dims, dnnl::memory::format_
 // when the primitive writes to it, be owned by the caller.
 dnnl::memory Wrap(const dnnl::memory::desc& md, const Tensor& t);
 dnnl::memory WrapPtr(const dnnl::memory::desc& md, void* ptr);
+
+// A reorder from the layout `from` to `to` (created with Attr()), or none when they
+// are the same layout.
+std::optional<dnnl::reorder> ReorderIfNeeded(const dnnl::memory::desc& from,
+                                             const dnnl::memory::desc& to);
+// A scratch tensor big enough for `md`.
+Tensor ScratchFor(const dnnl::memory::desc& md);
+// `data` (laid out as `from`) in the layout `to`: `data` itself when `reorder` is
+// empty, else its copy made by `reorder` into `*scratch`.
+const void* InLayout(const std::optional<dnnl::reorder>& reorder, const dnnl::memory::desc& from,
+                     const void* data, const dnnl::memory::desc& to, Tensor* scratch);
 
 // A process-wide map from a key (the primitive kind, shapes and attrs) to an immutable
 // object holding primitives. Entries are never evicted: a training job has a small,

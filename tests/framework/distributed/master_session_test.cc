@@ -26,8 +26,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::StartCluster;
 
-proto::GraphDef ToDef(const Scope& root) { return testing::DefOf(root); }
-
 // Forwards every call to `target` (a task's in-process Worker).
 class ForwardingWorker : public WorkerInterface {
  public:
@@ -173,7 +171,7 @@ TEST(MasterSessionTest, AFailedPartitionAbortsTheStepOnEveryTask) {
   env.worker_cache = &cache;
   proto::SessionConfig config;
   config.set_wait_for_workers_ms(10000);
-  auto session = MasterSession::Create(env, "abort_test", ToDef(root), config);
+  auto session = MasterSession::Create(env, "abort_test", testing::DefOf(root), config);
   ASSERT_TRUE(session.ok()) << session.status();
   WireMessage<proto::RunStepRequest> req;
   req.proto.add_fetch(y.name());

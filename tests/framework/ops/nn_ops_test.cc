@@ -17,8 +17,8 @@
 #include "framework/runtime/session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/util/window_geometry.h"
 #include "tests/framework/ops/gradient_check.h"
+#include "tests/util/window_geometry.h"
 
 namespace tandem {
 namespace {
