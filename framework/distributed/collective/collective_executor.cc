@@ -391,7 +391,7 @@ void CollectiveExecutor::HandleData(const WireMessage<proto::CollectiveDataReque
     if (current) {
       Abort(absl::UnavailableError(absl::StrCat("collective: ", MemberName(r.src_rank()),
                                                 " ended its collectives: ", r.abort_message())),
-            /*tell_peers=*/false, /*leaving=*/false);
+            /*tell_peers=*/false, /*leaving=*/false, /*peer_left=*/r.peer_leaving());
     }
     return;
   }
@@ -448,7 +448,8 @@ void CollectiveExecutor::EndWait(int64_t id) {
   waits_.erase(id);
 }
 
-void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers, bool leaving) {
+void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers, bool leaving,
+                               bool peer_left) {
   std::vector<RecvDone> waiters;
   std::vector<std::string> peers;
   uint64_t generation;
@@ -474,9 +475,10 @@ void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers, bool
       }
     }
   }
-  // A member that leaves, or a peer's departure between steps (it finished), is routine;
-  // anything else fails a step.
-  const bool routine = leaving || (!tell_peers && waiters.empty());
+  // A member that leaves, or a peer that left on purpose between steps (it finished), is
+  // routine. A peer that failed fails this member's next step even when none of its
+  // collectives was waiting yet, so that is logged as a failure too.
+  const bool routine = leaving || (peer_left && waiters.empty());
   if (generation != 0 && !routine) {
     LOG(WARNING) << "Collective group aborted: " << status;
   } else if (generation != 0) {
@@ -490,6 +492,7 @@ void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers, bool
     call->request.proto.set_generation(generation);
     call->request.proto.set_src_rank(rank);
     call->request.proto.set_abort_message(std::string(status.message()));
+    call->request.proto.set_peer_leaving(leaving);
     call->options.set_timeout_ms(kProbeTimeoutMs);
     call->options.set_wait_for_ready(true);
     (*w)->CollectiveDataAsync(&call->options, &call->request, &call->response,

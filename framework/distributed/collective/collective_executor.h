@@ -154,7 +154,10 @@ class CollectiveExecutor {
     int64_t since_us;
   };
 
-  void Abort(const absl::Status& status, bool tell_peers, bool leaving);
+  // `leaving`: this member stops on purpose. `peer_left`: a peer's abort that says the
+  // peer stopped on purpose (it finished), not that it failed. Both are logged as routine
+  // unless a collective of this member was waiting.
+  void Abort(const absl::Status& status, bool tell_peers, bool leaving, bool peer_left = false);
   // Counts an RPC this executor starts until the returned guard (held by the RPC's
   // callback) is dropped; the destructor waits for all of them.
   std::shared_ptr<void> RpcInFlight();

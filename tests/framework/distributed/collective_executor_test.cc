@@ -8,6 +8,7 @@
 #include "framework/distributed/collective/collective_executor.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/free_port.h"
+#include "tests/util/log_lines.h"
 
 namespace tandem {
 namespace {
@@ -205,6 +207,43 @@ TEST(CollectiveExecutorTest, AStoppedPeerFailsTheOthersAtOnceNamingIt) {
   EXPECT_TRUE(absl::StrContains(status[0].message(), "worker:2") ||
               absl::StrContains(status[1].message(), "worker:2"))
       << status[0] << " / " << status[1];
+}
+
+// A peer's abort reaches a member between steps, with none of its collectives waiting:
+// when the peer failed, that member's next step fails, so it logs the failure as a
+// warning naming the cause; when the peer left on purpose (it finished), as routine.
+TEST(CollectiveExecutorTest, APeersFailureIsLoggedAsOneEvenBetweenStepsAndALeaveIsNot) {
+  for (const bool leave : {false, true}) {
+    SCOPED_TRACE(leave ? "leave" : "failure");
+    testing::LogLines log;
+    Group g = StartGroup(2);
+    for (auto& f : JoinAll(g, {0, 0})) ASSERT_TRUE(f.ok()) << f.status();
+    ExpectAllReduce(g, 1, 100);
+    const std::string cause =
+        leave ? "worker:0 finished training" : "collective: sending to worker:7 failed";
+    if (leave) {
+      g.ex[0]->Leave(cause);
+    } else {
+      g.ex[0]->Abort(absl::UnavailableError(cause));
+    }
+    // Member 0 logs its own abort; wait for member 1's line (the relay is asynchronous).
+    const std::string relayed = "worker:0 ended its collectives: " + cause;
+    const int64_t deadline = env::NowMicros() + 10'000'000;
+    while (log.Count(relayed) == 0 && env::NowMicros() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(log.Count("Collective group aborted: UNAVAILABLE: collective: " + relayed,
+                        google::GLOG_WARNING),
+              leave ? 0 : 1);
+    EXPECT_EQ(log.Count("Collective group closed: collective: " + relayed, google::GLOG_INFO),
+              leave ? 1 : 0);
+    // Either way member 1's next collective fails with the cause.
+    Tensor data = MemberData(1, 100);
+    const absl::Status s =
+        Wait([&](CollectiveExecutor::Done d) { g.ex[1]->AllReduceSum(1, data, d); });
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    EXPECT_THAT(s.message(), HasSubstr(cause));
+  }
 }
 
 TEST(CollectiveExecutorTest, ASilentPeerFailsTheOthersAfterTheTimeoutThenTheGroupReforms) {

@@ -24,33 +24,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/free_port.h"
+#include "tests/util/log_lines.h"
 
 namespace tandem {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Collects the lines logged while it lives.
-class LogLines : public google::LogSink {
- public:
-  LogLines() { google::AddLogSink(this); }
-  ~LogLines() override { google::RemoveLogSink(this); }
-  void send(google::LogSeverity, const char*, const char*, int, const google::LogMessageTime&,
-            const char* message, size_t length) override {
-    absl::MutexLock lock(&mu_);
-    lines_.emplace_back(message, length);
-  }
-  int Count(const std::string& part) {
-    absl::MutexLock lock(&mu_);
-    int n = 0;
-    for (const std::string& l : lines_) n += absl::StrContains(l, part) ? 1 : 0;
-    return n;
-  }
-
- private:
-  absl::Mutex mu_;
-  std::vector<std::string> lines_;
-};
+using testing::LogLines;
 
 // A listening socket that never accepts: connections complete in the kernel's backlog
 // and then hear nothing, as with a SIGSTOPped task.
