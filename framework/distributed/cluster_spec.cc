@@ -109,11 +109,18 @@ absl::Status ClusterSpec::AddTask(absl::string_view job, int task_index,
         absl::StrCat("job '", job, "' task ", task_index, ": ", s.message()));
   }
   TaskMap& tasks = jobs_[std::string(job)];
-  auto [it, inserted] = tasks.emplace(task_index, std::string(address));
-  if (!inserted) {
+  if (tasks.count(task_index) > 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("job '", job, "' task ", task_index, " is listed twice"));
   }
+  const std::string owner = absl::StrCat(job, " task ", task_index);
+  auto [owned, first] = address_owner_.emplace(std::string(address), owner);
+  if (!first) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job '", job, "' task ", task_index, ": address ", address, " is also ",
+                     owned->second, "'s (two tasks cannot listen on one address)"));
+  }
+  tasks.emplace(task_index, std::string(address));
   return absl::OkStatus();
 }
 

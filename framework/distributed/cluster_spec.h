@@ -104,6 +104,8 @@ class ClusterSpec {
 
  private:
   std::map<std::string, TaskMap> jobs_;
+  // "host:port" -> "job task N" that listens there: no two tasks share an address.
+  std::map<std::string, std::string> address_owner_;
 };
 
 }  // namespace tandem

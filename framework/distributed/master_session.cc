@@ -87,6 +87,15 @@ absl::StatusOr<std::vector<proto::DeviceAttributes>> ListClusterDevices(
       return Annotate(s, task, absl::StrCat("waiting ", wait_ms, " ms for the task to answer"));
     }
     for (auto& d : *resp.proto.mutable_device()) {
+      // A task that answers with another task's devices is another process on this
+      // task's address (a stale task, or a cluster spec that gives two tasks one port);
+      // placing on it would run this task's ops there.
+      TANDEM_ASSIGN_OR_RETURN(DeviceSpec spec, DeviceSpec::Parse(d.name()));
+      if (TaskNameOf(spec) != task) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("the address of ", task, " is answered by ", TaskNameOf(spec), " (device ",
+                         d.name(), "): another process listens on that task's address"));
+      }
       // Only devices that match the filters (a task may hold GPUs the session must
       // not use).
       if (TaskMatchesFilters(d.name(), filters)) devices.push_back(std::move(d));

@@ -83,6 +83,18 @@ TEST(ClusterSpecTest, AddTaskValidates) {
   EXPECT_THAT(spec.AddTask("worker", -1, "host:1").message(), HasSubstr("negative"));
   ASSERT_TRUE(spec.AddJob("ps", {"h:1"}).ok());
   EXPECT_THAT(spec.AddJob("ps", {"h:2"}).message(), HasSubstr("listed twice"));
+  EXPECT_THAT(spec.AddTask("ps", 0, "h:1").message(), HasSubstr("listed twice"));
+}
+
+TEST(ClusterSpecTest, TwoTasksCannotShareAnAddress) {
+  auto spec = ClusterSpec::FromJobs({{"ps", {"h:1", "h:1"}}});
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("job 'ps' task 1: address h:1 is also ps task 0's"));
+  spec = ClusterSpec::FromJobs({{"chief", {"h:1"}}, {"worker", {"h:2", "h:1"}}});
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("job 'worker' task 1: address h:1 is also chief task 0's"));
+  // Another port or another host is another address.
+  EXPECT_TRUE(ClusterSpec::FromJobs({{"ps", {"h:1", "h:2", "g:1"}}}).ok());
 }
 
 }  // namespace

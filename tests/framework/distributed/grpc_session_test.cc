@@ -179,6 +179,33 @@ TEST(GrpcSessionTest, LocalServerRunsAConstant) {
   EXPECT_EQ(std::string(flat.begin(), flat.end()), hello);
 }
 
+// A cluster spec whose ps:0 address is served by some other task (here a lone
+// worker:0, as a stale process of another job would be): the session refuses to place
+// on it, naming both.
+TEST(GrpcSessionTest, AnAddressAnsweredByAnotherTaskIsRefused) {
+  auto stranger = StartCluster({{"worker", 1}});
+  const std::string stranger_address = stranger[0]->target().substr(strlen("grpc://"));
+  ClusterSpec cluster;
+  ASSERT_TRUE(cluster.AddJob("chief", {absl::StrCat("127.0.0.1:", testing::PickFreePort())}).ok());
+  ASSERT_TRUE(cluster.AddJob("ps", {stranger_address}).ok());
+  ServerOptions o;
+  o.cluster = cluster;
+  o.task = {"chief", 0};
+  auto chief = Server::Create(o);
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  Scope root = Scope::NewRootScope();
+  ops::Const(root.WithDevice("/job:ps/task:0"), 1.0f);
+  SessionOptions opts;
+  opts.target = (*chief)->target();
+  opts.wait_for_workers_ms = 10000;
+  auto session = NewSession(ToDef(root), opts);
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kFailedPrecondition) << session.status();
+  EXPECT_THAT(session.status().message(),
+              HasSubstr("the address of /job:ps/replica:0/task:0 is answered by "
+                        "/job:worker/replica:0/task:0"));
+}
+
 TEST(GrpcSessionTest, TwoTaskLocalJobRunsPinnedOps) {
   auto servers = StartCluster({{"local", 2}});
   Scope root = Scope::NewRootScope();
