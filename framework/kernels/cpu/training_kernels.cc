@@ -5,57 +5,22 @@
 // An apply kernel resolves its variables, locks their mutexes in address order (so
 // concurrent applies sharing variables cannot deadlock), validates dtypes and shapes,
 // takes each variable's buffer for writing (Var::MutableValue copies it first when a
-// read still shares it) and runs a plain elementwise loop, split over the intra-op pool
-// for large variables.
+// read still shares it) and runs its element loop (dense_apply_loops.h), split over the
+// intra-op pool for large variables.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <vector>
-
-#if defined(__SSE__)
-#include <immintrin.h>
-#endif
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/kernels/cpu/cpu_kernels.h"
+#include "framework/kernels/cpu/dense_apply_loops.h"
 #include "framework/kernels/cpu/parallel.h"
 #include "framework/kernels/cpu/variable_util.h"
 
 namespace tandem {
 namespace {
-
-// Loops whose body has a square root are written once for float and for a 4-lane vector
-// (GCC vector extensions) and run as a vector loop plus a scalar tail: with errno-setting
-// sqrt (no -fno-math-errno) GCC would not vectorise them itself.
-using F4 = float __attribute__((vector_size(16)));
-
-template <typename V>
-inline V Load(const float* p) {
-  V v;
-  std::memcpy(&v, p, sizeof(V));
-  return v;
-}
-template <typename V>
-inline void Store(float* p, V v) {
-  std::memcpy(p, &v, sizeof(V));
-}
-inline float Sqrt(float x) { return std::sqrt(x); }
-inline F4 Sqrt(F4 x) {
-#if defined(__SSE__)
-  return reinterpret_cast<F4>(_mm_sqrt_ps(reinterpret_cast<__m128>(x)));
-#else
-  return F4{std::sqrt(x[0]), std::sqrt(x[1]), std::sqrt(x[2]), std::sqrt(x[3])};
-#endif
-}
-// Calls body(F4{}, i) for blocks of 4 elements, then body(0.0f, i) for the rest.
-template <typename Body>
-inline void Loop4(int64_t begin, int64_t end, Body body) {
-  int64_t i = begin;
-  for (; i + 4 <= end; i += 4) body(F4{}, i);
-  for (; i < end; ++i) body(0.0f, i);
-}
 
 constexpr int kMaxVars = 4;
 
@@ -160,10 +125,7 @@ class ApplyGradientDescentKernel : public ApplyKernel {
 
  protected:
   void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    float* __restrict var = a.v[0];
-    const float* __restrict delta = a.grad;
-    const float alpha = a.hp[0];
-    for (int64_t i = begin; i < end; ++i) var[i] -= alpha * delta[i];
+    apply::GradientDescent(a.v[0] + begin, a.grad + begin, a.hp[0], end - begin);
   }
 };
 
@@ -177,21 +139,8 @@ class ApplyMomentumKernel : public ApplyKernel {
 
  protected:
   void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    float* __restrict var = a.v[0];
-    float* __restrict accum = a.v[1];
-    const float* __restrict grad = a.grad;
-    const float lr = a.hp[0], momentum = a.hp[1];
-    if (nesterov_) {
-      for (int64_t i = begin; i < end; ++i) {
-        accum[i] = accum[i] * momentum + grad[i];
-        var[i] -= grad[i] * lr + accum[i] * momentum * lr;
-      }
-    } else {
-      for (int64_t i = begin; i < end; ++i) {
-        accum[i] = accum[i] * momentum + grad[i];
-        var[i] -= lr * accum[i];
-      }
-    }
+    apply::Momentum(a.v[0] + begin, a.v[1] + begin, a.grad + begin, a.hp[0], a.hp[1], nesterov_,
+                    end - begin);
   }
 
  private:
@@ -204,17 +153,7 @@ class ApplyAdagradKernel : public ApplyKernel {
 
  protected:
   void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    float* __restrict var = a.v[0];
-    float* __restrict accum = a.v[1];
-    const float* __restrict grad = a.grad;
-    const float lr = a.hp[0];
-    Loop4(begin, end, [&](auto lanes, int64_t i) {
-      using V = decltype(lanes);
-      const V g = Load<V>(grad + i);
-      const V acc = Load<V>(accum + i) + g * g;
-      Store(accum + i, acc);
-      Store(var + i, Load<V>(var + i) - g * lr / Sqrt(acc));
-    });
+    apply::Adagrad(a.v[0] + begin, a.v[1] + begin, a.grad + begin, a.hp[0], end - begin);
   }
 };
 
@@ -231,25 +170,10 @@ class ApplyAdamKernel : public ApplyKernel {
 
  protected:
   void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    float* __restrict var = a.v[0];
-    float* __restrict m = a.v[1];
-    float* __restrict v = a.v[2];
-    const float* __restrict grad = a.grad;
-    const float beta1_power = a.hp[0], beta2_power = a.hp[1], lr = a.hp[2], beta1 = a.hp[3],
-                beta2 = a.hp[4], epsilon = a.hp[5];
+    const float beta1_power = a.hp[0], beta2_power = a.hp[1], lr = a.hp[2];
     const float alpha = lr * std::sqrt(1.0f - beta2_power) / (1.0f - beta1_power);
-    const float one_minus_beta1 = 1.0f - beta1, one_minus_beta2 = 1.0f - beta2;
-    const bool nesterov = nesterov_;
-    Loop4(begin, end, [&](auto lanes, int64_t i) {
-      using V = decltype(lanes);
-      const V g = Load<V>(grad + i);
-      const V m_new = Load<V>(m + i) + (g - Load<V>(m + i)) * one_minus_beta1;
-      const V v_new = Load<V>(v + i) + (g * g - Load<V>(v + i)) * one_minus_beta2;
-      Store(m + i, m_new);
-      Store(v + i, v_new);
-      const V step = nesterov ? (g * one_minus_beta1 + beta1 * m_new) * alpha : m_new * alpha;
-      Store(var + i, Load<V>(var + i) - step / (Sqrt(v_new) + epsilon));
-    });
+    apply::Adam(a.v[0] + begin, a.v[1] + begin, a.v[2] + begin, a.grad + begin, alpha, a.hp[3],
+                a.hp[4], a.hp[5], nesterov_, end - begin);
   }
 
  private:
@@ -263,21 +187,8 @@ class ApplyRMSPropKernel : public ApplyKernel {
 
  protected:
   void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    float* __restrict var = a.v[0];
-    float* __restrict ms = a.v[1];
-    float* __restrict mom = a.v[2];
-    const float* __restrict grad = a.grad;
-    const float lr = a.hp[0], rho = a.hp[1], momentum = a.hp[2], epsilon = a.hp[3];
-    const float one_minus_rho = 1.0f - rho;
-    Loop4(begin, end, [&](auto lanes, int64_t i) {
-      using V = decltype(lanes);
-      const V g = Load<V>(grad + i);
-      const V ms_new = Load<V>(ms + i) + (g * g - Load<V>(ms + i)) * one_minus_rho;
-      const V mom_new = Load<V>(mom + i) * momentum + lr * g / Sqrt(ms_new + epsilon);
-      Store(ms + i, ms_new);
-      Store(mom + i, mom_new);
-      Store(var + i, Load<V>(var + i) - mom_new);
-    });
+    apply::RMSProp(a.v[0] + begin, a.v[1] + begin, a.v[2] + begin, a.grad + begin, a.hp[0], a.hp[1],
+                   a.hp[2], a.hp[3], end - begin);
   }
 };
 
@@ -288,25 +199,8 @@ class ApplyCenteredRMSPropKernel : public ApplyKernel {
 
  protected:
   void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    float* __restrict var = a.v[0];
-    float* __restrict mg = a.v[1];
-    float* __restrict ms = a.v[2];
-    float* __restrict mom = a.v[3];
-    const float* __restrict grad = a.grad;
-    const float lr = a.hp[0], rho = a.hp[1], momentum = a.hp[2], epsilon = a.hp[3];
-    const float one_minus_rho = 1.0f - rho;
-    Loop4(begin, end, [&](auto lanes, int64_t i) {
-      using V = decltype(lanes);
-      const V g = Load<V>(grad + i);
-      const V ms_new = Load<V>(ms + i) + (g * g - Load<V>(ms + i)) * one_minus_rho;
-      const V mg_new = Load<V>(mg + i) + (g - Load<V>(mg + i)) * one_minus_rho;
-      const V denom = (ms_new - mg_new * mg_new) + epsilon;
-      const V mom_new = Load<V>(mom + i) * momentum + lr * g / Sqrt(denom);
-      Store(ms + i, ms_new);
-      Store(mg + i, mg_new);
-      Store(mom + i, mom_new);
-      Store(var + i, Load<V>(var + i) - mom_new);
-    });
+    apply::CenteredRMSProp(a.v[0] + begin, a.v[1] + begin, a.v[2] + begin, a.v[3] + begin,
+                           a.grad + begin, a.hp[0], a.hp[1], a.hp[2], a.hp[3], end - begin);
   }
 };
 
