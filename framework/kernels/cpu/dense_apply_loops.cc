@@ -45,25 +45,15 @@ TANDEM_APPLY_CLONES void Adam(float* __restrict var, float* __restrict m, float*
                               const float* __restrict grad, float alpha, float beta1, float beta2,
                               float epsilon, bool nesterov, int64_t n) {
   const float one_minus_beta1 = 1.0f - beta1, one_minus_beta2 = 1.0f - beta2;
-  if (nesterov) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float g = grad[i];
-      const float m_new = m[i] + (g - m[i]) * one_minus_beta1;
-      const float v_new = v[i] + (g * g - v[i]) * one_minus_beta2;
-      m[i] = m_new;
-      v[i] = v_new;
-      var[i] =
-          var[i] - (g * one_minus_beta1 + beta1 * m_new) * alpha / (std::sqrt(v_new) + epsilon);
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const float g = grad[i];
-      const float m_new = m[i] + (g - m[i]) * one_minus_beta1;
-      const float v_new = v[i] + (g * g - v[i]) * one_minus_beta2;
-      m[i] = m_new;
-      v[i] = v_new;
-      var[i] = var[i] - m_new * alpha / (std::sqrt(v_new) + epsilon);
-    }
+  // -O3 unswitches the loop on `nesterov`.
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i];
+    const float m_new = m[i] + (g - m[i]) * one_minus_beta1;
+    const float v_new = v[i] + (g * g - v[i]) * one_minus_beta2;
+    m[i] = m_new;
+    v[i] = v_new;
+    const float num = nesterov ? g * one_minus_beta1 + beta1 * m_new : m_new;
+    var[i] = var[i] - num * alpha / (std::sqrt(v_new) + epsilon);
   }
 }
 
