@@ -1,8 +1,10 @@
 // framework/distributed/rpc/health_check.cc
 #include "framework/distributed/rpc/health_check.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -198,13 +200,18 @@ grpc::ServerGenericBidiReactor* HealthService::CreateReactor(
   return r != nullptr ? r : new RefuseReactor(context->method());
 }
 
-absl::StatusOr<ServingStatus> CheckHealth(const std::string& address,
-                                          const TransportSecurity& security, int64_t timeout_ms) {
+namespace {
+
+// One Check call on a new channel (so a failed connection leaves no backoff behind),
+// failing fast, by `deadline`.
+absl::StatusOr<ServingStatus> CheckHealthOnce(const std::string& address,
+                                              const TransportSecurity& security,
+                                              std::chrono::system_clock::time_point deadline) {
   TANDEM_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                           NewGrpcChannel(address, security));
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  context.set_deadline(deadline);
   grpc::CompletionQueue cq;
   const grpc::ByteBuffer request = MessageBuffer(proto::HealthCheckRequest());
   std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
@@ -230,6 +237,34 @@ absl::StatusOr<ServingStatus> CheckHealth(const std::string& address,
         absl::StrCat("health check of ", address, ": the reply is not a HealthCheckResponse"));
   }
   return static_cast<ServingStatus>(reply.status());
+}
+
+}  // namespace
+
+absl::StatusOr<ServingStatus> CheckHealth(const std::string& address,
+                                          const TransportSecurity& security, int64_t timeout_ms) {
+  const auto start = std::chrono::system_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(timeout_ms);
+  // A connection that fails (refused, or a TLS handshake cut short on a loaded host) is
+  // tried again until the deadline, as grpc-health-probe waits for its connection; the
+  // last failure is the answer.
+  auto pause = std::chrono::milliseconds(100);
+  int attempts = 0;
+  while (true) {
+    absl::StatusOr<ServingStatus> result = CheckHealthOnce(address, security, deadline);
+    ++attempts;
+    const auto now = std::chrono::system_clock::now();
+    if (result.ok() || result.status().code() != absl::StatusCode::kUnavailable ||
+        now + pause >= deadline) {
+      if (result.ok() || attempts == 1) return result;
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
+      return absl::Status(
+          result.status().code(),
+          absl::StrCat(result.status().message(), " (", attempts, " attempts in ", ms, " ms)"));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::milliseconds(1000));
+  }
 }
 
 }  // namespace tandem

@@ -78,6 +78,24 @@ TEST(ServerTest, AHealthCheckOfNothingFailsWithinItsDeadline) {
   EXPECT_THAT(health.status().code(), ::testing::AnyOf(absl::StatusCode::kUnavailable,
                                                        absl::StatusCode::kDeadlineExceeded));
   EXPECT_THAT(health.status().message(), HasSubstr(address));
+  EXPECT_THAT(health.status().message(), HasSubstr(" attempts in "));
+}
+
+// A probe that starts before the server listens (or meets a connection cut short) is
+// answered once the server is up, within the probe's timeout.
+TEST(ServerTest, AHealthCheckWaitsWithinItsDeadlineForTheServerToListen) {
+  ClusterSpec cluster;
+  ASSERT_TRUE(cluster.AddTask("ps", 0, absl::StrCat("127.0.0.1:", testing::PickFreePort())).ok());
+  const std::string address = *cluster.TaskAddress("ps", 0);
+  absl::StatusOr<ServingStatus> health = absl::UnknownError("not run");
+  std::thread probe([&] { health = CheckHealth(address, {}, 10000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::Create(ServerOptions{.cluster = cluster, .task = {"ps", 0}});
+  probe.join();
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, ServingStatus::kServing);
 }
 
 std::string Tls(const std::string& name) {
