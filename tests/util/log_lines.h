@@ -2,10 +2,14 @@
 //
 // LogLines: a glog sink that keeps every line logged, from any thread, while it lives,
 // with its severity, so a test can check what a component reported and how loudly.
+// Within: polls a condition (such as a line having been logged by another thread)
+// until it holds or a bound passes.
 #ifndef TANDEM_TESTS_UTIL_LOG_LINES_H_
 #define TANDEM_TESTS_UTIL_LOG_LINES_H_
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -38,6 +42,17 @@ class LogLines : public google::LogSink {
   absl::Mutex mu_;
   std::vector<std::pair<int, std::string>> lines_;
 };
+
+// True once done() is, checked every 50 ms for at most `secs` seconds.
+template <typename F>
+bool Within(double secs, F done) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(secs);
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
 
 }  // namespace tandem::testing
 

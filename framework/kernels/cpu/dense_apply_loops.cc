@@ -18,16 +18,10 @@ TANDEM_APPLY_CLONES void GradientDescent(float* __restrict var, const float* __r
 TANDEM_APPLY_CLONES void Momentum(float* __restrict var, float* __restrict accum,
                                   const float* __restrict grad, float lr, float momentum,
                                   bool nesterov, int64_t n) {
-  if (nesterov) {
-    for (int64_t i = 0; i < n; ++i) {
-      accum[i] = accum[i] * momentum + grad[i];
-      var[i] -= grad[i] * lr + accum[i] * momentum * lr;
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      accum[i] = accum[i] * momentum + grad[i];
-      var[i] -= lr * accum[i];
-    }
+  // -O3 unswitches the loop on `nesterov`.
+  for (int64_t i = 0; i < n; ++i) {
+    accum[i] = accum[i] * momentum + grad[i];
+    var[i] -= nesterov ? grad[i] * lr + accum[i] * momentum * lr : lr * accum[i];
   }
 }
 

@@ -184,14 +184,10 @@ TEST(GrpcSessionTest, LocalServerRunsAConstant) {
 // on it, naming both.
 TEST(GrpcSessionTest, AnAddressAnsweredByAnotherTaskIsRefused) {
   auto stranger = StartCluster({{"worker", 1}});
-  const std::string stranger_address = stranger[0]->target().substr(strlen("grpc://"));
   ClusterSpec cluster;
   ASSERT_TRUE(cluster.AddJob("chief", {absl::StrCat("127.0.0.1:", testing::PickFreePort())}).ok());
-  ASSERT_TRUE(cluster.AddJob("ps", {stranger_address}).ok());
-  ServerOptions o;
-  o.cluster = cluster;
-  o.task = {"chief", 0};
-  auto chief = Server::Create(o);
+  ASSERT_TRUE(cluster.AddJob("ps", {stranger[0]->address()}).ok());
+  auto chief = Server::Create(ServerOptions{.cluster = cluster, .task = {"chief", 0}});
   ASSERT_TRUE(chief.ok()) << chief.status();
   Scope root = Scope::NewRootScope();
   ops::Const(root.WithDevice("/job:ps/task:0"), 1.0f);

@@ -32,6 +32,7 @@ namespace {
 using ::testing::HasSubstr;
 
 using testing::LogLines;
+using testing::Within;
 
 // A listening socket that never accepts: connections complete in the kernel's backlog
 // and then hear nothing, as with a SIGSTOPped task.
@@ -64,17 +65,6 @@ PeerWatchOptions Fast() {
   o.report_interval_ms = 1500;
   o.waiter = "worker:0";
   return o;
-}
-
-// Polls `done` for up to `secs`.
-template <typename F>
-bool Within(double secs, F done) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(secs);
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
 }
 
 TEST(PeerWatchTest, TasksOfListsByJobAndLeavesSelfOut) {
