@@ -34,9 +34,9 @@ enum class ServingStatus { kUnknown = 0, kServing = 1, kNotServing = 2, kService
 
 // The overall health ("" service) of the server at `address` ("host:port"), within
 // `timeout_ms`. A call that cannot connect (UNAVAILABLE) is tried again, each time on a
-// new connection, until the timeout; the last failure (UNAVAILABLE, DEADLINE_EXCEEDED,
-// ...) is returned as the status, with the number of attempts. A reply that is not a
-// HealthCheckResponse is INTERNAL.
+// new connection, until the timeout (RetryWithBackoff, rpc_policy.h); the last failure
+// (UNAVAILABLE, DEADLINE_EXCEEDED, ...) is returned as the status, with the number of
+// attempts. A reply that is not a HealthCheckResponse is INTERNAL.
 absl::StatusOr<ServingStatus> CheckHealth(const std::string& address,
                                           const TransportSecurity& security, int64_t timeout_ms);
 

@@ -1,16 +1,15 @@
 // framework/distributed/rpc/health_check.cc
 #include "framework/distributed/rpc/health_check.h"
 
-#include <algorithm>
 #include <chrono>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/distributed/rpc/grpc_clients.h"
 #include "framework/distributed/rpc/grpc_util.h"
+#include "framework/distributed/rpc_policy.h"
 #include "framework/protos/health.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -248,23 +247,19 @@ absl::StatusOr<ServingStatus> CheckHealth(const std::string& address,
   // A connection that fails (refused, or a TLS handshake cut short on a loaded host) is
   // tried again until the deadline, as grpc-health-probe waits for its connection; the
   // last failure is the answer.
-  auto pause = std::chrono::milliseconds(100);
+  absl::StatusOr<ServingStatus> result = absl::UnknownError("health check: not attempted");
   int attempts = 0;
-  while (true) {
-    absl::StatusOr<ServingStatus> result = CheckHealthOnce(address, security, deadline);
+  absl::Status last = RetryWithBackoff(timeout_ms, /*retry_deadline_exceeded=*/false, [&] {
     ++attempts;
-    const auto now = std::chrono::system_clock::now();
-    if (result.ok() || result.status().code() != absl::StatusCode::kUnavailable ||
-        now + pause >= deadline) {
-      if (result.ok() || attempts == 1) return result;
-      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
-      return absl::Status(
-          result.status().code(),
-          absl::StrCat(result.status().message(), " (", attempts, " attempts in ", ms, " ms)"));
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::milliseconds(1000));
-  }
+    result = CheckHealthOnce(address, security, deadline);
+    return result.status();
+  });
+  if (last.ok() || attempts == 1) return result;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now() - start)
+                      .count();
+  return absl::Status(last.code(),
+                      absl::StrCat(last.message(), " (", attempts, " attempts in ", ms, " ms)"));
 }
 
 }  // namespace tandem
