@@ -36,11 +36,27 @@ paired() {
 }
 # peer_best THREADS ARGS...: the PyTorch peer's best rate of two BLAS settings
 # (OpenBLAS's own threads can fight PyTorch's OpenMP threads, so give it the faster).
+# TANDEM_BENCH_PEER_BF16_STEPS=N caps the peer's timed mixed_bfloat16 steps at N and its
+# warm-up at N/5 (at least 1): PyTorch's bfloat16 autocast on a CPU without bfloat16
+# instructions takes seconds per CNN step (the full run would take hours), and a rate
+# over fewer steps of a steady loop is still its rate.
 peer_best() {
-  local threads=$1 best=0 r
+  local threads=$1 best=0 r cap=${TANDEM_BENCH_PEER_BF16_STEPS:-0} steps=0 warmup=10 a ob
   shift
+  local -a args=("$@")
+  for ((a = 0; a + 1 < ${#args[@]}; a++)); do
+    [[ "${args[a]}" == --steps ]] && steps=${args[a + 1]}
+    [[ "${args[a]}" == --warmup ]] && warmup=${args[a + 1]}
+    [[ "${args[a]}" == --precision && "${args[a + 1]}" != mixed_bfloat16 ]] && cap=0
+  done
+  if ((cap > 0 && steps > cap)); then
+    local w=$((cap / 5))
+    ((w < 1)) && w=1
+    ((w > warmup)) && w=$warmup
+    args+=(--steps "$cap" --warmup "$w")  # argparse keeps the last of each
+  fi
   for ob in 1 "$threads"; do
-    r=$(OPENBLAS_NUM_THREADS=$ob OMP_NUM_THREADS=$threads "$python" "$peer" --threads "$threads" "$@" | rate)
+    r=$(OPENBLAS_NUM_THREADS=$ob OMP_NUM_THREADS=$threads "$python" "$peer" --threads "$threads" "${args[@]}" | rate)
     best=$(awk -v a="$best" -v b="$r" 'BEGIN { print (b > a) ? b : a }')
   done
   echo "$best"
@@ -81,7 +97,11 @@ for keep in 0 1; do
         --steps 6000 2>/dev/null)
   echo "mlp long run threads=1 keep_denormals=$keep $(echo "$out" | sed -n 's/.*\(examples_per_second=.*\)/\1/p')"
 done
-for threads in 1 2; do OMP_NUM_THREADS=$threads "$bench" --model matmul --threads "$threads" | tail -1; done
+# The MatMul kernel against bare oneDNN, and the MLP step's ceiling: its products alone
+# at bare oneDNN speed, with hot caches and with each product's operands out of cache.
+for threads in 1 2; do
+  OMP_NUM_THREADS=$threads "$bench" --model matmul --threads "$threads" 2>/dev/null | tail -3
+done
 # The two intra-op loop mechanisms (kernels/cpu/parallel.h), one and four callers.
 OMP_NUM_THREADS=2 "$bench" --model parallel_for --threads 2
 fi

@@ -6,7 +6,8 @@
 //     widths (--hidden 256,128 is the MLP of the older benchmark rows).
 //   --model matmul: the MatMul kernel called directly versus a bare oneDNN matmul
 //     primitive on the same shapes (every product of the MLP's step, --hidden and
-//     --batch), and the step's ceiling: its products alone at bare oneDNN speed.
+//     --batch), and the step's ceiling: its products alone at bare oneDNN speed, with
+//     hot caches and with each product's operands evicted first (as in a step).
 //   --model gemm_peak: this CPU's oneDNN matmul rate in float32 and bfloat16 on a
 //     2048^3 product with up to --threads threads, the peak the training rates are
 //     compared with.
@@ -304,7 +305,8 @@ int MatMulBench(int threads, const std::vector<int64_t>& hidden, int64_t batch) 
     if (i > 0) cases.push_back({batch, out, in, false, true});
     flops += 2.0 * static_cast<double>(batch * in * out) * (i > 0 ? 3 : 2);
   }
-  double kernel_total = 0, bare_total = 0;
+  double kernel_total = 0, bare_total = 0, cold_total = 0;
+  std::vector<float> evict(size_t{64} << 18);  // 64 MiB
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
   for (const Case& c : cases) {
@@ -343,13 +345,26 @@ int MatMulBench(int threads, const std::vector<int64_t>& hidden, int64_t batch) 
           strm.wait();
         },
         200);
+    // The same call with its operands out of every cache, as in a training step, where
+    // the other layers' products and the optimizer's arrays pass through between two
+    // uses of a matrix: a buffer larger than the last-level cache is written before
+    // each timed call.
+    double t_cold = 1e30;
+    for (int i = 0; i < 50; ++i) {
+      std::fill(evict.begin(), evict.end(), static_cast<float>(i));
+      auto start = Clock::now();
+      prim.execute(strm, {{DNNL_ARG_SRC, mem_a}, {DNNL_ARG_WEIGHTS, mem_b}, {DNNL_ARG_DST, mem_c}});
+      strm.wait();
+      t_cold = std::min(t_cold, std::chrono::duration<double>(Clock::now() - start).count());
+    }
     std::printf(
         "matmul m=%lld k=%lld n=%lld ta=%d tb=%d kernel_us=%.1f bare_us=%.1f "
-        "ratio=%.2f\n",
+        "bare_cold_us=%.1f ratio=%.2f\n",
         static_cast<long long>(c.m), static_cast<long long>(c.k), static_cast<long long>(c.n), c.ta,
-        c.tb, t_kernel * 1e6, t_bare * 1e6, t_bare / t_kernel);
+        c.tb, t_kernel * 1e6, t_bare * 1e6, t_cold * 1e6, t_bare / t_kernel);
     kernel_total += t_kernel;
     bare_total += t_bare;
+    cold_total += t_cold;
   }
   // The MLP step's ceiling on this CPU: its products alone, each at bare oneDNN speed.
   std::printf(
@@ -357,6 +372,11 @@ int MatMulBench(int threads, const std::vector<int64_t>& hidden, int64_t batch) 
       "(the step's products at bare oneDNN speed, nothing else)\n",
       threads, static_cast<long long>(batch), static_cast<double>(batch) / bare_total,
       flops / bare_total / 1e9);
+  std::printf(
+      "mlp_matmul_ceiling_cold threads=%d batch=%lld examples_per_second=%.0f gflops=%.0f "
+      "(the same with each product's operands out of cache)\n",
+      threads, static_cast<long long>(batch), static_cast<double>(batch) / cold_total,
+      flops / cold_total / 1e9);
   std::printf("matmul threads=%d kernel_vs_bare_onednn=%.2f (>= 0.80 is the target)\n", threads,
               bare_total / kernel_total);
   return 0;
