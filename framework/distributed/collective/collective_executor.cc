@@ -187,6 +187,7 @@ absl::StatusOr<CollectiveExecutor::Formation> CollectiveExecutor::Join(
       source_ = f.source;
       incarnations_.assign(r.incarnation().begin(), r.incarnation().end());
       aborted_ = absl::OkStatus();
+      left_.clear();
       next_sequence_.clear();
       probing_.clear();
       for (auto it = slots_.begin(); it != slots_.end();) {
@@ -312,10 +313,18 @@ absl::StatusOr<CollectiveExecutor::Start> CollectiveExecutor::Begin(int64_t inst
 void CollectiveExecutor::Send(const Key& key, int peer, Tensor data, bool stop, Done done) {
   std::string member;
   int64_t timeout_ms;
+  absl::Status left;
   {
     absl::MutexLock lock(&mu_);
     member = group_.members[peer];
     timeout_ms = options_.timeout_ms;
+    if (std::get<0>(key) == generation_) left = LeftLocked(peer);
+  }
+  if (!left.ok()) {
+    // It no longer takes part: it cannot need this, so the collective it belongs to failed.
+    Abort(left);
+    done(left);
+    return;
   }
   absl::StatusOr<WorkerInterface*> w = workers_->GetWorker(member);
   if (!w.ok()) {
@@ -359,8 +368,14 @@ void CollectiveExecutor::Recv(const Key& key, RecvDone done) {
   bool stop = false;
   {
     absl::MutexLock lock(&mu_);
-    if (std::get<0>(key) == generation_ && !aborted_.ok()) {
+    const bool current = std::get<0>(key) == generation_;
+    if (current && !aborted_.ok()) {
       failed = aborted_;
+    } else if (auto it = slots_.find(key); current &&
+                                           (it == slots_.end() || !it->second.has_data) &&
+                                           !LeftLocked(std::get<5>(key)).ok()) {
+      // Its data never arrived and never will.
+      failed = LeftLocked(std::get<5>(key));
     } else {
       Slot& slot = slots_[key];
       if (!slot.has_data) {
@@ -374,6 +389,7 @@ void CollectiveExecutor::Recv(const Key& key, RecvDone done) {
       slots_.erase(key);
     }
   }
+  if (!failed.ok()) Abort(failed);
   done(failed, std::move(data), stop);
 }
 
@@ -388,10 +404,13 @@ void CollectiveExecutor::HandleData(const WireMessage<proto::CollectiveDataReque
                 r.src_rank() < static_cast<int>(group_.members.size());
     }
     done(absl::OkStatus());
-    if (current) {
-      Abort(absl::UnavailableError(absl::StrCat("collective: ", MemberName(r.src_rank()),
-                                                " ended its collectives: ", r.abort_message())),
-            /*tell_peers=*/false, /*leaving=*/false, /*peer_left=*/r.peer_leaving());
+    if (!current) return;
+    const absl::Status ended = absl::UnavailableError(absl::StrCat(
+        "collective: ", MemberName(r.src_rank()), " ended its collectives: ", r.abort_message()));
+    if (r.peer_leaving()) {
+      PeerLeft(r.src_rank(), ended);
+    } else {
+      Abort(ended, /*tell_peers=*/false, /*leaving=*/false);
     }
     return;
   }
@@ -448,8 +467,31 @@ void CollectiveExecutor::EndWait(int64_t id) {
   waits_.erase(id);
 }
 
-void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers, bool leaving,
-                               bool peer_left) {
+absl::Status CollectiveExecutor::LeftLocked(int peer) const {
+  auto it = left_.find(peer);
+  return it == left_.end() ? absl::OkStatus() : it->second;
+}
+
+void CollectiveExecutor::PeerLeft(int peer, const absl::Status& status) {
+  bool waited_on = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!aborted_.ok()) return;
+    left_.emplace(peer, status);
+    for (const auto& [key, slot] : slots_) {
+      if (std::get<0>(key) == generation_ && std::get<5>(key) == peer && slot.waiter) {
+        waited_on = true;
+      }
+    }
+  }
+  if (waited_on) {
+    Abort(status);
+  } else {
+    LOG(INFO) << "Collective group: " << MemberName(peer) << " left: " << status.message();
+  }
+}
+
+void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers, bool leaving) {
   std::vector<RecvDone> waiters;
   std::vector<std::string> peers;
   uint64_t generation;
@@ -475,11 +517,9 @@ void CollectiveExecutor::Abort(const absl::Status& status, bool tell_peers, bool
       }
     }
   }
-  // A member that leaves, or a peer that left on purpose between steps (it finished), is
-  // routine. A peer that failed fails this member's next step even when none of its
-  // collectives was waiting yet, so that is logged as a failure too.
-  const bool routine = leaving || (peer_left && waiters.empty());
-  if (generation != 0 && !routine) {
+  // A member that leaves is routine. A peer that failed fails this member's next step
+  // even when none of its collectives was waiting yet, so that is logged as a failure.
+  if (generation != 0 && !leaving) {
     LOG(WARNING) << "Collective group aborted: " << status;
   } else if (generation != 0) {
     LOG(INFO) << "Collective group closed: " << status.message();

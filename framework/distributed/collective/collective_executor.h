@@ -28,6 +28,12 @@
 //     collective of this generation with UNAVAILABLE naming the peer, and tells the
 //     other members, so the step fails on every member within the timeout (sooner
 //     when the peer is dead) and the callers re-form the group (Join).
+//   - A peer that leaves on purpose (its server stops, usually because it finished)
+//     fails only what still needs it: a wait for its data that has not arrived, a send
+//     to it. Data it pushed before leaving is still taken, and waits on other members
+//     go on, so a member one collective behind the others still completes the step
+//     they all completed (with 3 members, recursive doubling's folded rank waits on
+//     its partner after the third member is done).
 //   - Stopping together: RequestStop marks this member; the mark travels with the
 //     all-reduce and all-gather data, so every member that completes the same
 //     collectives sees the same StopAgreed().
@@ -154,10 +160,13 @@ class CollectiveExecutor {
     int64_t since_us;
   };
 
-  // `leaving`: this member stops on purpose. `peer_left`: a peer's abort that says the
-  // peer stopped on purpose (it finished), not that it failed. Both are logged as routine
-  // unless a collective of this member was waiting.
-  void Abort(const absl::Status& status, bool tell_peers, bool leaving, bool peer_left = false);
+  // `leaving`: this member stops on purpose, which is logged as routine.
+  void Abort(const absl::Status& status, bool tell_peers, bool leaving);
+  // `peer` left on purpose with `status`: fails the waits for its data and aborts the
+  // group when there are any; otherwise records it, for Recv and Send.
+  void PeerLeft(int peer, const absl::Status& status);
+  // The status of `peer` when it left this generation; OK while it takes part.
+  absl::Status LeftLocked(int peer) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts an RPC this executor starts until the returned guard (held by the RPC's
   // callback) is dropped; the destructor waits for all of them.
   std::shared_ptr<void> RpcInFlight();
@@ -201,6 +210,7 @@ class CollectiveExecutor {
   std::vector<uint64_t> incarnations_ ABSL_GUARDED_BY(mu_);  // By rank, from Join.
   std::deque<uint64_t> past_generations_ ABSL_GUARDED_BY(mu_);
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
+  std::map<int, absl::Status> left_ ABSL_GUARDED_BY(mu_);  // Peers that left, by rank.
   std::map<int64_t, int64_t> next_sequence_ ABSL_GUARDED_BY(mu_);
   std::map<Key, Slot> slots_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Wait> waits_ ABSL_GUARDED_BY(mu_);

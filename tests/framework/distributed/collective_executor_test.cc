@@ -4,7 +4,8 @@
 // ring, group sizes 2-5, sizes that do not divide), broadcast from the newest replica,
 // all-gather, the kernels through in-process sessions, and failures: a stopped peer and
 // a silent one fail the others' collectives in bounded time, naming the peer, and the
-// group forms again afterwards.
+// group forms again afterwards; a peer that leaves after its last collective fails
+// none of the others' (the race at the end of a job).
 #include "framework/distributed/collective/collective_executor.h"
 
 #include <atomic>
@@ -231,8 +232,9 @@ TEST(CollectiveExecutorTest, APeersFailureIsLoggedAsOneEvenBetweenStepsAndALeave
     EXPECT_EQ(log.Count("Collective group aborted: UNAVAILABLE: collective: " + relayed,
                         google::GLOG_WARNING),
               leave ? 0 : 1);
-    EXPECT_EQ(log.Count("Collective group closed: collective: " + relayed, google::GLOG_INFO),
-              leave ? 1 : 0);
+    EXPECT_EQ(
+        log.Count("Collective group: worker:0 left: collective: " + relayed, google::GLOG_INFO),
+        leave ? 1 : 0);
     // Either way member 1's next collective fails with the cause.
     Tensor data = MemberData(1, 100);
     const absl::Status s =
@@ -240,6 +242,115 @@ TEST(CollectiveExecutorTest, APeersFailureIsLoggedAsOneEvenBetweenStepsAndALeave
     EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
     EXPECT_THAT(s.message(), HasSubstr(cause));
   }
+}
+
+// The last step of a job: worker:2 completed its collectives (every piece it pushed
+// was taken) and left while worker:1 had not started its part yet. worker:1 still
+// completes from the data already there, and only its next collective, which would
+// need worker:2, fails: at once, naming it.
+TEST(CollectiveExecutorTest, AMemberBehindCompletesWhatALeavingPeerCompleted) {
+  testing::LogLines log;
+  CollectiveOptions options;
+  options.timeout_ms = 20000;
+  Group g = StartGroup(3, options);
+  for (auto& f : JoinAll(g, {5, 0, 0})) ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_EQ(g.ex[1]->source(), 0);
+  auto bytes = [](uint8_t v) { return Tensor::FromVector<uint8_t>({v, v}, TensorShape({2})); };
+  std::vector<Tensor> data = {bytes(7), bytes(0), bytes(0)};
+  std::vector<std::thread> ahead;
+  std::vector<absl::Status> status(3);
+  for (int r : {0, 2}) {
+    ahead.emplace_back([&, r] {
+      status[r] = Wait([&](CollectiveExecutor::Done d) { g.ex[r]->Broadcast(4, data[r], d); });
+    });
+  }
+  for (auto& t : ahead) t.join();
+  ASSERT_TRUE(status[0].ok()) << status[0];
+  ASSERT_TRUE(status[2].ok()) << status[2];
+  g.ex[2]->Leave("worker:2 finished training");
+  ASSERT_TRUE(testing::Within(10, [&] { return log.Count("worker:2 left") == 2; }));
+  status[1] = Wait([&](CollectiveExecutor::Done d) { g.ex[1]->Broadcast(4, data[1], d); });
+  ASSERT_TRUE(status[1].ok()) << status[1];
+  EXPECT_EQ(data[1].data<uint8_t>()[1], 7);
+  EXPECT_EQ(log.Count("Collective group aborted"), 0) << "a leave after finishing is routine";
+  const int64_t start = env::NowMicros();
+  absl::Notification gathered;
+  absl::Status s;
+  g.ex[1]->AllGather(5, bytes(1), [&](absl::StatusOr<std::vector<Tensor>> all) {
+    s = all.status();
+    gathered.Notify();
+  });
+  gathered.WaitForNotification();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(s.message(), HasSubstr("worker:2 finished training"));
+  EXPECT_LT((env::NowMicros() - start) / 1e6, 5) << "not the 20 s timeout";
+}
+
+// The race behind the case above, made deterministic: with 3 members, recursive
+// doubling folds rank 0 into rank 1, so rank 2 can complete and leave while rank 0
+// still waits for rank 1's result. Here rank 2's leave reaches rank 1 (delivered by
+// hand) while rank 1 waits for rank 0's broadcast: it goes on. A wait for the leaver's
+// own data fails at once.
+TEST(CollectiveExecutorTest, APeersLeaveFailsOnlyTheWaitsForThatPeer) {
+  testing::LogLines log;
+  CollectiveOptions options;
+  options.timeout_ms = 20000;
+  Group g = StartGroup(3, options);
+  auto leave_note = [&](uint64_t generation) {
+    WireMessage<proto::CollectiveDataRequest> note;
+    note.proto.set_generation(generation);
+    note.proto.set_src_rank(2);
+    note.proto.set_abort_message("worker:2 finished training");
+    note.proto.set_peer_leaving(true);
+    g.ex[1]->HandleData(note, [](const absl::Status&) {});
+  };
+  auto bytes = [](uint8_t v) { return Tensor::FromVector<uint8_t>({v, v}, TensorShape({2})); };
+  auto formed = JoinAll(g, {5, 0, 0});  // Rank 0 is the broadcast's source.
+  for (auto& f : formed) ASSERT_TRUE(f.ok()) << f.status();
+  Tensor waiting = bytes(0);
+  absl::Notification done;
+  absl::Status status;
+  g.ex[1]->Broadcast(4, waiting, [&](const absl::Status& s) {
+    status = s;
+    done.Notify();
+  });
+  leave_note(formed[1]->generation);
+  EXPECT_EQ(log.Count("Collective group: worker:2 left: collective: worker:2 ended its "
+                      "collectives: worker:2 finished training",
+                      google::GLOG_INFO),
+            1);
+  EXPECT_FALSE(done.HasBeenNotified()) << status;
+  std::vector<std::thread> others;
+  for (int r : {0, 2}) {
+    others.emplace_back([&, r] {
+      Tensor mine = bytes(r == 0 ? 7 : 0);
+      EXPECT_TRUE(Wait([&](CollectiveExecutor::Done d) { g.ex[r]->Broadcast(4, mine, d); }).ok());
+    });
+  }
+  for (auto& t : others) t.join();
+  done.WaitForNotification();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(waiting.data<uint8_t>()[0], 7);
+  EXPECT_EQ(log.Count("Collective group aborted"), 0);
+
+  // Rank 2 is the source now: rank 1's wait is for the leaver, and fails at once.
+  formed = JoinAll(g, {0, 0, 5});
+  for (auto& f : formed) ASSERT_TRUE(f.ok()) << f.status();
+  const int64_t start = env::NowMicros();
+  Tensor orphan = bytes(0);
+  absl::Notification failed;
+  g.ex[1]->Broadcast(4, orphan, [&](const absl::Status& s) {
+    status = s;
+    failed.Notify();
+  });
+  leave_note(formed[1]->generation);
+  failed.WaitForNotification();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(status.message(), HasSubstr("worker:2 finished training"));
+  EXPECT_LT((env::NowMicros() - start) / 1e6, 5) << "not the 20 s timeout";
+  EXPECT_EQ(log.Count("Collective group aborted: UNAVAILABLE: collective: worker:2 ended",
+                      google::GLOG_WARNING),
+            1);
 }
 
 TEST(CollectiveExecutorTest, ASilentPeerFailsTheOthersAfterTheTimeoutThenTheGroupReforms) {
