@@ -92,6 +92,9 @@ Tensor MemberData(int r, int64_t count) {
   return t;
 }
 
+// Two bytes `v`: what the broadcast and all-gather tests move.
+Tensor TwoBytes(uint8_t v) { return Tensor::FromVector<uint8_t>({v, v}, TensorShape({2})); }
+
 // Runs AllReduceSum of MemberData on every member at once; checks the sums (times
 // `scale`) and that every member holds the same bits.
 void ExpectAllReduce(Group& g, int64_t instance, int64_t count, float scale = 1.0f) {
@@ -255,8 +258,7 @@ TEST(CollectiveExecutorTest, AMemberBehindCompletesWhatALeavingPeerCompleted) {
   Group g = StartGroup(3, options);
   for (auto& f : JoinAll(g, {5, 0, 0})) ASSERT_TRUE(f.ok()) << f.status();
   ASSERT_EQ(g.ex[1]->source(), 0);
-  auto bytes = [](uint8_t v) { return Tensor::FromVector<uint8_t>({v, v}, TensorShape({2})); };
-  std::vector<Tensor> data = {bytes(7), bytes(0), bytes(0)};
+  std::vector<Tensor> data = {TwoBytes(7), TwoBytes(0), TwoBytes(0)};
   std::vector<std::thread> ahead;
   std::vector<absl::Status> status(3);
   for (int r : {0, 2}) {
@@ -276,7 +278,7 @@ TEST(CollectiveExecutorTest, AMemberBehindCompletesWhatALeavingPeerCompleted) {
   const int64_t start = env::NowMicros();
   absl::Notification gathered;
   absl::Status s;
-  g.ex[1]->AllGather(5, bytes(1), [&](absl::StatusOr<std::vector<Tensor>> all) {
+  g.ex[1]->AllGather(5, TwoBytes(1), [&](absl::StatusOr<std::vector<Tensor>> all) {
     s = all.status();
     gathered.Notify();
   });
@@ -304,10 +306,9 @@ TEST(CollectiveExecutorTest, APeersLeaveFailsOnlyTheWaitsForThatPeer) {
     note.proto.set_peer_leaving(true);
     g.ex[1]->HandleData(note, [](const absl::Status&) {});
   };
-  auto bytes = [](uint8_t v) { return Tensor::FromVector<uint8_t>({v, v}, TensorShape({2})); };
   auto formed = JoinAll(g, {5, 0, 0});  // Rank 0 is the broadcast's source.
   for (auto& f : formed) ASSERT_TRUE(f.ok()) << f.status();
-  Tensor waiting = bytes(0);
+  Tensor waiting = TwoBytes(0);
   absl::Notification done;
   absl::Status status;
   g.ex[1]->Broadcast(4, waiting, [&](const absl::Status& s) {
@@ -323,7 +324,7 @@ TEST(CollectiveExecutorTest, APeersLeaveFailsOnlyTheWaitsForThatPeer) {
   std::vector<std::thread> others;
   for (int r : {0, 2}) {
     others.emplace_back([&, r] {
-      Tensor mine = bytes(r == 0 ? 7 : 0);
+      Tensor mine = TwoBytes(r == 0 ? 7 : 0);
       EXPECT_TRUE(Wait([&](CollectiveExecutor::Done d) { g.ex[r]->Broadcast(4, mine, d); }).ok());
     });
   }
@@ -337,7 +338,7 @@ TEST(CollectiveExecutorTest, APeersLeaveFailsOnlyTheWaitsForThatPeer) {
   formed = JoinAll(g, {0, 0, 5});
   for (auto& f : formed) ASSERT_TRUE(f.ok()) << f.status();
   const int64_t start = env::NowMicros();
-  Tensor orphan = bytes(0);
+  Tensor orphan = TwoBytes(0);
   absl::Notification failed;
   g.ex[1]->Broadcast(4, orphan, [&](const absl::Status& s) {
     status = s;
