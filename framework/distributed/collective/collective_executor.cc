@@ -371,22 +371,21 @@ void CollectiveExecutor::Recv(const Key& key, RecvDone done) {
     const bool current = std::get<0>(key) == generation_;
     if (current && !aborted_.ok()) {
       failed = aborted_;
-    } else if (auto it = slots_.find(key); current &&
-                                           (it == slots_.end() || !it->second.has_data) &&
-                                           !LeftLocked(std::get<5>(key)).ok()) {
-      // Its data never arrived and never will.
-      failed = LeftLocked(std::get<5>(key));
     } else {
       Slot& slot = slots_[key];
-      if (!slot.has_data) {
+      if (!slot.has_data && current) failed = LeftLocked(std::get<5>(key));
+      if (!failed.ok()) {
+        slots_.erase(key);  // Its data never arrived and never will.
+      } else if (slot.has_data) {
+        data = std::move(slot.data);
+        stop = slot.stop;
+        slots_.erase(key);
+      } else {
         slot.waiter = std::move(done);
         slot.wait_id = next_wait_++;
         waits_[slot.wait_id] = Wait{std::get<5>(key), env::NowMicros()};
         return;
       }
-      data = std::move(slot.data);
-      stop = slot.stop;
-      slots_.erase(key);
     }
   }
   if (!failed.ok()) Abort(failed);
