@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/util/temp_dir.h"
 
 namespace tandem::ckpt {
 namespace {
@@ -44,16 +45,7 @@ std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 constexpr char kShard100[] = "model.ckpt-100-00000-of-00001.safetensors";
 constexpr char kShard200[] = "model.ckpt-200-00000-of-00001.safetensors";
 
-class TempDir {
- public:
-  TempDir() : path_(*env::MakeTempDir("ckpt_tool_test")) {}
-  ~TempDir() { (void)env::DeleteRecursively(path_); }
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return env::JoinPath(path_, name); }
-
- private:
-  std::string path_;
-};
+using ::tandem::testing::TempDir;
 
 // dense/kernel [3,2] (0.5 + steps), dense/bias [2] ((2, 3) * steps) and global_step
 // (50 * steps), saved with a Saver on a DirectSession at the given steps.
@@ -210,7 +202,7 @@ TEST(CkptToolTest, ListShowsPartitionedTensors) {
   EXPECT_THAT(LineStarting(text, "w/part_1"), HasSubstr("model.ckpt-7-00001-of-00002.safetensors"));
   EXPECT_THAT(text, HasSubstr("Partitioned tensors"));
   std::string w = Lines(text).back();
-  EXPECT_THAT(w, testing::StartsWith("w "));
+  EXPECT_THAT(w, ::testing::StartsWith("w "));
   EXPECT_THAT(w, HasSubstr("float32"));
   EXPECT_THAT(w, HasSubstr("[4,3]"));
   EXPECT_THAT(w, HasSubstr("w/part_0 (offset [0,0] shape [2,3])"));

@@ -6,18 +6,14 @@
 #include "framework/core/env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/temp_dir.h"
 
 namespace tandem::checkpoint {
 namespace {
 
+using ::tandem::testing::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::string NewDir() {
-  absl::StatusOr<std::string> dir = env::MakeTempDir("ckpt_state_test");
-  EXPECT_TRUE(dir.ok()) << dir.status();
-  return *dir;
-}
 
 // Fake checkpoint files for `step` in `dir` (an index and two shards).
 std::string FakeCheckpoint(const std::string& dir, int64_t step) {
@@ -67,7 +63,8 @@ TEST(CheckpointStateTest, ParsesFilesWrittenByTensorFlow) {
 }
 
 TEST(CheckpointStateTest, LatestCheckpointResolvesRelativePaths) {
-  std::string dir = NewDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path();
   EXPECT_EQ(LatestCheckpoint(dir).status().code(), absl::StatusCode::kNotFound);
   CheckpointState s;
   s.model_checkpoint_path = env::JoinPath(dir, "model.ckpt-7");
@@ -80,11 +77,11 @@ TEST(CheckpointStateTest, LatestCheckpointResolvesRelativePaths) {
   absl::StatusOr<std::string> latest = LatestCheckpoint(dir);
   ASSERT_TRUE(latest.ok()) << latest.status();
   EXPECT_EQ(*latest, env::JoinPath(dir, "model.ckpt-7"));
-  ASSERT_TRUE(env::DeleteRecursively(dir).ok());
 }
 
 TEST(CheckpointStateTest, MaxToKeepDeletesOldest) {
-  std::string dir = NewDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path();
   CheckpointRetention retention(/*max_to_keep=*/2, /*keep_every_n_hours=*/10000, /*start=*/0);
   for (int step : {100, 200, 300, 400}) {
     std::string prefix = FakeCheckpoint(dir, step);
@@ -104,11 +101,11 @@ TEST(CheckpointStateTest, MaxToKeepDeletesOldest) {
   EXPECT_THAT(s->all_model_checkpoint_paths, ElementsAre(env::JoinPath(dir, "model.ckpt-300"),
                                                          env::JoinPath(dir, "model.ckpt-400")));
   EXPECT_THAT(s->all_model_checkpoint_timestamps, ElementsAre(1300.0, 1400.0));
-  ASSERT_TRUE(env::DeleteRecursively(dir).ok());
 }
 
 TEST(CheckpointStateTest, KeepEveryNHoursPreservesOnePerPeriod) {
-  std::string dir = NewDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path();
   // max_to_keep 1, keep one per hour; saves every 20 minutes from t=0.
   CheckpointRetention retention(1, /*keep_every_n_hours=*/1.0, /*start=*/0);
   for (int i = 1; i <= 7; ++i) {
@@ -125,11 +122,11 @@ TEST(CheckpointStateTest, KeepEveryNHoursPreservesOnePerPeriod) {
   ASSERT_TRUE(s.ok());
   EXPECT_THAT(s->all_model_checkpoint_paths, ElementsAre(env::JoinPath(dir, "model.ckpt-7")));
   EXPECT_EQ(s->last_preserved_timestamp, 7200.0);
-  ASSERT_TRUE(env::DeleteRecursively(dir).ok());
 }
 
 TEST(CheckpointStateTest, ResavingAStepMovesItToTheEnd) {
-  std::string dir = NewDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path();
   CheckpointRetention retention(5, 10000, 0);
   std::string a = FakeCheckpoint(dir, 1), b = FakeCheckpoint(dir, 2);
   ASSERT_TRUE(retention.RecordSave(dir, a, 1).ok());
@@ -139,13 +136,13 @@ TEST(CheckpointStateTest, ResavingAStepMovesItToTheEnd) {
   ASSERT_TRUE(s.ok());
   EXPECT_THAT(s->all_model_checkpoint_paths, ElementsAre(b, a));
   EXPECT_EQ(s->model_checkpoint_path, a);
-  ASSERT_TRUE(env::DeleteRecursively(dir).ok());
 }
 
 // A missing, empty or garbled state file beside checkpoints is rebuilt from the index
 // files, so training resumes from the newest instead of starting over.
 TEST(CheckpointStateTest, DamagedStateFileIsRebuiltFromIndexFiles) {
-  const std::string dir = NewDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path();
   EXPECT_TRUE(absl::IsNotFound(LatestCheckpoint(dir).status()));
   FakeCheckpoint(dir, 100);
   std::string newest = FakeCheckpoint(dir, 1000);
@@ -176,7 +173,8 @@ TEST(CheckpointStateTest, DamagedStateFileIsRebuiltFromIndexFiles) {
 // Retention writes the state file before deleting: when writing it fails, nothing
 // listed loses its files.
 TEST(CheckpointStateTest, NoFileIsDeletedWhenTheStateFileCannotBeWritten) {
-  const std::string dir = NewDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path();
   FakeCheckpoint(dir, 1);
   FakeCheckpoint(dir, 2);
   ASSERT_TRUE(env::MakeDirs(dir + "/checkpoint").ok());  // Renaming onto it fails.
@@ -188,7 +186,8 @@ TEST(CheckpointStateTest, NoFileIsDeletedWhenTheStateFileCannotBeWritten) {
 }
 
 TEST(CheckpointStateTest, TempFilesOfInterruptedWritesGoAtTheFirstSave) {
-  const std::string dir = NewDir();
+  TempDir tmp;
+  const std::string& dir = tmp.path();
   for (const char* f : {"model.ckpt-5.index.json.tmp.123", "checkpoint.tmp.9",
                         "model.ckpt-5-00000-of-00001.safetensors.tmp.77", "notes.txt.tmp.1"}) {
     ASSERT_TRUE(env::WriteFileAtomic(env::JoinPath(dir, f), "partial").ok());

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/util/temp_dir.h"
 
 namespace tandem::checkpoint {
 namespace {
@@ -30,16 +31,7 @@ std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 
 constexpr char kShard100[] = "model.ckpt-100-00000-of-00001.safetensors";
 
-class TempDir {
- public:
-  TempDir() : path_(*env::MakeTempDir("saver_test")) {}
-  ~TempDir() { (void)env::DeleteRecursively(path_); }
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return env::JoinPath(path_, name); }
-
- private:
-  std::string path_;
-};
+using ::tandem::testing::TempDir;
 
 struct ModelOptions {
   TensorShape kernel_shape{3, 2};

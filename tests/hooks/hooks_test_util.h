@@ -24,19 +24,11 @@
 #include "framework/runtime/session.h"
 #include "gtest/gtest.h"
 #include "hooks/session_run_hook.h"
+#include "tests/util/temp_dir.h"
 
 namespace tandem::testing_util {
 
-class TempDir {
- public:
-  TempDir() : path_(*env::MakeTempDir("hooks_test")) {}
-  ~TempDir() { (void)env::DeleteRecursively(path_); }
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return env::JoinPath(path_, name); }
-
- private:
-  std::string path_;
-};
+using ::tandem::testing::TempDir;
 
 // global_step (int64), "w" (float, starts at 1), train op "train" (step += 1, w += 0.5),
 // "loss" = 2 * w.

@@ -27,6 +27,7 @@
 #include "tests/integration/subprocess.h"
 #include "tests/util/free_port.h"
 #include "tests/util/hand_decode.h"
+#include "tests/util/temp_dir.h"
 
 namespace tandem::testing {
 
@@ -37,28 +38,6 @@ constexpr int64_t kSaveCheckpointsSteps = 1000;
 constexpr auto kJobDeadline = std::chrono::seconds(300);
 
 inline std::string Config() { return std::string(TANDEM_SOURCE_DIR) + "/configs/fashion_mlp.toml"; }
-
-// A fresh directory under /tmp for one test's model dirs and task logs. It is removed
-// at the end unless the test failed or TANDEM_KEEP_TEST_DIRS is set; then its path is
-// printed, so the logs of every task can be read.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/cluster_job.XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    if (::testing::Test::HasFailure() || std::getenv("TANDEM_KEEP_TEST_DIRS") != nullptr) {
-      std::printf("task logs and model dirs kept in %s\n", path_.c_str());
-      return;
-    }
-    std::filesystem::remove_all(path_);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // The job every task runs: fashion_mlp to kMaxSteps, one thread per task, the
 // evaluator without delay or throttle; `sets` ("section.key=value") come last and win.
