@@ -18,13 +18,17 @@ namespace tandem {
 absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precision precision) {
   TANDEM_ASSIGN_OR_RETURN(proto::GraphDef typed, ApplyPrecision(def, precision));
   RemapReport report;
-  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef out,
+  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef fused,
                           FuseBiasAndRelu(typed, OpRegistry::Global(), &report));
+  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef out,
+                          MaskBeforeMaxPoolGrad(fused, OpRegistry::Global(), &report));
   static std::atomic<bool> logged{false};
-  if (!report.fused.empty() && !logged.exchange(true)) {
+  if ((!report.fused.empty() || report.masks_before_pool_grad > 0) && !logged.exchange(true)) {
     std::vector<std::string> chains;
     for (const auto& [chain, n] : report.fused) chains.push_back(absl::StrCat(chain, " x", n));
-    LOG(INFO) << "Fused into one oneDNN primitive each: " << absl::StrJoin(chains, ", ");
+    LOG(INFO) << "Fused into one oneDNN primitive each: " << absl::StrJoin(chains, ", ")
+              << "; ReLU gradients masked before their MaxPoolGrad: "
+              << report.masks_before_pool_grad;
   }
   return out;
 }

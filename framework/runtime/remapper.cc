@@ -1,6 +1,9 @@
 // framework/runtime/remapper.cc
 #include "framework/runtime/remapper.h"
 
+#include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -9,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "framework/core/status.h"
+#include "framework/graph/attr_value.h"
 #include "framework/graph/graph.h"
 
 namespace tandem {
@@ -101,48 +105,137 @@ proto::NodeDef FusedDef(const proto::GraphDef& def,
   return fused;
 }
 
+// A rewrite of a GraphDef that keeps every node: new nodes are emitted after named
+// ones, and every reader of a renamed node (data and control) reads its replacement.
+struct Rewrite {
+  absl::flat_hash_set<std::string> taken;  // names in use
+  absl::flat_hash_map<std::string, std::vector<proto::NodeDef>> added_after;
+  absl::flat_hash_map<std::string, std::string> renamed;
+
+  explicit Rewrite(const proto::GraphDef& def) {
+    for (const proto::NodeDef& n : def.node()) taken.insert(n.name());
+  }
+  // `base` + suffix, or with a counter where that name is taken.
+  std::string NewName(const std::string& base, const std::string& suffix) {
+    std::string name = base + suffix;
+    for (int k = 1; taken.contains(name); ++k) name = absl::StrCat(base, suffix, "_", k);
+    taken.insert(name);
+    return name;
+  }
+  proto::GraphDef Apply(const proto::GraphDef& def) {
+    proto::GraphDef out;
+    out.set_version(def.version());
+    auto emit = [&](proto::NodeDef node) {
+      for (std::string& input : *node.mutable_input()) {
+        auto it = renamed.find(InputNode(input));
+        if (it == renamed.end()) continue;
+        const bool indexed = absl::StrContains(input, ':');
+        input = input[0] == '^' ? absl::StrCat("^", it->second)
+                                : absl::StrCat(it->second, indexed ? ":0" : "");
+      }
+      *out.add_node() = std::move(node);
+    };
+    for (const proto::NodeDef& original : def.node()) {
+      emit(original);
+      auto added = added_after.find(original.name());
+      if (added == added_after.end()) continue;
+      for (proto::NodeDef& node : added->second) emit(std::move(node));
+    }
+    return out;
+  }
+};
+
+absl::flat_hash_map<std::string, int> IndexOf(const proto::GraphDef& def) {
+  absl::flat_hash_map<std::string, int> index;
+  for (int i = 0; i < def.node_size(); ++i) index[def.node(i).name()] = i;
+  return index;
+}
+
+// ReluGrad(MaxPoolGrad(a, MaxPool(a), g), a): the ReLU's mask applied after the pooling
+// gradient scattered g back to a's size.
+struct PoolReluGrad {
+  const Node* pool;       // MaxPool(a)
+  const Node* pool_grad;  // MaxPoolGrad(a, pool, g)
+  const Node* relu_grad;  // ReluGrad(pool_grad, a)
+};
+
+bool SamePoolGeometry(const Node& a, const Node& b) {
+  for (const char* key : {"ksize", "strides", "padding", "data_format"}) {
+    auto x = a.attrs().find(key), y = b.attrs().find(key);
+    if (x == a.attrs().end() || y == b.attrs().end() ||
+        AttrValueDebugString(x->second) != AttrValueDebugString(y->second)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool FindPoolReluGrad(const Node& r, PoolReluGrad* m) {
+  if (r.op() != "ReluGrad" || r.num_inputs() != 2 || r.input(0).index != 0) return false;
+  const Node& pg = *r.input(0).node;
+  if (pg.op() != "MaxPoolGrad" || pg.num_inputs() != 3 || SoleReader(pg) != &r) return false;
+  const Output& a = pg.input(0);
+  if (!(r.input(1) == a) || pg.input(1).index != 0) return false;
+  const Node& pool = *pg.input(1).node;
+  if (pool.op() != "MaxPool" || pool.num_inputs() != 1 || !(pool.input(0) == a)) return false;
+  if (!SameDeviceAndDType(r, pg) || !SameDeviceAndDType(pg, pool) || !SamePoolGeometry(pool, pg)) {
+    return false;
+  }
+  *m = {&pool, &pg, &r};
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
                                                 const OpRegistry* registry, RemapReport* report) {
   TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def, registry));
-  absl::flat_hash_map<std::string, int> index;
-  absl::flat_hash_set<std::string> taken;
-  for (int i = 0; i < def.node_size(); ++i) {
-    index[def.node(i).name()] = i;
-    taken.insert(def.node(i).name());
-  }
-  // The last node of each chain -> the fused node that replaces it.
-  absl::flat_hash_map<std::string, proto::NodeDef> fused_after;
-  absl::flat_hash_map<std::string, std::string> renamed;
+  const absl::flat_hash_map<std::string, int> index = IndexOf(def);
+  Rewrite rewrite(def);
   for (const auto& node : g->nodes()) {
     Chain c;
     if (!FindChain(*node, &c)) continue;
-    std::string name = c.last()->name() + "/fused";
-    for (int k = 1; taken.contains(name); ++k) name = absl::StrCat(c.last()->name(), "/fused_", k);
-    taken.insert(name);
-    renamed[c.last()->name()] = name;
-    fused_after[c.last()->name()] = FusedDef(def, index, c, name);
+    std::string name = rewrite.NewName(c.last()->name(), "/fused");
+    rewrite.renamed[c.last()->name()] = name;
+    rewrite.added_after[c.last()->name()].push_back(FusedDef(def, index, c, name));
     if (report != nullptr) ++report->fused[ChainName(c)];
   }
-  proto::GraphDef out;
-  out.set_version(def.version());
-  auto emit = [&](proto::NodeDef node) {
-    for (std::string& input : *node.mutable_input()) {
-      auto it = renamed.find(InputNode(input));
-      if (it == renamed.end()) continue;
-      const bool indexed = absl::StrContains(input, ':');
-      input = input[0] == '^' ? absl::StrCat("^", it->second)
-                              : absl::StrCat(it->second, indexed ? ":0" : "");
+  return rewrite.Apply(def);
+}
+
+absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def,
+                                                      const OpRegistry* registry,
+                                                      RemapReport* report) {
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def, registry));
+  const absl::flat_hash_map<std::string, int> index = IndexOf(def);
+  Rewrite rewrite(def);
+  for (const auto& node : g->nodes()) {
+    PoolReluGrad m;
+    if (!FindPoolReluGrad(*node, &m)) continue;
+    const proto::NodeDef& pool_grad = DefOf(index, def, *m.pool_grad);
+    const proto::NodeDef& relu_grad = DefOf(index, def, *m.relu_grad);
+    // ReluGrad(g, MaxPool(a)): the mask on the pooled gradient, a quarter of the size
+    // for 2x2 windows.
+    proto::NodeDef masked = relu_grad;
+    masked.set_name(rewrite.NewName(relu_grad.name(), "/pooled"));
+    masked.clear_input();
+    masked.add_input(pool_grad.input(2));
+    masked.add_input(pool_grad.input(1));
+    // MaxPoolGrad(a, MaxPool(a), that): in place of the ReluGrad for all its readers.
+    proto::NodeDef routed = pool_grad;
+    routed.set_name(rewrite.NewName(relu_grad.name(), "/routed"));
+    *routed.mutable_input(2) = masked.name();
+    for (const proto::NodeDef* n : {&pool_grad, &relu_grad}) {
+      for (const std::string& input : n->input()) {
+        if (!input.empty() && input[0] == '^') masked.add_input(input);
+      }
     }
-    *out.add_node() = std::move(node);
-  };
-  for (const proto::NodeDef& original : def.node()) {
-    emit(original);
-    auto f = fused_after.find(original.name());
-    if (f != fused_after.end()) emit(std::move(f->second));
+    rewrite.renamed[relu_grad.name()] = routed.name();
+    rewrite.added_after[relu_grad.name()].push_back(std::move(masked));
+    rewrite.added_after[relu_grad.name()].push_back(std::move(routed));
+    if (report != nullptr) ++report->masks_before_pool_grad;
   }
-  return out;
+  return rewrite.Apply(def);
 }
 
 }  // namespace tandem

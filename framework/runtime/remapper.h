@@ -1,13 +1,25 @@
 // framework/runtime/remapper.h
 //
-// Fuses Conv2D or MatMul -> BiasAdd [-> Relu] chains into _FusedConv2D / _FusedMatMul
-// nodes (one oneDNN primitive with a bias and a ReLU post-op), as TensorFlow's grappler
-// remapper does: a rewrite of the GraphDef a session is created with, applied once,
-// never per step, after gradients exist (the fused ops have none).
+// Rewrites of the GraphDef a session is created with, applied once, never per step,
+// after gradients exist (the nodes they add have none):
+//
+// FuseBiasAndRelu fuses Conv2D or MatMul -> BiasAdd [-> Relu] chains into _FusedConv2D /
+// _FusedMatMul nodes (one oneDNN primitive with a bias and a ReLU post-op), as
+// TensorFlow's grappler remapper does.
+//
+// MaskBeforeMaxPoolGrad turns ReluGrad(MaxPoolGrad(a, MaxPool(a), g), a) into
+// MaxPoolGrad(a, MaxPool(a), ReluGrad(g, MaxPool(a))): the ReLU's mask on the pooled
+// gradient instead of the full-size one (a quarter of the elements under 2x2 windows).
+// The two are equal bit for bit: MaxPoolGrad routes each window's gradient to a place p
+// where a[p] equals the window's maximum, so a[p] > 0 exactly when the maximum is, and
+// every other place gets 0 either way. It applies where the MaxPool and MaxPoolGrad
+// share a's tensor and their window geometry, the full-size gradient feeds nothing but
+// the ReluGrad, and all three nodes share one device and dtype.
 //
 // Nothing the caller knows changes meaning. The chain's nodes stay in the graph under
 // their names; the fused node ("<last>/fused") takes over every consumer of the
-// chain's last node, data and control. The session prunes each run to what its
+// chain's last node, data and control (the masked MaxPoolGrad, "<ReluGrad>/routed",
+// takes over the ReluGrad's). The session prunes each run to what its
 // fetches need, so the unfused chain runs only when one of its own tensors is
 // fetched. A chain fuses only where that costs nothing: the Conv2D or MatMul feeds
 // nothing but the BiasAdd (and the BiasAdd nothing but the Relu, when the Relu is
@@ -29,11 +41,16 @@ namespace tandem {
 
 struct RemapReport {
   std::map<std::string, int> fused;  // "Conv2D+BiasAdd+Relu" -> chains fused
+  int masks_before_pool_grad = 0;    // ReluGrads moved before their MaxPoolGrad
 };
 
 absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
                                                 const OpRegistry* registry,
                                                 RemapReport* report = nullptr);
+
+absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def,
+                                                      const OpRegistry* registry,
+                                                      RemapReport* report = nullptr);
 
 }  // namespace tandem
 
