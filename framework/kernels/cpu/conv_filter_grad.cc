@@ -66,12 +66,17 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
                                PadAfter(g.w, g.kw, g.ow, g.pad_left) >= 0;
   const char* v = std::getenv("TANDEM_CONV_FILTER_GRAD");
   const std::string choice = v == nullptr ? "" : v;
+  const bool direct_applies = DirectFilterGradApplies(g);
   if (choice.empty()) {
-    // Measured on an AMX Xeon (bf16 Fashion-MNIST CNN, 2 threads, mean of 20 traced
-    // steps): a 1-channel input layer's gradient took 1.7 ms as a forward convolution
-    // against 2.3 ms in oneDNN's backward-weights kernel; the 32-channel layer's took
-    // 7.0 against 5.5 ms, and in float32 on AVX2 both were slower.
-    const bool forward_wins = dtype == DType::kBFloat16 && g.c == 1;
+    // Measured on an AMX Xeon (Fashion-MNIST CNN, 2 threads, mean of 20 traced steps).
+    // bfloat16: the 1-channel input layer's gradient took 1.06-1.16 ms direct, 1.7-1.9
+    // ms as a forward convolution and 2.3 ms in oneDNN's backward-weights kernel; the
+    // 32-channel layer's took 7.0 ms forward against 5.5 ms in oneDNN. float32: the
+    // 1-channel layer's took 1.1 ms in oneDNN against 1.7 ms direct, and the forward
+    // convolution was slower on AVX2.
+    const bool bf16 = dtype == DType::kBFloat16;
+    if (bf16 && direct_applies && DirectFilterGradIsVectorized(g)) return FilterGradPath::kDirect;
+    const bool forward_wins = bf16 && g.c == 1;
     return forward_applies && forward_wins ? FilterGradPath::kForwardConv
                                            : FilterGradPath::kOneDnnBackward;
   }
@@ -79,8 +84,11 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
   if (choice == "forward") {
     return forward_applies ? FilterGradPath::kForwardConv : FilterGradPath::kOneDnnBackward;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("TANDEM_CONV_FILTER_GRAD must be onednn or forward, got '", choice, "'"));
+  if (choice == "direct") {
+    return direct_applies ? FilterGradPath::kDirect : FilterGradPath::kOneDnnBackward;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "TANDEM_CONV_FILTER_GRAD must be onednn, forward or direct, got '", choice, "'"));
 }
 
 absl::Status FilterGradByForwardConv(const OpKernelContext& ctx, const FilterGradGeometry& g,

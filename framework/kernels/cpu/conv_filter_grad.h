@@ -10,8 +10,15 @@
 // (brgconv) and backward-weights ones on an older AMX kernel, which is slow for a
 // layer with one input channel. The operands are reordered into the primitive's
 // layouts and the result back into HWIO, each by one cached reorder.
+//
+// With one input channel (an image model's first layer), stride 1 and no dilation, a
+// direct loop (conv_filter_grad_direct.cc) keeps a filter row's taps for 16 or 32
+// output channels in AVX-512 registers while it runs along each row of the output
+// gradient; oneDNN's kernels parallelise such a layer poorly (its whole output is
+// kh x kw x o, its reduction n x oh x ow long).
+//
 // Which path runs is FilterGradPathFor's choice, or the environment's:
-//   TANDEM_CONV_FILTER_GRAD=onednn|forward   (unset: FilterGradPathFor's default)
+//   TANDEM_CONV_FILTER_GRAD=onednn|forward|direct   (unset: FilterGradPathFor's default)
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
 #define TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
 
@@ -29,13 +36,15 @@ struct FilterGradGeometry {
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0;
 };
 
-enum class FilterGradPath { kOneDnnBackward, kForwardConv };
+enum class FilterGradPath { kOneDnnBackward, kForwardConv, kDirect };
 
 // The path for a filter gradient with operands of `dtype` (as the primitives see them:
 // bfloat16 only where oneDNN has bf16 kernels). kForwardConv needs stride 1 and no
-// dilation; by default it runs for bfloat16 operands with a 1-channel input (an image
-// model's first layer), where it measured faster. TANDEM_CONV_FILTER_GRAD, when set,
-// decides where both paths apply; an unknown value is an error.
+// dilation, kDirect also one input channel. By default, for bfloat16 operands with a
+// 1-channel input, kDirect runs where it has its AVX-512 loop (kw <= 7), else
+// kForwardConv: each measured faster than oneDNN's backward kernel there. float32
+// operands stay on oneDNN's kernel, which measured faster. TANDEM_CONV_FILTER_GRAD, when set, picks the path
+// wherever it applies (oneDNN's elsewhere); an unknown value is an error.
 absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DType dtype);
 
 // Writes the filter gradient of `input` [n,h,w,c] and `grad` [n,oh,ow,o] (one dtype,
@@ -43,6 +52,16 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
 // float32 sums) by the forward convolution above. REQUIRES: stride 1, no dilation.
 absl::Status FilterGradByForwardConv(const OpKernelContext& ctx, const FilterGradGeometry& g,
                                      const Tensor& input, const Tensor& grad, Tensor* out);
+
+// Whether kDirect applies to `g`: one input channel, stride 1, no dilation.
+bool DirectFilterGradApplies(const FilterGradGeometry& g);
+// Whether kDirect runs its AVX-512 loop for `g` here (else plain loops).
+bool DirectFilterGradIsVectorized(const FilterGradGeometry& g);
+
+// The kDirect path: the same contract as FilterGradByForwardConv, float32 sums on the
+// calling thread's OpenMP team. REQUIRES: DirectFilterGradApplies(g).
+absl::Status FilterGradDirect(const FilterGradGeometry& g, const Tensor& input, const Tensor& grad,
+                              Tensor* out);
 
 }  // namespace tandem::nn
 

@@ -1,6 +1,8 @@
-// Conv2DBackpropFilter on both of its CPU paths (conv_filter_grad.h): oneDNN's
-// backward-weights primitive and the forward convolution (stride 1, no dilation; the
-// other cases fall back), by default and as TANDEM_CONV_FILTER_GRAD chooses. Each must equal a
+// Conv2DBackpropFilter on its three CPU paths (conv_filter_grad.h): oneDNN's
+// backward-weights primitive, the forward convolution (stride 1, no dilation) and the
+// direct loop (also one input channel; its AVX-512 loop up to 7 taps wide, plain loops
+// beyond), the other cases falling back, by default and as TANDEM_CONV_FILTER_GRAD
+// chooses. Each must equal a
 // plain double loop over strides, dilations, SAME and VALID padding, and bfloat16 operands with a
 // bfloat16 or float32 (attr Tout) gradient.
 #include "framework/kernels/cpu/conv_filter_grad.h"
@@ -141,7 +143,7 @@ TEST_P(FilterGradTest, EveryPathMatchesTheNaiveSum) {
     std::vector<double> scale;
     const std::vector<double> want =
         NaiveFilterGrad(k, bf16 ? ThroughBf16(x) : x, bf16 ? ThroughBf16(dy) : dy, &scale);
-    for (const std::string path : {"", "onednn", "forward"}) {
+    for (const std::string path : {"", "onednn", "forward", "direct"}) {
       SCOPED_TRACE(absl::StrCat(path, " ", DTypeName(p.in), " -> ", DTypeName(p.out)));
       const std::vector<float> got = RunFilterGrad(k, x, dy, p.in, p.out, path);
       ASSERT_EQ(got.size(), want.size());
@@ -166,12 +168,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"same_dilated", 1, 8, 8, 2, 3, 3, 3, 1, 2, true},
                       Case{"valid_dilated", 1, 9, 8, 1, 2, 3, 2, 1, 3, false},
                       Case{"mnist_conv1", 6, 28, 28, 1, 5, 5, 32, 1, 1, true},
-                      Case{"mnist_conv2", 4, 14, 14, 32, 5, 5, 64, 1, 1, true}),
+                      Case{"mnist_conv2", 4, 14, 14, 32, 5, 5, 64, 1, 1, true},
+                      Case{"one_channel_odd_outputs", 3, 10, 9, 1, 4, 3, 20, 1, 1, true},
+                      Case{"one_channel_valid_wide", 2, 8, 12, 1, 3, 7, 7, 1, 1, false},
+                      Case{"one_channel_too_wide_to_vectorize", 2, 6, 13, 1, 2, 9, 33, 1, 1, true}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
-// By default the forward convolution runs only where it measured faster (bfloat16, one
-// input channel); TANDEM_CONV_FILTER_GRAD=forward asks for it wherever it applies
-// (stride 1, no dilation).
+// By default the direct loop or the forward convolution runs only where it measured
+// faster (bfloat16, one input channel); TANDEM_CONV_FILTER_GRAD=forward|direct asks for
+// one wherever it applies.
 TEST(FilterGradPathTest, DefaultAndForcedChoices) {
   using nn::FilterGradPath;
   auto geometry = [](int64_t c, int64_t stride) {
@@ -184,7 +189,17 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
     return p.value_or(FilterGradPath::kOneDnnBackward);
   };
   unsetenv("TANDEM_CONV_FILTER_GRAD");
-  EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16), FilterGradPath::kForwardConv);
+  // A 1-channel bfloat16 layer: the direct loop where it has AVX-512, else the forward
+  // convolution.
+  const bool avx512 = nn::DirectFilterGradIsVectorized(geometry(1, 1));
+  EXPECT_EQ(avx512, __builtin_cpu_supports("avx512f") != 0);
+  EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16),
+            avx512 ? FilterGradPath::kDirect : FilterGradPath::kForwardConv);
+  auto wide = geometry(1, 1);
+  wide.kw = 9;
+  wide.ow = 28;
+  EXPECT_FALSE(nn::DirectFilterGradIsVectorized(wide));
+  EXPECT_EQ(path(wide, DType::kBFloat16), FilterGradPath::kForwardConv);
   EXPECT_EQ(path(geometry(1, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
@@ -193,6 +208,10 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
   EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   setenv("TANDEM_CONV_FILTER_GRAD", "onednn", 1);
   EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
+  setenv("TANDEM_CONV_FILTER_GRAD", "direct", 1);
+  EXPECT_EQ(path(geometry(1, 1), DType::kFloat), FilterGradPath::kDirect);
+  EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
+  EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   unsetenv("TANDEM_CONV_FILTER_GRAD");
 }
 
