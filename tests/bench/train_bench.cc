@@ -111,12 +111,15 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
     // `profile` traced steps: mean microseconds per op type, largest first, then the
     // slowest nodes (to tell apart two nodes of one op, such as the two convolutions).
     std::map<std::string, int64_t> by_op, by_node;
-    int64_t ops_us = 0, wall_us = 0;  // summed over the traced steps
+    int64_t ops_us = 0, wall_us = 0, run_us = 0;  // summed over the traced steps
     for (int i = 0; i < profile; ++i) {
       RunOptions opts;
       opts.trace = true;
       RunMetadata meta;
+      const Clock::time_point run_start = Clock::now();
       if (!(*session)->Run(feeds, {loss.name()}, {(*train)->name()}, opts, &meta).ok()) return 1;
+      run_us +=
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - run_start).count();
       int64_t first = INT64_MAX, last = 0;
       for (const auto& n : meta.step_stats.nodes) {
         by_op[n.op] += n.end_micros - n.start_micros;
@@ -141,8 +144,11 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
     print(by_node, "node ", 16);
     // With one op at a time (inter_op 1), what the ops' sum leaves of the traced span is
     // the executor's own time between ops.
-    std::printf("  ops summed %lld us, first op start to last op end %lld us per traced step\n",
-                static_cast<long long>(ops_us / profile), static_cast<long long>(wall_us / profile));
+    std::printf(
+        "  ops summed %lld us, first op start to last op end %lld us, Session::Run %lld us per "
+        "traced step\n",
+        static_cast<long long>(ops_us / profile), static_cast<long long>(wall_us / profile),
+        static_cast<long long>(run_us / profile));
   }
   // Multiply-adds x 2 per example of the models' convolutions and dense layers: forward,
   // the input gradient (none for the first layer) and the weight gradient.
