@@ -68,19 +68,14 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
   const std::string choice = v == nullptr ? "" : v;
   const bool direct_applies = DirectFilterGradApplies(g);
   if (choice.empty()) {
-    // Measured on an AMX Xeon (Fashion-MNIST CNN, 2 threads, means of 20 traced steps;
-    // "interleaved": the two paths in alternate steps of one process, 3 runs).
+    // Measured on an AMX Xeon (Fashion-MNIST CNN, 2 threads, mean of 20 traced steps).
     // bfloat16: the 1-channel input layer's gradient took 1.06-1.16 ms direct, 1.7-1.9
-    // ms as a forward convolution and 2.3-2.5 ms in oneDNN's backward-weights kernel;
-    // the 32-channel layer's took 5.7-6.3 ms as the unfolded matmul against 6.5-6.7 ms
-    // in oneDNN, interleaved (7.0 ms as a forward convolution against 5.5 ms in oneDNN,
-    // in separate runs). float32: the 1-channel layer's took 1.1 ms in oneDNN against
-    // 1.7 ms direct, and the forward convolution was slower on AVX2.
+    // ms as a forward convolution and 2.3 ms in oneDNN's backward-weights kernel; the
+    // 32-channel layer's took 7.0 ms forward against 5.5 ms in oneDNN. float32: the
+    // 1-channel layer's took 1.1 ms in oneDNN against 1.7 ms direct, and the forward
+    // convolution was slower on AVX2.
     const bool bf16 = dtype == DType::kBFloat16;
     if (bf16 && direct_applies && DirectFilterGradIsVectorized(g)) return FilterGradPath::kDirect;
-    if (bf16 && g.c > 1 && onednn::EffectiveIsaName().find("amx") != std::string::npos) {
-      return FilterGradPath::kUnfoldMatmul;
-    }
     const bool forward_wins = bf16 && g.c == 1;
     return forward_applies && forward_wins ? FilterGradPath::kForwardConv
                                            : FilterGradPath::kOneDnnBackward;
@@ -92,9 +87,8 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
   if (choice == "direct") {
     return direct_applies ? FilterGradPath::kDirect : FilterGradPath::kOneDnnBackward;
   }
-  if (choice == "unfold") return FilterGradPath::kUnfoldMatmul;
   return absl::InvalidArgumentError(absl::StrCat(
-      "TANDEM_CONV_FILTER_GRAD must be onednn, forward, direct or unfold, got '", choice, "'"));
+      "TANDEM_CONV_FILTER_GRAD must be onednn, forward or direct, got '", choice, "'"));
 }
 
 absl::Status FilterGradByForwardConv(const OpKernelContext& ctx, const FilterGradGeometry& g,

@@ -17,13 +17,8 @@
 // gradient; oneDNN's kernels parallelise such a layer poorly (its whole output is
 // kh x kw x o, its reduction n x oh x ow long).
 //
-// For any geometry, the gradient is also the matrix product P^T . dY with P the input
-// unfolded into one kh x kw x c patch per output position
-// (conv_filter_grad_unfold.cc): on AMX that product runs on oneDNN's brgemm matmul.
-//
 // Which path runs is FilterGradPathFor's choice, or the environment's:
-//   TANDEM_CONV_FILTER_GRAD=onednn|forward|direct|unfold
-//   (unset: FilterGradPathFor's default)
+//   TANDEM_CONV_FILTER_GRAD=onednn|forward|direct   (unset: FilterGradPathFor's default)
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
 #define TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
 
@@ -41,16 +36,15 @@ struct FilterGradGeometry {
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0;
 };
 
-enum class FilterGradPath { kOneDnnBackward, kForwardConv, kDirect, kUnfoldMatmul };
+enum class FilterGradPath { kOneDnnBackward, kForwardConv, kDirect };
 
 // The path for a filter gradient with operands of `dtype` (as the primitives see them:
 // bfloat16 only where oneDNN has bf16 kernels). kForwardConv needs stride 1 and no
-// dilation, kDirect also one input channel; kUnfoldMatmul applies everywhere. By
-// default, for bfloat16 operands with a 1-channel input, kDirect runs where it has its
-// AVX-512 loop (kw <= 7), else kForwardConv; with more input channels on AMX,
-// kUnfoldMatmul: each measured faster than oneDNN's backward kernel there. float32
-// operands stay on oneDNN's kernel, which measured faster. TANDEM_CONV_FILTER_GRAD, when set, picks
-// the path wherever it applies (oneDNN's elsewhere); an unknown value is an error.
+// dilation, kDirect also one input channel. By default, for bfloat16 operands with a
+// 1-channel input, kDirect runs where it has its AVX-512 loop (kw <= 7), else
+// kForwardConv: each measured faster than oneDNN's backward kernel there. float32
+// operands stay on oneDNN's kernel, which measured faster. TANDEM_CONV_FILTER_GRAD, when set, picks the path
+// wherever it applies (oneDNN's elsewhere); an unknown value is an error.
 absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DType dtype);
 
 // Writes the filter gradient of `input` [n,h,w,c] and `grad` [n,oh,ow,o] (one dtype,
@@ -58,11 +52,6 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
 // float32 sums) by the forward convolution above. REQUIRES: stride 1, no dilation.
 absl::Status FilterGradByForwardConv(const OpKernelContext& ctx, const FilterGradGeometry& g,
                                      const Tensor& input, const Tensor& grad, Tensor* out);
-
-// The kUnfoldMatmul path: the same contract as FilterGradByForwardConv, for any
-// stride, dilation and padding.
-absl::Status FilterGradByUnfoldMatmul(const OpKernelContext& ctx, const FilterGradGeometry& g,
-                                      const Tensor& input, const Tensor& grad, Tensor* out);
 
 // Whether kDirect applies to `g`: one input channel, stride 1, no dilation.
 bool DirectFilterGradApplies(const FilterGradGeometry& g);

@@ -1,8 +1,8 @@
-// Conv2DBackpropFilter on its four CPU paths (conv_filter_grad.h): oneDNN's
-// backward-weights primitive, the forward convolution (stride 1, no dilation), the
+// Conv2DBackpropFilter on its three CPU paths (conv_filter_grad.h): oneDNN's
+// backward-weights primitive, the forward convolution (stride 1, no dilation) and the
 // direct loop (also one input channel; its AVX-512 loop up to 7 taps wide, plain loops
-// beyond) and the matmul over unfolded patches (any geometry), the other cases falling
-// back, by default and as TANDEM_CONV_FILTER_GRAD chooses. Each must equal a
+// beyond), the other cases falling back, by default and as TANDEM_CONV_FILTER_GRAD
+// chooses. Each must equal a
 // plain double loop over strides, dilations, SAME and VALID padding, and bfloat16 operands with a
 // bfloat16 or float32 (attr Tout) gradient.
 #include "framework/kernels/cpu/conv_filter_grad.h"
@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "framework/kernels/cpu/onednn_util.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/math_ops.h"
 #include "framework/ops/nn_ops.h"
@@ -144,7 +143,7 @@ TEST_P(FilterGradTest, EveryPathMatchesTheNaiveSum) {
     std::vector<double> scale;
     const std::vector<double> want =
         NaiveFilterGrad(k, bf16 ? ThroughBf16(x) : x, bf16 ? ThroughBf16(dy) : dy, &scale);
-    for (const std::string path : {"", "onednn", "forward", "direct", "unfold"}) {
+    for (const std::string path : {"", "onednn", "forward", "direct"}) {
       SCOPED_TRACE(absl::StrCat(path, " ", DTypeName(p.in), " -> ", DTypeName(p.out)));
       const std::vector<float> got = RunFilterGrad(k, x, dy, p.in, p.out, path);
       ASSERT_EQ(got.size(), want.size());
@@ -171,16 +170,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mnist_conv1", 6, 28, 28, 1, 5, 5, 32, 1, 1, true},
                       Case{"mnist_conv2", 4, 14, 14, 32, 5, 5, 64, 1, 1, true},
                       Case{"one_channel_odd_outputs", 3, 10, 9, 1, 4, 3, 20, 1, 1, true},
-                      // 2,156 output positions: the unfolded matmul's chunks of 10
-                      // images and a last one of 1.
-                      Case{"chunks_with_remainder", 11, 14, 14, 8, 3, 3, 16, 1, 1, true},
                       Case{"one_channel_valid_wide", 2, 8, 12, 1, 3, 7, 7, 1, 1, false},
                       Case{"one_channel_too_wide_to_vectorize", 2, 6, 13, 1, 2, 9, 33, 1, 1, true}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
-// By default the direct loop, the forward convolution or the unfolded matmul runs only
-// where it measured faster (bfloat16; the last on AMX); TANDEM_CONV_FILTER_GRAD asks
-// for one wherever it applies.
+// By default the direct loop or the forward convolution runs only where it measured
+// faster (bfloat16, one input channel); TANDEM_CONV_FILTER_GRAD=forward|direct asks for
+// one wherever it applies.
 TEST(FilterGradPathTest, DefaultAndForcedChoices) {
   using nn::FilterGradPath;
   auto geometry = [](int64_t c, int64_t stride) {
@@ -205,15 +201,8 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
   EXPECT_FALSE(nn::DirectFilterGradIsVectorized(wide));
   EXPECT_EQ(path(wide, DType::kBFloat16), FilterGradPath::kForwardConv);
   EXPECT_EQ(path(geometry(1, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
-  // More input channels: the unfolded matmul on AMX, oneDNN's kernel elsewhere.
-  const bool amx = onednn::EffectiveIsaName().find("amx") != std::string::npos;
-  const FilterGradPath channels =
-      amx ? FilterGradPath::kUnfoldMatmul : FilterGradPath::kOneDnnBackward;
-  EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16), channels);
-  EXPECT_EQ(path(geometry(32, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
+  EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
-  setenv("TANDEM_CONV_FILTER_GRAD", "unfold", 1);
-  EXPECT_EQ(path(geometry(1, 2), DType::kFloat), FilterGradPath::kUnfoldMatmul);
   setenv("TANDEM_CONV_FILTER_GRAD", "forward", 1);
   EXPECT_EQ(path(geometry(32, 1), DType::kFloat), FilterGradPath::kForwardConv);
   EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
