@@ -66,6 +66,7 @@ struct StepContext {
   int64_t step_id = 0;
   ResourceMgr* resources = nullptr;           // The device's resources. Not owned.
   ThreadPool* intra_op_pool = nullptr;        // May be null. Not owned.
+  bool ops_one_at_a_time = false;             // ExecutorArgs::ops_one_at_a_time
   Rendezvous* rendezvous = nullptr;           // May be null. Not owned.
   const std::string* device_name = nullptr;   // Full name of the running device.
   const std::vector<Tensor>* args = nullptr;  // Values of _Arg nodes. Not owned.

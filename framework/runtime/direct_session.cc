@@ -227,6 +227,8 @@ absl::StatusOr<std::vector<Tensor>> DirectSession::Run(const FeedMap& feeds,
   ea.retvals = &rets;
   ea.inter_op_pool = inter_op_pool_.get();
   ea.intra_op_pool = intra_op_pool_.get();
+  // Without an inter-op pool the caller runs every op of the step, one at a time.
+  ea.ops_one_at_a_time = inter_op_pool_ == nullptr;
   ea.intra_op_threads = intra_op_threads_;
   ea.collective = options_.collective;
   if (options.trace && metadata != nullptr) ea.stats = &metadata->step_stats;

@@ -77,6 +77,7 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
     step_.step_id = args.step_id;
     step_.resources = exec->device_->resource_manager();
     step_.intra_op_pool = args.intra_op_pool;
+    step_.ops_one_at_a_time = args.ops_one_at_a_time;
     step_.rendezvous = args.rendezvous;
     step_.collective = args.collective;
     step_.device_name = &exec->device_->name();

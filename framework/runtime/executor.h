@@ -38,6 +38,10 @@ struct ExecutorArgs {
   std::vector<Tensor>* retvals = nullptr;     // Not owned; resized to num_retvals.
   ThreadPool* inter_op_pool = nullptr;        // Null: everything runs inline.
   ThreadPool* intra_op_pool = nullptr;
+  // The step's ops run one at a time on the calling thread (no inter-op pool, no
+  // other caller's steps applying updates beside them): the kernels' own loops may
+  // then use the caller's OpenMP team (parallel.h).
+  bool ops_one_at_a_time = false;
   // > 0: OpenMP parallel regions inside kernels (oneDNN) use this many threads, on
   // whichever thread runs the kernel; 0 leaves OpenMP's default (one per core).
   int intra_op_threads = 0;
