@@ -24,11 +24,17 @@ absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precisi
                           MaskBeforeMaxPoolGrad(fused, OpRegistry::Global(), &report));
   static std::atomic<bool> logged{false};
   if ((!report.fused.empty() || report.masks_before_pool_grad > 0) && !logged.exchange(true)) {
-    std::vector<std::string> chains;
+    std::vector<std::string> chains, parts;
     for (const auto& [chain, n] : report.fused) chains.push_back(absl::StrCat(chain, " x", n));
-    LOG(INFO) << "Fused into one oneDNN primitive each: " << absl::StrJoin(chains, ", ")
-              << "; ReLU gradients masked before their MaxPoolGrad: "
-              << report.masks_before_pool_grad;
+    if (!chains.empty()) {
+      parts.push_back(
+          absl::StrCat("Fused into one oneDNN primitive each: ", absl::StrJoin(chains, ", ")));
+    }
+    if (report.masks_before_pool_grad > 0) {
+      parts.push_back(absl::StrCat("ReLU gradients masked before their MaxPoolGrad: ",
+                                   report.masks_before_pool_grad));
+    }
+    LOG(INFO) << absl::StrJoin(parts, "; ");
   }
   return out;
 }
