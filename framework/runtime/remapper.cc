@@ -151,14 +151,6 @@ absl::flat_hash_map<std::string, int> IndexOf(const proto::GraphDef& def) {
   return index;
 }
 
-// ReluGrad(MaxPoolGrad(a, MaxPool(a), g), a): the ReLU's mask applied after the pooling
-// gradient scattered g back to a's size.
-struct PoolReluGrad {
-  const Node* pool;       // MaxPool(a)
-  const Node* pool_grad;  // MaxPoolGrad(a, pool, g)
-  const Node* relu_grad;  // ReluGrad(pool_grad, a)
-};
-
 bool SamePoolGeometry(const Node& a, const Node& b) {
   for (const char* key : {"ksize", "strides", "padding", "data_format"}) {
     auto x = a.attrs().find(key), y = b.attrs().find(key);
@@ -170,19 +162,21 @@ bool SamePoolGeometry(const Node& a, const Node& b) {
   return true;
 }
 
-bool FindPoolReluGrad(const Node& r, PoolReluGrad* m) {
-  if (r.op() != "ReluGrad" || r.num_inputs() != 2 || r.input(0).index != 0) return false;
+// When `r` is ReluGrad(MaxPoolGrad(a, MaxPool(a), g), a), the ReLU's mask applied after
+// the pooling gradient scattered g back to a's size, and may move before it: the
+// MaxPoolGrad. Else null.
+const Node* MaskablePoolGrad(const Node& r) {
+  if (r.op() != "ReluGrad" || r.num_inputs() != 2 || r.input(0).index != 0) return nullptr;
   const Node& pg = *r.input(0).node;
-  if (pg.op() != "MaxPoolGrad" || pg.num_inputs() != 3 || SoleReader(pg) != &r) return false;
+  if (pg.op() != "MaxPoolGrad" || pg.num_inputs() != 3 || SoleReader(pg) != &r) return nullptr;
   const Output& a = pg.input(0);
-  if (!(r.input(1) == a) || pg.input(1).index != 0) return false;
+  if (!(r.input(1) == a) || pg.input(1).index != 0) return nullptr;
   const Node& pool = *pg.input(1).node;
-  if (pool.op() != "MaxPool" || pool.num_inputs() != 1 || !(pool.input(0) == a)) return false;
+  if (pool.op() != "MaxPool" || pool.num_inputs() != 1 || !(pool.input(0) == a)) return nullptr;
   if (!SameDeviceAndDType(r, pg) || !SameDeviceAndDType(pg, pool) || !SamePoolGeometry(pool, pg)) {
-    return false;
+    return nullptr;
   }
-  *m = {&pool, &pg, &r};
-  return true;
+  return &pg;
 }
 
 }  // namespace
@@ -210,10 +204,10 @@ absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def
   const absl::flat_hash_map<std::string, int> index = IndexOf(def);
   Rewrite rewrite(def);
   for (const auto& node : g->nodes()) {
-    PoolReluGrad m;
-    if (!FindPoolReluGrad(*node, &m)) continue;
-    const proto::NodeDef& pool_grad = DefOf(index, def, *m.pool_grad);
-    const proto::NodeDef& relu_grad = DefOf(index, def, *m.relu_grad);
+    const Node* pg = MaskablePoolGrad(*node);
+    if (pg == nullptr) continue;
+    const proto::NodeDef& pool_grad = DefOf(index, def, *pg);
+    const proto::NodeDef& relu_grad = DefOf(index, def, *node);
     // ReluGrad(g, MaxPool(a)): the mask on the pooled gradient, a quarter of the size
     // for 2x2 windows.
     proto::NodeDef masked = relu_grad;

@@ -43,8 +43,8 @@ enum class FilterGradPath { kOneDnnBackward, kForwardConv, kDirect };
 // dilation, kDirect also one input channel. By default, for bfloat16 operands with a
 // 1-channel input, kDirect runs where it has its AVX-512 loop (kw <= 7), else
 // kForwardConv: each measured faster than oneDNN's backward kernel there. float32
-// operands stay on oneDNN's kernel, which measured faster. TANDEM_CONV_FILTER_GRAD, when set, picks the path
-// wherever it applies (oneDNN's elsewhere); an unknown value is an error.
+// operands stay on oneDNN's kernel, which measured faster. TANDEM_CONV_FILTER_GRAD, when set, picks
+// the path wherever it applies (oneDNN's elsewhere); an unknown value is an error.
 absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DType dtype);
 
 // Writes the filter gradient of `input` [n,h,w,c] and `grad` [n,oh,ow,o] (one dtype,

@@ -37,10 +37,8 @@ void FillPlane(const FilterGradGeometry& g, const T* x, int64_t b, Scratch* s) {
   for (int64_t r = 0; r < ph; ++r) {
     const int64_t iy = r - g.pad_top;
     if (iy < 0 || iy >= g.h) continue;
-    const int64_t q0 = std::max<int64_t>(0, g.pad_left);
-    const int64_t q1 = std::min<int64_t>(s->pw, g.w + g.pad_left);
     const T* src = x + (b * g.h + iy) * g.w;
-    for (int64_t q = q0; q < q1; ++q)
+    for (int64_t q = g.pad_left; q < std::min<int64_t>(s->pw, g.w + g.pad_left); ++q)
       s->plane[r * s->pw + q] = static_cast<float>(src[q - g.pad_left]);
   }
 }
@@ -151,9 +149,8 @@ void AccumulateImages(const FilterGradGeometry& g, const T* x, const T* dy, int6
 }  // namespace
 
 bool DirectFilterGradApplies(const FilterGradGeometry& g) {
-  return g.c == 1 && g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 &&
-         g.pad_top >= 0 && g.pad_left >= 0 && g.oh + g.kh - 1 - g.pad_top >= 0 &&
-         g.ow + g.kw - 1 - g.pad_left >= 0;
+  // The padded plane covers every tap of every output position whatever the padding.
+  return g.c == 1 && g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1;
 }
 
 bool DirectFilterGradIsVectorized(const FilterGradGeometry& g) {
@@ -163,7 +160,7 @@ bool DirectFilterGradIsVectorized(const FilterGradGeometry& g) {
 absl::Status FilterGradDirect(const FilterGradGeometry& g, const Tensor& input, const Tensor& grad,
                               Tensor* out) {
   const int64_t o_pad = (g.o + 15) / 16 * 16, taps = g.kh * g.kw;
-  const RowFn row = __builtin_cpu_supports("avx512f") ? Avx512RowFor(g.kw) : nullptr;
+  const RowFn row = DirectFilterGradIsVectorized(g) ? Avx512RowFor(g.kw) : nullptr;
   const int threads =
       static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), g.n)));
   std::vector<float> partial(static_cast<size_t>(threads) * taps * o_pad, 0.0f);
