@@ -67,6 +67,8 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
   const char* v = std::getenv("TANDEM_CONV_FILTER_GRAD");
   const std::string choice = v == nullptr ? "" : v;
   const bool direct_applies = DirectFilterGradApplies(g);
+  const bool bf16 = dtype == DType::kBFloat16;
+  const bool amx_applies = bf16 && AmxFilterGradApplies(g) && AmxFilterGradIsAvailable();
   if (choice.empty()) {
     // Measured on an AMX Xeon (Fashion-MNIST CNN, 2 threads, mean of 20 traced steps).
     // bfloat16: the 1-channel input layer's gradient took 1.06-1.16 ms direct, 1.7-1.9
@@ -74,9 +76,9 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
     // (direct 1.08-1.21 against oneDNN 2.36-2.77 ms in steps alternating the two); the
     // 32-channel layer's took 7.0 ms forward against 5.5 ms in oneDNN. float32: the
     // 1-channel layer's took 1.1 ms in oneDNN against 1.7 ms direct, and the forward
-    // convolution was slower on AVX2.
-    const bool bf16 = dtype == DType::kBFloat16;
+    // convolution was slower on AVX2. The 32-channel layer's took AMX_MEASURED.
     if (bf16 && direct_applies && DirectFilterGradIsVectorized(g)) return FilterGradPath::kDirect;
+    if (amx_applies && g.c >= 16) return FilterGradPath::kAmx;
     const bool forward_wins = bf16 && g.c == 1;
     return forward_applies && forward_wins ? FilterGradPath::kForwardConv
                                            : FilterGradPath::kOneDnnBackward;
@@ -88,8 +90,9 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
   if (choice == "direct") {
     return direct_applies ? FilterGradPath::kDirect : FilterGradPath::kOneDnnBackward;
   }
+  if (choice == "amx") return amx_applies ? FilterGradPath::kAmx : FilterGradPath::kOneDnnBackward;
   return absl::InvalidArgumentError(absl::StrCat(
-      "TANDEM_CONV_FILTER_GRAD must be onednn, forward or direct, got '", choice, "'"));
+      "TANDEM_CONV_FILTER_GRAD must be onednn, forward, direct or amx, got '", choice, "'"));
 }
 
 absl::Status FilterGradByForwardConv(const OpKernelContext& ctx, const FilterGradGeometry& g,

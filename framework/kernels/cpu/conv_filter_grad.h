@@ -17,8 +17,13 @@
 // gradient; oneDNN's kernels parallelise such a layer poorly (its whole output is
 // kh x kw x o, its reduction n x oh x ow long).
 //
+// With bfloat16 operands, stride 1 and no dilation on a CPU with AMX, the AMX path
+// (conv_filter_grad_amx.cc) runs the reduction over output positions on tiles, reading
+// each tap's rows straight from zero-padded per-channel input planes; oneDNN 2.6's
+// AMX backward-weights kernel keeps the tiles far from their peak on such layers.
+//
 // Which path runs is FilterGradPathFor's choice, or the environment's:
-//   TANDEM_CONV_FILTER_GRAD=onednn|forward|direct   (unset: FilterGradPathFor's default)
+//   TANDEM_CONV_FILTER_GRAD=onednn|forward|direct|amx   (unset: FilterGradPathFor's default)
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
 #define TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
 
@@ -36,15 +41,17 @@ struct FilterGradGeometry {
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0;
 };
 
-enum class FilterGradPath { kOneDnnBackward, kForwardConv, kDirect };
+enum class FilterGradPath { kOneDnnBackward, kForwardConv, kDirect, kAmx };
 
 // The path for a filter gradient with operands of `dtype` (as the primitives see them:
 // bfloat16 only where oneDNN has bf16 kernels). kForwardConv needs stride 1 and no
-// dilation, kDirect also one input channel. By default, for bfloat16 operands with a
-// 1-channel input, kDirect runs where it has its AVX-512 loop (kw <= 7), else
-// kForwardConv: each measured faster than oneDNN's backward kernel there. float32
-// operands stay on oneDNN's kernel, which measured faster. TANDEM_CONV_FILTER_GRAD, when set, picks
-// the path wherever it applies (oneDNN's elsewhere); an unknown value is an error.
+// dilation, kDirect also one input channel, kAmx stride 1, no dilation, bfloat16
+// operands and AMX. By default, for bfloat16 operands with a 1-channel input, kDirect
+// runs where it has its AVX-512 loop (kw <= 7), else kForwardConv; with 16 or more
+// input channels kAmx where it applies: each measured faster than oneDNN's backward
+// kernel there. float32 operands stay on oneDNN's kernel, which measured faster.
+// TANDEM_CONV_FILTER_GRAD, when set, picks the path wherever it applies (oneDNN's
+// elsewhere); an unknown value is an error.
 absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DType dtype);
 
 // Writes the filter gradient of `input` [n,h,w,c] and `grad` [n,oh,ow,o] (one dtype,
@@ -62,6 +69,18 @@ bool DirectFilterGradIsVectorized(const FilterGradGeometry& g);
 // calling thread's OpenMP team. REQUIRES: DirectFilterGradApplies(g).
 absl::Status FilterGradDirect(const FilterGradGeometry& g, const Tensor& input, const Tensor& grad,
                               Tensor* out);
+
+// Whether kAmx applies to `g` (stride 1, no dilation) and whether this process can run
+// it: AMX bf16 tiles granted by the kernel, and oneDNN's ISA (ONEDNN_MAX_CPU_ISA caps
+// it) avx512_core_amx.
+bool AmxFilterGradApplies(const FilterGradGeometry& g);
+bool AmxFilterGradIsAvailable();
+
+// The kAmx path: the same contract as FilterGradByForwardConv for bfloat16 operands,
+// float32 sums on the calling thread's OpenMP team, equal bits at any thread count.
+// REQUIRES: AmxFilterGradApplies(g) and AmxFilterGradIsAvailable().
+absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& grad,
+                           Tensor* out);
 
 }  // namespace tandem::nn
 

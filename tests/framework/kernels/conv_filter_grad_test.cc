@@ -1,14 +1,17 @@
-// Conv2DBackpropFilter on its three CPU paths (conv_filter_grad.h): oneDNN's
-// backward-weights primitive, the forward convolution (stride 1, no dilation) and the
+// Conv2DBackpropFilter on its four CPU paths (conv_filter_grad.h): oneDNN's
+// backward-weights primitive, the forward convolution (stride 1, no dilation), the
 // direct loop (also one input channel; its AVX-512 loop up to 7 taps wide, plain loops
-// beyond), the other cases falling back, by default and as TANDEM_CONV_FILTER_GRAD
-// chooses. Each must equal a
-// plain double loop over strides, dilations, SAME and VALID padding, and bfloat16 operands with a
-// bfloat16 or float32 (attr Tout) gradient.
+// beyond) and AMX tiles (stride 1, no dilation, bfloat16, on a CPU with AMX), the other
+// cases falling back, by default and as TANDEM_CONV_FILTER_GRAD chooses. Each must equal
+// a plain double loop over strides, dilations, SAME and VALID padding, and bfloat16
+// operands with a bfloat16 or float32 (attr Tout) gradient.
 #include "framework/kernels/cpu/conv_filter_grad.h"
+
+#include <omp.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -143,7 +146,7 @@ TEST_P(FilterGradTest, EveryPathMatchesTheNaiveSum) {
     std::vector<double> scale;
     const std::vector<double> want =
         NaiveFilterGrad(k, bf16 ? ThroughBf16(x) : x, bf16 ? ThroughBf16(dy) : dy, &scale);
-    for (const std::string path : {"", "onednn", "forward", "direct"}) {
+    for (const std::string path : {"", "onednn", "forward", "direct", "amx"}) {
       SCOPED_TRACE(absl::StrCat(path, " ", DTypeName(p.in), " -> ", DTypeName(p.out)));
       const std::vector<float> got = RunFilterGrad(k, x, dy, p.in, p.out, path);
       ASSERT_EQ(got.size(), want.size());
@@ -171,7 +174,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mnist_conv2", 4, 14, 14, 32, 5, 5, 64, 1, 1, true},
                       Case{"one_channel_odd_outputs", 3, 10, 9, 1, 4, 3, 20, 1, 1, true},
                       Case{"one_channel_valid_wide", 2, 8, 12, 1, 3, 7, 7, 1, 1, false},
-                      Case{"one_channel_too_wide_to_vectorize", 2, 6, 13, 1, 2, 9, 33, 1, 1, true}),
+                      Case{"one_channel_too_wide_to_vectorize", 2, 6, 13, 1, 2, 9, 33, 1, 1, true},
+                      // AMX: channels padded to 16 (20 -> 32, 24 -> 32), and odd tile counts
+                      // (9 tap x channel tiles, 3 output-channel tiles: every block shape).
+                      Case{"padded_channels", 3, 9, 7, 20, 3, 3, 24, 1, 1, true},
+                      Case{"odd_tile_counts", 2, 6, 6, 16, 3, 3, 48, 1, 1, false}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 // By default the direct loop or the forward convolution runs only where it measured
@@ -201,7 +208,12 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
   EXPECT_FALSE(nn::DirectFilterGradIsVectorized(wide));
   EXPECT_EQ(path(wide, DType::kBFloat16), FilterGradPath::kForwardConv);
   EXPECT_EQ(path(geometry(1, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
-  EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
+  // A 32-channel bfloat16 layer: AMX tiles where the process has them.
+  const bool amx = nn::AmxFilterGradIsAvailable();
+  EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16),
+            amx ? FilterGradPath::kAmx : FilterGradPath::kOneDnnBackward);
+  EXPECT_EQ(path(geometry(32, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
+  EXPECT_EQ(path(geometry(32, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   setenv("TANDEM_CONV_FILTER_GRAD", "forward", 1);
   EXPECT_EQ(path(geometry(32, 1), DType::kFloat), FilterGradPath::kForwardConv);
@@ -212,7 +224,47 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
   EXPECT_EQ(path(geometry(1, 1), DType::kFloat), FilterGradPath::kDirect);
   EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
+  setenv("TANDEM_CONV_FILTER_GRAD", "amx", 1);
+  EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16),
+            amx ? FilterGradPath::kAmx : FilterGradPath::kOneDnnBackward);
+  EXPECT_EQ(path(geometry(32, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
+  EXPECT_EQ(path(geometry(32, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   unsetenv("TANDEM_CONV_FILTER_GRAD");
+}
+
+// The AMX path called directly (the session tests above fall back to oneDNN where it
+// cannot run): the fashion_cnn second layer's gradient is the double sum's, and equal
+// bit for bit with 1 and 2 OpenMP threads.
+TEST(FilterGradAmxTest, MatchesTheNaiveSumWithTheSameBitsAtAnyThreadCount) {
+  if (!nn::AmxFilterGradIsAvailable()) {
+    GTEST_SKIP() << "this CPU, kernel or ONEDNN_MAX_CPU_ISA gives the process no AMX tiles";
+  }
+  const Case k{"conv2", 5, 14, 14, 32, 5, 5, 64, 1, 1, true};
+  const std::vector<float> x = ThroughBf16(Random(k.n * k.h * k.w * k.c, 5));
+  const std::vector<float> dy = ThroughBf16(Random(k.n * k.h * k.w * k.o, 6));
+  std::vector<double> scale;
+  const std::vector<double> want = NaiveFilterGrad(k, x, dy, &scale);
+  auto bf16 = [](const std::vector<float>& v, const TensorShape& shape) {
+    Tensor t(DType::kBFloat16, shape);
+    for (size_t i = 0; i < v.size(); ++i) t.data<bfloat16>()[i] = bfloat16(v[i]);
+    return t;
+  };
+  const Tensor xt = bf16(x, TensorShape({k.n, k.h, k.w, k.c}));
+  const Tensor dyt = bf16(dy, TensorShape({k.n, k.h, k.w, k.o}));
+  const nn::FilterGradGeometry g{k.n, k.h, k.w, k.c, k.kh, k.kw, k.o, k.h, k.w, 1, 1, 1, 1, 2, 2};
+  const int threads = omp_get_max_threads();
+  std::vector<Tensor> outs;
+  for (int t : {1, 2}) {
+    omp_set_num_threads(t);
+    outs.emplace_back(DType::kFloat, TensorShape({k.kh, k.kw, k.c, k.o}));
+    std::fill_n(outs.back().data<float>(), outs.back().NumElements(), std::nanf(""));
+    ASSERT_TRUE(nn::FilterGradAmx(g, xt, dyt, &outs.back()).ok());
+  }
+  omp_set_num_threads(threads);
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(outs[0].data<float>()[i], want[i], 1e-5 * (scale[i] + 1e-6)) << "element " << i;
+  }
+  EXPECT_EQ(std::memcmp(outs[0].raw_data(), outs[1].raw_data(), want.size() * sizeof(float)), 0);
 }
 
 TEST(FilterGradPathTest, AnUnknownPathIsAnErrorNamingTheVariable) {
