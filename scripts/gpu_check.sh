@@ -130,8 +130,10 @@ if want amx; then
   #   peak  the gemm peak at 1 and 2 threads;
   #   mlp   the float32 MLP step against another commit's train_bench_old (packed with
   #         PACK_EXTRA) on the older 784-256-128-10 shape, user CPU time beside wall;
-  #   conv  the bf16 CNN step with each filter-gradient path (TANDEM_CONV_FILTER_GRAD),
-  #         a profile of each, the kernels oneDNN ran, and conv_filter_grad_test;
+  #   conv  the bf16 CNN step with the filter-gradient paths of AMX_PATHS (values of
+  #         TANDEM_CONV_FILTER_GRAD, comma-separated, alternated step by step; default
+  #         "direct," = oneDNN's kernel for the 32-channel layer against the default),
+  #         their profile, the kernels oneDNN ran, and conv_filter_grad_test;
   #   e2e   `trainer train` and the Estimator against their bare steps (bf16 CNN);
   #   ceiling  the MLP's products alone at bare oneDNN speed, beside its step;
   #   pool  the steps against another build's train_bench_pool (PACK_EXTRA);
@@ -186,19 +188,21 @@ if want amx; then
       done
     done
   fi
-  paths=${AMX_PATHS:-onednn forward}
+  # The filter-gradient paths (TANDEM_CONV_FILTER_GRAD values; empty: the default)
+  # alternated step by step in one process, so the host's drift falls on each alike.
+  paths=${AMX_PATHS:-direct,}
   if part conv; then
     for r in 1 2 3; do
-      for p in $paths; do
-        echo "cnn bf16 filter_grad=$p: $(TANDEM_CONV_FILTER_GRAD=$p OMP_NUM_THREADS=2 \
-          taskset -c "$two" "$b" "${cnn[@]}" --steps 100 2>/dev/null |
-          grep -o -E 'examples_per_second=[0-9]+|gflops=[0-9]+' | tr '\n' ' ')"
-      done
+      OMP_NUM_THREADS=2 taskset -c "$two" "$b" "${cnn[@]}" --steps 100 \
+        --alternate "TANDEM_CONV_FILTER_GRAD=$paths" 2>/dev/null | grep '^alternate'
     done
-    for p in $paths; do
-      echo "profile filter_grad=$p"
-      TANDEM_CONV_FILTER_GRAD=$p OMP_NUM_THREADS=2 taskset -c "$two" "$b" "${cnn[@]}" --steps 10 \
-        --profile --profile_steps 20 2>/dev/null | grep -E 'node|Conv2D|MatMul' | head -12
+    echo "profile, filter-gradient paths alternated: $paths"
+    OMP_NUM_THREADS=2 taskset -c "$two" "$b" "${cnn[@]}" --steps 10 --profile --profile_steps 40 \
+      --alternate "TANDEM_CONV_FILTER_GRAD=$paths" 2>/dev/null | grep -E 'node|ops summed' | head -24
+    values=()
+    while IFS= read -r -d, v; do values+=("$v"); done <<<"$paths,"
+    for p in "${values[@]}"; do
+      echo "oneDNN convolutions, TANDEM_CONV_FILTER_GRAD='$p':"
       TANDEM_CONV_FILTER_GRAD=$p ONEDNN_VERBOSE=1 OMP_NUM_THREADS=2 taskset -c "$two" "$b" \
         "${cnn[@]}" --steps 2 --warmup 1 2>/dev/null | grep '^onednn_verbose,exec,cpu,convolution' |
         awk -F, '{print $5, $6, $(NF-1)}' | sort | uniq -c | sort -rn | head -8

@@ -15,6 +15,10 @@
 //     (an OpenMP team, the intra-op pool) on a 1M-element loop, with one caller and
 //     with four concurrent callers (a ps applying several workers' updates).
 //   --precision mixed_bfloat16: the mlp and cnn steps under the mixed_bfloat16 policy.
+//   --alternate VAR=A,B: the mlp and cnn steps (and --profile's traced steps) set the
+//     environment variable VAR to A, B, ... in turn, and each value's steps are timed
+//     apart: an A/B of kernel paths chosen by the environment (TANDEM_CONV_FILTER_GRAD)
+//     on which the machine's drift falls evenly.
 #include <omp.h>
 
 #include <algorithm>
@@ -55,9 +59,28 @@ Tensor RandomFloats(const TensorShape& shape, uint64_t seed) {
   return t;
 }
 
+// --alternate: the variable and its values, set in turn step after step (none: no
+// alternation).
+struct Alternation {
+  std::string var;
+  std::vector<std::string> values;
+  size_t size() const { return values.size(); }
+  // Sets the variable for step i; returns the value's index.
+  size_t Set(int i) const {
+    if (values.empty()) return 0;
+    const size_t v = static_cast<size_t>(i) % values.size();
+    setenv(var.c_str(), values[v].c_str(), 1);
+    return v;
+  }
+  // `name` prefixed by value v, where there is an alternation.
+  std::string Label(size_t v, const std::string& name) const {
+    return values.empty() ? name : "[" + var + "=" + values[v] + "] " + name;
+  }
+};
+
 int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int threads,
                int inter_op, int64_t batch, int steps, int warmup, int profile, Precision precision,
-               int gpus) {
+               int gpus, const Alternation& alternate) {
   Scope root = Scope::NewRootScope();
   root.graph()->set_seed(1);
   Output images =
@@ -93,14 +116,24 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
   // Step end times, to compare the first and the last tenth of the run: a step that
   // slows down as training goes on (denormal floats) shows there.
   std::vector<Clock::time_point> ends(steps + 1);
+  std::vector<double> value_secs(alternate.size(), 0.0);
+  std::vector<int> value_steps(alternate.size(), 0);
   for (int i = 0; i < warmup + steps; ++i) {
-    if (i == warmup) ends[0] = Clock::now();
+    const size_t v = alternate.Set(i);
+    const Clock::time_point start = Clock::now();
+    if (i == warmup) ends[0] = start;
     auto out = (*session)->Run(feeds, {loss.name()}, {(*train)->name()});
     if (!out.ok()) {
       std::fprintf(stderr, "step: %s\n", std::string(out.status().message()).c_str());
       return 1;
     }
-    if (i >= warmup) ends[i - warmup + 1] = Clock::now();
+    if (i >= warmup) {
+      ends[i - warmup + 1] = Clock::now();
+      if (alternate.size() > 0) {
+        value_secs[v] += std::chrono::duration<double>(ends[i - warmup + 1] - start).count();
+        ++value_steps[v];
+      }
+    }
   }
   const double secs = std::chrono::duration<double>(ends[steps] - ends[0]).count();
   const int tenth = std::max(1, steps / 10);
@@ -112,7 +145,11 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
     // slowest nodes (to tell apart two nodes of one op, such as the two convolutions).
     std::map<std::string, int64_t> by_op, by_node;
     int64_t ops_us = 0, wall_us = 0, run_us = 0;  // summed over the traced steps
+    // Traced steps per value: with an alternation each op's mean is over its value's.
+    const int per_value =
+        alternate.size() > 0 ? profile / static_cast<int>(alternate.size()) : profile;
     for (int i = 0; i < profile; ++i) {
+      const size_t v = alternate.Set(i);
       RunOptions opts;
       opts.trace = true;
       RunMetadata meta;
@@ -122,8 +159,9 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - run_start).count();
       int64_t first = INT64_MAX, last = 0;
       for (const auto& n : meta.step_stats.nodes) {
-        by_op[n.op] += n.end_micros - n.start_micros;
-        by_node[n.node_name + " (" + n.op + ")"] += n.end_micros - n.start_micros;
+        by_op[alternate.Label(v, n.op)] += n.end_micros - n.start_micros;
+        by_node[alternate.Label(v, n.node_name + " (" + n.op + ")")] +=
+            n.end_micros - n.start_micros;
         ops_us += n.end_micros - n.start_micros;
         first = std::min(first, n.start_micros);
         last = std::max(last, n.end_micros);
@@ -138,10 +176,10 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
       sorted.resize(std::min(sorted.size(), rows));
       for (const auto& [us, name] : sorted)
         std::printf("  %s%-60s %8lld us\n", prefix, name.c_str(),
-                    static_cast<long long>(us / profile));
+                    static_cast<long long>(us / std::max(1, per_value)));
     };
     print(by_op, "", by_op.size());
-    print(by_node, "node ", 16);
+    print(by_node, "node ", 16 * std::max<size_t>(1, alternate.size()));
     // With one op at a time (inter_op 1), what the ops' sum leaves of the traced span is
     // the executor's own time between ops.
     std::printf(
@@ -169,8 +207,15 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
               std::string(PrecisionName(precision)).c_str(), rate);
   std::printf(" steps=%d first_tenth=%.0f last_tenth=%.0f", steps, rate_between(0, tenth),
               rate_between(steps - tenth, steps));
-  std::printf(" gflops=%.0f", rate * (model == "cnn" ? cnn_flops : mlp_flops) / 1e9);
+  const double flops = model == "cnn" ? cnn_flops : mlp_flops;
+  std::printf(" gflops=%.0f", rate * flops / 1e9);
   std::printf("\n");
+  for (size_t v = 0; v < alternate.size(); ++v) {
+    const double value_rate = value_secs[v] > 0 ? batch * value_steps[v] / value_secs[v] : 0;
+    std::printf("alternate %s=%s steps=%d examples_per_second=%.0f gflops=%.0f\n",
+                alternate.var.c_str(), alternate.values[v].c_str(), value_steps[v], value_rate,
+                value_rate * flops / 1e9);
+  }
   return 0;
 }
 
@@ -409,6 +454,7 @@ int main(int argc, char** argv) {
   int gpus = 0;
   int64_t n = 4096;
   std::vector<int64_t> hidden = {256, 128, 100};
+  std::string alternate;
   app.add_option("--model", model, "mlp, cnn, matmul, gemm_peak, parallel_for or gpu_matmul")
       ->check(CLI::IsMember({"mlp", "cnn", "matmul", "gemm_peak", "parallel_for", "gpu_matmul"}));
   app.add_option("--gpus", gpus, "mlp and cnn: GPUs the session computes on (0 or 1)")
@@ -433,11 +479,29 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision, "float32 or mixed_bfloat16 (mlp and cnn)")
       ->check(CLI::IsMember({"float32", "mixed_bfloat16"}))
       ->capture_default_str();
+  app.add_option("--alternate", alternate,
+                 "mlp and cnn: VAR=A,B,...: steps set the environment variable VAR to each "
+                 "value in turn, timed apart (e.g. TANDEM_CONV_FILTER_GRAD=onednn,amx)");
   CLI11_PARSE(app, argc, argv);
+  tandem::Alternation alternation;
+  if (!alternate.empty()) {
+    const size_t eq = alternate.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == alternate.size()) {
+      std::fprintf(stderr, "--alternate must be VAR=A,B,..., got '%s'\n", alternate.c_str());
+      return 2;
+    }
+    alternation.var = alternate.substr(0, eq);
+    for (size_t at = eq + 1; at <= alternate.size();) {
+      const size_t comma = std::min(alternate.find(',', at), alternate.size());
+      alternation.values.push_back(alternate.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
   if (model == "matmul") return tandem::MatMulBench(threads, hidden, batch);
   if (model == "gemm_peak") return tandem::GemmPeak(threads);
   if (model == "parallel_for") return tandem::ParallelForBench(threads);
   if (model == "gpu_matmul") return tandem::GpuMatMulBench(n, steps);
   return tandem::TrainBench(model, hidden, threads, inter_op, batch, steps, warmup,
-                            profile ? profile_steps : 0, *tandem::ParsePrecision(precision), gpus);
+                            profile ? profile_steps : 0, *tandem::ParsePrecision(precision), gpus,
+                            alternation);
 }

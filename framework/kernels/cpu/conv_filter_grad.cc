@@ -76,7 +76,8 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
     // (direct 1.08-1.21 against oneDNN 2.36-2.77 ms in steps alternating the two); the
     // 32-channel layer's took 7.0 ms forward against 5.5 ms in oneDNN. float32: the
     // 1-channel layer's took 1.1 ms in oneDNN against 1.7 ms direct, and the forward
-    // convolution was slower on AVX2. The 32-channel layer's took AMX_MEASURED.
+    // convolution was slower on AVX2. The 32-channel layer's (128 images, steps alternating
+    // the two) took 4.0-4.9 ms on AMX tiles against 7.1-8.3 ms in oneDNN's kernel.
     if (bf16 && direct_applies && DirectFilterGradIsVectorized(g)) return FilterGradPath::kDirect;
     if (amx_applies && g.c >= 16) return FilterGradPath::kAmx;
     const bool forward_wins = bf16 && g.c == 1;
