@@ -131,13 +131,13 @@ __attribute__((target("amx-tile"))) void LoadTileConfig() {
 
 __attribute__((target("amx-tile"))) void ReleaseTiles() { _tile_release(); }
 
-// Adds images [b0, b1)'s products into the MR x NR C tiles of output-channel tiles mt..
-// and tap x input-channel tiles nt.. (tile n: tap n / (c_pad / 16), channel block n %
-// (c_pad / 16)) of acc [kh * kw][o_pad][c_pad]. Tiles 0-3: C; 4-5: A; 6-7: B.
+// Adds the products of the `images` images at input and grad into the MR x NR C tiles of
+// output-channel tiles mt.. and tap x input-channel tiles nt.. (tile n: tap n / (c_pad / 16),
+// channel block n % (c_pad / 16)) of acc [kh * kw][o_pad][c_pad]. Tiles 0-3: C; 4-5: A; 6-7: B.
 template <int MR, int NR>
 __attribute__((target("amx-tile,amx-bf16"))) void AccumulateBlock(
     const FilterGradGeometry& g, const Layout& l, const uint16_t* input, const uint16_t* grad,
-    int64_t b0, int64_t b1, int64_t mt, int64_t nt, float* acc) {
+    int64_t images, int64_t mt, int64_t nt, float* acc) {
   const int64_t channel_blocks = l.c_pad / 16;
   int64_t tap_offset[2];
   float* c[2][2];
@@ -152,7 +152,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void AccumulateBlock(
   if constexpr (NR == 2) _tile_loadd(1, c[0][1], c_stride);
   if constexpr (MR == 2) _tile_loadd(2, c[1][0], c_stride);
   if constexpr (MR == 2 && NR == 2) _tile_loadd(3, c[1][1], c_stride);
-  for (int64_t b = b0; b < b1; ++b) {
+  for (int64_t b = 0; b < images; ++b) {
     const uint16_t* a0 = grad + b * l.image_dy + mt * 16 * l.p;
     const uint16_t* a1 = a0 + (MR - 1) * 16 * l.p;
     const uint16_t* x0 = input + b * l.image_x + tap_offset[0];
@@ -193,7 +193,7 @@ bool ProcessHasAmx() {
   return has;
 }
 
-// Images summed by every block before the next images: their operands stay in the
+// Images laid out and summed by every block per pass: their operands stay in the
 // core's caches across its blocks (fashion_cnn's second layer, 128 images, on an AMX
 // Xeon at 2 threads: 8 images or 1 took 0.55-0.6 of the time all 128 per pass took).
 constexpr int64_t kImagesPerPass = 8;
@@ -227,18 +227,16 @@ absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, con
   }
   const Layout l(g);
   thread_local AmxScratch scratch;  // The team's threads see it through these pointers.
-  uint16_t* const xs = AmxScratch::Aligned(&scratch.input, g.n * l.image_x);
-  uint16_t* const dys = AmxScratch::Aligned(&scratch.grad, g.n * l.image_dy);
+  // Two slots of kImagesPerPass images each: a pass lays out its images in one while the
+  // slower threads may still read the previous pass's in the other.
+  const int64_t slot_x = kImagesPerPass * l.image_x, slot_dy = kImagesPerPass * l.image_dy;
+  uint16_t* const xs = AmxScratch::Aligned(&scratch.input, 2 * slot_x);
+  uint16_t* const dys = AmxScratch::Aligned(&scratch.grad, 2 * slot_dy);
   const int64_t taps = g.kh * g.kw;
   float* const acc = AmxScratch::Aligned(&scratch.acc, taps * l.o_pad * l.c_pad);
   std::fill_n(acc, taps * l.o_pad * l.c_pad, 0.0f);
   const auto* x = reinterpret_cast<const uint16_t*>(input.data<bfloat16>());
   const auto* dy = reinterpret_cast<const uint16_t*>(grad.data<bfloat16>());
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < g.n; ++b) {
-    InterleaveInput(g, l, x, b, xs + b * l.image_x);
-    TransposeGrad(g, l, dy, b, dys + b * l.image_dy);
-  }
   const int64_t m_tiles = l.o_pad / 16, n_tiles = taps * l.c_pad / 16;
   const int64_t n_blocks = (n_tiles + 1) / 2, blocks = (m_tiles + 1) / 2 * n_blocks;
   const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), blocks));
@@ -246,19 +244,28 @@ absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, con
   {
     LoadTileConfig();
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    for (int64_t b0 = 0; b0 < g.n; b0 += kImagesPerPass) {
-      const int64_t b1 = std::min(g.n, b0 + kImagesPerPass);
+    for (int64_t b0 = 0, pass = 0; b0 < g.n; b0 += kImagesPerPass, ++pass) {
+      const int64_t count = std::min(kImagesPerPass, g.n - b0);
+      uint16_t* const pass_x = xs + pass % 2 * slot_x;
+      uint16_t* const pass_dy = dys + pass % 2 * slot_dy;
+      // The pass's images split over the team. The barrier ending the loop orders these
+      // writes after every thread's products of two passes back, which read this slot.
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < count; ++i) {
+        InterleaveInput(g, l, x, b0 + i, pass_x + i * l.image_x);
+        TransposeGrad(g, l, dy, b0 + i, pass_dy + i * l.image_dy);
+      }
       for (int64_t k = blocks * t / nt; k < blocks * (t + 1) / nt; ++k) {
         const int64_t mt = k / n_blocks * 2, ntile = k % n_blocks * 2;
         const bool two_m = mt + 1 < m_tiles, two_n = ntile + 1 < n_tiles;
         if (two_m && two_n) {
-          AccumulateBlock<2, 2>(g, l, xs, dys, b0, b1, mt, ntile, acc);
+          AccumulateBlock<2, 2>(g, l, pass_x, pass_dy, count, mt, ntile, acc);
         } else if (two_m) {
-          AccumulateBlock<2, 1>(g, l, xs, dys, b0, b1, mt, ntile, acc);
+          AccumulateBlock<2, 1>(g, l, pass_x, pass_dy, count, mt, ntile, acc);
         } else if (two_n) {
-          AccumulateBlock<1, 2>(g, l, xs, dys, b0, b1, mt, ntile, acc);
+          AccumulateBlock<1, 2>(g, l, pass_x, pass_dy, count, mt, ntile, acc);
         } else {
-          AccumulateBlock<1, 1>(g, l, xs, dys, b0, b1, mt, ntile, acc);
+          AccumulateBlock<1, 1>(g, l, pass_x, pass_dy, count, mt, ntile, acc);
         }
       }
     }

@@ -178,7 +178,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // AMX: channels padded to 16 (20 -> 32, 24 -> 32), and odd tile counts
                       // (9 tap x channel tiles, 3 output-channel tiles: every block shape).
                       Case{"padded_channels", 3, 9, 7, 20, 3, 3, 24, 1, 1, true},
-                      Case{"odd_tile_counts", 2, 6, 6, 16, 3, 3, 48, 1, 1, false}),
+                      Case{"odd_tile_counts", 2, 6, 6, 16, 3, 3, 48, 1, 1, false},
+                      // Rows wider than 32 positions (the gradient's transpose in blocks).
+                      Case{"wide_rows", 2, 3, 40, 16, 3, 3, 40, 1, 1, true}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 // By default the direct loop or the forward convolution runs only where it measured
