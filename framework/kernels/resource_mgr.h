@@ -46,13 +46,38 @@ class Var : public ResourceBase {
   void Assign(Tensor t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     value_ = std::move(t);
     initialized_ = true;
+    bf16_current_ = false;
   }
   // Returns the value for an in-place update, copying it first if any snapshot still
-  // shares its buffer (copy-on-write).
+  // shares its buffer (copy-on-write). The bfloat16 copy below no longer holds it.
   Tensor* MutableValue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!value_.BufferIsUnique()) value_ = value_.DeepCopy();
+    bf16_current_ = false;
     return &value_;
   }
+
+  // A bfloat16 copy of a float32 value, kept for a reader that wants the variable in
+  // bfloat16 every step (_ReadVariableAsBfloat16, a mixed-precision model's weights):
+  // once one has asked, the optimizers' update loops write the copy beside the new
+  // value, so the step needs no separate cast. Every other write leaves it stale.
+  void RequestBf16Copy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { bf16_wanted_ = true; }
+  bool Bf16CopyWanted() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return bf16_wanted_; }
+  // The copy, if it holds the current value; else null.
+  const Tensor* CurrentBf16Copy() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return bf16_current_ ? &bf16_ : nullptr;
+  }
+  // The copy's buffer for the value being written, of the value's shape and shared with
+  // no snapshot (a reader's earlier copy stays as it was); call MarkBf16CopyCurrent once
+  // it holds the new value.
+  Tensor* MutableBf16Copy() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (bf16_.shape() != value_.shape() || !bf16_.BufferIsUnique()) {
+      bf16_ = Tensor(DType::kBFloat16, value_.shape());
+    }
+    bf16_current_ = false;
+    return &bf16_;
+  }
+  void MarkBf16CopyCurrent() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { bf16_current_ = true; }
+
   std::string DebugString() const override { return absl::StrCat("Var<", DTypeName(dtype_), ">"); }
 
  private:
@@ -60,6 +85,9 @@ class Var : public ResourceBase {
   mutable absl::Mutex mu_;
   Tensor value_ ABSL_GUARDED_BY(mu_);
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
+  Tensor bf16_ ABSL_GUARDED_BY(mu_);
+  bool bf16_wanted_ ABSL_GUARDED_BY(mu_) = false;
+  bool bf16_current_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 class ResourceMgr {

@@ -132,6 +132,26 @@ void RegisterStateOps(OpRegistry* r) {
                .stateful = true,
                .cheap = true,
                .infer = InferRead});
+  // _ReadVariableAsBfloat16(handle): the float32 variable's value in bfloat16, as
+  // Cast(ReadVariableOp(handle)) gives it; the remapper's ReadVariablesAsBfloat16 puts it
+  // in place of that pair. It returns the copy the optimizers keep beside the value
+  // (Var::RequestBf16Copy), converting only when the copy is stale.
+  r->Register({.name = "_ReadVariableAsBfloat16",
+               .min_inputs = 1,
+               .max_inputs = 1,
+               .stateful = true,
+               .cheap = true,
+               .infer = [](InferenceContext& ctx) -> absl::Status {
+                 TANDEM_RETURN_IF_ERROR(ExpectHandle(ctx));
+                 TANDEM_ASSIGN_OR_RETURN(DType dtype, ctx.GetAttr<DType>("dtype"));
+                 const HandleData& h = ctx.input_handle(0);
+                 if (dtype != DType::kFloat ||
+                     (h.dtype != DType::kInvalid && h.dtype != DType::kFloat)) {
+                   return ctx.Error("reads only float32 variables");
+                 }
+                 ctx.AddOutput(DType::kBFloat16, h.shape);
+                 return absl::OkStatus();
+               }});
   for (const char* op : {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}) {
     r->Register({.name = op,
                  .min_inputs = 2,

@@ -46,6 +46,9 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
   if (intra > 1) s->intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", intra - 1);
   s->intra_op_threads_ = intra;
   absl::MutexLock lock(&s->mu_);
+  // Variables live on the GPU where there is one, and _ReadVariableAsBfloat16 has no GPU
+  // kernel.
+  s->prepared_ = PreparedGraph(options.precision, s->devices_->num_gpus() == 0);
   s->graph_ = std::make_unique<Graph>(OpRegistry::Global());
   TANDEM_RETURN_IF_ERROR(s->ExtendLocked(graph));
   return s;

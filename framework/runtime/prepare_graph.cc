@@ -15,15 +15,21 @@
 
 namespace tandem {
 
-absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precision precision) {
+absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precision precision,
+                                             bool variables_on_cpu) {
   TANDEM_ASSIGN_OR_RETURN(proto::GraphDef typed, ApplyPrecision(def, precision));
   RemapReport report;
   TANDEM_ASSIGN_OR_RETURN(proto::GraphDef fused,
                           FuseBiasAndRelu(typed, OpRegistry::Global(), &report));
   TANDEM_ASSIGN_OR_RETURN(proto::GraphDef out,
                           MaskBeforeMaxPoolGrad(fused, OpRegistry::Global(), &report));
+  if (variables_on_cpu) {
+    TANDEM_ASSIGN_OR_RETURN(out, ReadVariablesAsBfloat16(out, OpRegistry::Global(), &report));
+  }
   static std::atomic<bool> logged{false};
-  if ((!report.fused.empty() || report.masks_before_pool_grad > 0) && !logged.exchange(true)) {
+  const bool rewrote = !report.fused.empty() || report.masks_before_pool_grad > 0 ||
+                       report.variables_read_as_bfloat16 > 0;
+  if (rewrote && !logged.exchange(true)) {
     std::vector<std::string> chains, parts;
     for (const auto& [chain, n] : report.fused) chains.push_back(absl::StrCat(chain, " x", n));
     if (!chains.empty()) {
@@ -33,6 +39,10 @@ absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precisi
     if (report.masks_before_pool_grad > 0) {
       parts.push_back(absl::StrCat("ReLU gradients masked before their MaxPoolGrad: ",
                                    report.masks_before_pool_grad));
+    }
+    if (report.variables_read_as_bfloat16 > 0) {
+      parts.push_back(absl::StrCat("variables read as the bfloat16 copies their updates write: ",
+                                   report.variables_read_as_bfloat16));
     }
     LOG(INFO) << absl::StrJoin(parts, "; ");
   }
@@ -50,7 +60,8 @@ absl::StatusOr<proto::GraphDef> PreparedGraph::Prepare(const proto::GraphDef& ex
   for (const proto::NodeDef& node : extension.node()) {
     if (!given_names_.contains(node.name())) *whole.add_node() = node;
   }
-  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef prepared, PrepareGraph(whole, precision_));
+  TANDEM_ASSIGN_OR_RETURN(proto::GraphDef prepared,
+                          PrepareGraph(whole, precision_, variables_on_cpu_));
   for (proto::NodeDef& node : *prepared.mutable_node()) {
     if (!held_.contains(node.name())) *out.add_node() = std::move(node);
   }

@@ -1,7 +1,8 @@
 // framework/runtime/prepare_graph.h
 //
 // The graph a session runs is not the graph it is given: the precision policy
-// (mixed_precision.h) rewrites it, then bias and ReLU chains are fused (remapper.h).
+// (mixed_precision.h) rewrites it, then the remapper's passes (remapper.h) fuse bias
+// and ReLU chains, move ReLU masks before MaxPoolGrad and read variables as bfloat16.
 // Both passes look at a node's neighbours, so a node added later by Extend must be
 // prepared in the context of the whole graph, or it would run as given (float32 and
 // unfused under mixed_bfloat16).
@@ -12,7 +13,8 @@
 // session does not hold yet. That is sound because every name the passes produce means
 // the same value in any preparation: "X" is always X's float32 value, "X/bfloat16" its
 // bfloat16 one, "t/i/to_bfloat16" the bfloat16 copy of tensor t:i, "L/fused" the value
-// of the chain ending at L. Nodes already in the session keep their definitions; a new
+// of the chain ending at L, "C/from_variable" the variable read by cast C's read, in
+// bfloat16. Nodes already in the session keep their definitions; a new
 // consumer may only change which of those equivalent forms it reads (a chain that no
 // longer fuses is read unfused by the new nodes, the old ones still read the fused
 // node). As for Graph::AddGraphDef, nodes of an extension whose names the graph already
@@ -29,13 +31,16 @@
 
 namespace tandem {
 
-// The graph a session runs: ApplyPrecision(def, precision), then FuseBiasAndRelu.
-// Logs the fusions once per process.
-absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precision precision);
+// The graph a session runs: ApplyPrecision(def, precision), then FuseBiasAndRelu,
+// MaskBeforeMaxPoolGrad and, where the session keeps its variables on the CPU (no GPU),
+// ReadVariablesAsBfloat16. Logs the rewrites once per process.
+absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precision precision,
+                                             bool variables_on_cpu = true);
 
 class PreparedGraph {
  public:
-  explicit PreparedGraph(Precision precision) : precision_(precision) {}
+  explicit PreparedGraph(Precision precision, bool variables_on_cpu = true)
+      : precision_(precision), variables_on_cpu_(variables_on_cpu) {}
 
   // The prepared nodes that `extension` adds to the session's graph (on the first
   // call, the whole prepared graph). Changes nothing: call Commit once the session
@@ -46,6 +51,7 @@ class PreparedGraph {
 
  private:
   Precision precision_;
+  bool variables_on_cpu_;
   proto::GraphDef given_;  // Every node the caller gave, as given.
   absl::flat_hash_set<std::string> given_names_;
   absl::flat_hash_set<std::string> held_;  // Names of the nodes the session holds.

@@ -179,6 +179,20 @@ const Node* MaskablePoolGrad(const Node& r) {
   return &pg;
 }
 
+// When `cast` is Cast(ReadVariableOp(handle)) from float32 to bfloat16 on one device,
+// with nothing ordered after the read by a control edge, the read; else null.
+const Node* CastVariableRead(const Node& cast) {
+  if (cast.op() != "Cast" || cast.num_inputs() != 1 || cast.input(0).index != 0) return nullptr;
+  if (cast.num_outputs() != 1 || cast.output_dtype(0) != DType::kBFloat16) return nullptr;
+  const Node& read = *cast.input(0).node;
+  if (read.op() != "ReadVariableOp" || read.num_inputs() != 1 || read.num_outputs() != 1 ||
+      read.output_dtype(0) != DType::kFloat || !read.out_control_edges().empty() ||
+      read.requested_device() != cast.requested_device()) {
+    return nullptr;
+  }
+  return &read;
+}
+
 }  // namespace
 
 absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
@@ -228,6 +242,37 @@ absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def
     rewrite.added_after[relu_grad.name()].push_back(std::move(masked));
     rewrite.added_after[relu_grad.name()].push_back(std::move(routed));
     if (report != nullptr) ++report->masks_before_pool_grad;
+  }
+  return rewrite.Apply(def);
+}
+
+absl::StatusOr<proto::GraphDef> ReadVariablesAsBfloat16(const proto::GraphDef& def,
+                                                        const OpRegistry* registry,
+                                                        RemapReport* report) {
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def, registry));
+  const absl::flat_hash_map<std::string, int> index = IndexOf(def);
+  Rewrite rewrite(def);
+  for (const auto& node : g->nodes()) {
+    const Node* r = CastVariableRead(*node);
+    if (r == nullptr) continue;
+    const proto::NodeDef& read = DefOf(index, def, *r);
+    const proto::NodeDef& cast = DefOf(index, def, *node);
+    proto::NodeDef fused;
+    fused.set_name(rewrite.NewName(cast.name(), "/from_variable"));
+    fused.set_op("_ReadVariableAsBfloat16");
+    fused.set_device(cast.device());
+    fused.add_input(read.input(0));
+    // Whatever the read and the cast waited for, the fused read waits for.
+    for (const proto::NodeDef* n : {&read, &cast}) {
+      for (const std::string& input : n->input()) {
+        if (!input.empty() && input[0] == '^') fused.add_input(input);
+      }
+    }
+    auto dtype = read.attr().find("dtype");
+    if (dtype != read.attr().end()) (*fused.mutable_attr())["dtype"] = dtype->second;
+    rewrite.renamed[cast.name()] = fused.name();
+    rewrite.added_after[cast.name()].push_back(std::move(fused));
+    if (report != nullptr) ++report->variables_read_as_bfloat16;
   }
   return rewrite.Apply(def);
 }

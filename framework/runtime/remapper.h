@@ -40,8 +40,9 @@
 namespace tandem {
 
 struct RemapReport {
-  std::map<std::string, int> fused;  // "Conv2D+BiasAdd+Relu" -> chains fused
-  int masks_before_pool_grad = 0;    // ReluGrads moved before their MaxPoolGrad
+  std::map<std::string, int> fused;    // "Conv2D+BiasAdd+Relu" -> chains fused
+  int masks_before_pool_grad = 0;      // ReluGrads moved before their MaxPoolGrad
+  int variables_read_as_bfloat16 = 0;  // Cast(ReadVariableOp) pairs fused
 };
 
 absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
@@ -51,6 +52,16 @@ absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
 absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def,
                                                       const OpRegistry* registry,
                                                       RemapReport* report = nullptr);
+
+// Cast(ReadVariableOp(handle)) from float32 to bfloat16, on one device and with nothing
+// ordered after the read, becomes _ReadVariableAsBfloat16(handle) for the cast's
+// readers: the variable's bfloat16 copy, which the optimizers write beside each update
+// (Var::RequestBf16Copy), so a mixed-precision step casts no weights. It waits for the
+// read's and the cast's control inputs; the pair stays, fetchable by name. Only for
+// variables on the CPU: the op has no GPU kernel.
+absl::StatusOr<proto::GraphDef> ReadVariablesAsBfloat16(const proto::GraphDef& def,
+                                                        const OpRegistry* registry,
+                                                        RemapReport* report = nullptr);
 
 }  // namespace tandem
 

@@ -1,8 +1,11 @@
-// CPU kernels of the resource-variable ops: VarHandleOp, ReadVariableOp, Assign*,
-// VarIsInitializedOp, ResourceGather and ResourceScatterAdd/Sub.
+// CPU kernels of the resource-variable ops: VarHandleOp, ReadVariableOp,
+// _ReadVariableAsBfloat16, Assign*, VarIsInitializedOp, ResourceGather and
+// ResourceScatterAdd/Sub.
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/cpu_kernels.h"
+#include "framework/kernels/cpu/parallel.h"
 #include "framework/kernels/cpu/variable_util.h"
 
 namespace tandem {
@@ -106,6 +109,37 @@ class ReadVariableKernel : public OpKernel {
                                     ", read as ", DTypeName(ctx.output_dtype(0))));
     }
     ctx.set_output(0, var->value());
+    return absl::OkStatus();
+  }
+};
+
+// _ReadVariableAsBfloat16: the float32 variable's value narrowed to bfloat16, as
+// Cast(ReadVariableOp) gives it. Asks the variable to keep a bfloat16 copy (the
+// optimizers then write it beside each update) and returns it, converting first only
+// where it is stale (the first read, or after a write other than an optimizer's).
+class ReadVariableAsBf16Kernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupVar(ctx, 0));
+    absl::MutexLock lock(var->mu());
+    if (!var->is_initialized()) return UninitializedError(ctx.input(0).resource_handle());
+    const Tensor& value = var->value();
+    if (value.dtype() != DType::kFloat) {
+      return ctx.Error(absl::StrCat("variable holds ", DTypeName(value.dtype()),
+                                    ", read as float32 narrowed to bfloat16"));
+    }
+    var->RequestBf16Copy();
+    if (const Tensor* copy = var->CurrentBf16Copy()) {
+      ctx.set_output(0, *copy);
+      return absl::OkStatus();
+    }
+    Tensor* copy = var->MutableBf16Copy();
+    const float* src = value.data<float>();
+    bfloat16* dst = copy->data<bfloat16>();
+    OmpParallelFor(value.NumElements(), kParallelGrain,
+                   [&](int64_t b, int64_t e) { nn::NarrowToBf16(src + b, dst + b, e - b); });
+    var->MarkBf16CopyCurrent();
+    ctx.set_output(0, *copy);
     return absl::OkStatus();
   }
 };
@@ -273,6 +307,8 @@ void RegisterStateKernelsOn(KernelRegistry* r, const DeviceType& device, DType d
 void RegisterCpuStateKernels(KernelRegistry* r) {
   r->Register<VarHandleKernel>("VarHandleOp", kDeviceCpu, DType::kInvalid, "dtype");
   r->Register<ReadVariableKernel>("ReadVariableOp", kDeviceCpu, DType::kInvalid, "dtype");
+  r->Register<ReadVariableAsBf16Kernel>("_ReadVariableAsBfloat16", kDeviceCpu, DType::kInvalid,
+                                        "dtype");
   r->Register<AssignKernel>("AssignVariableOp", kDeviceCpu, DType::kInvalid, "dtype");
   r->Register<AssignUpdateKernel<true>>("AssignAddVariableOp", kDeviceCpu, DType::kInvalid,
                                         "dtype");

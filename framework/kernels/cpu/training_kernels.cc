@@ -6,7 +6,9 @@
 // concurrent applies sharing variables cannot deadlock), validates dtypes and shapes,
 // takes each variable's buffer for writing (Var::MutableValue copies it first when a
 // read still shares it) and runs its element loop (dense_apply_loops.h), split over the
-// intra-op pool for large variables.
+// intra-op pool for large variables. Where a reader wants the variable in bfloat16
+// (_ReadVariableAsBfloat16), each chunk's new values are narrowed into the variable's
+// bfloat16 copy right after the chunk's update.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -14,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
+#include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/cpu_kernels.h"
 #include "framework/kernels/cpu/dense_apply_loops.h"
 #include "framework/kernels/cpu/parallel.h"
@@ -107,10 +110,17 @@ class ApplyKernel : public OpKernel {
     }
     for (int i = 0; i < num_vars_; ++i) args.v[i] = vars[i]->MutableValue()->data<float>();
     const int64_t n = shape.num_elements();
+    // The variable's bfloat16 copy, where a reader wants one (Var::RequestBf16Copy),
+    // is narrowed from each chunk right after its update, while the chunk is in cache.
+    bfloat16* copy =
+        vars[0]->Bf16CopyWanted() ? vars[0]->MutableBf16Copy()->data<bfloat16>() : nullptr;
     // On the step's intra-op pool, not an OpenMP team: a ps task applies several
     // workers' updates at once (parallel.h).
-    PoolParallelFor(ctx, n, kParallelGrain,
-                    [this, &args](int64_t begin, int64_t end) { Update(args, begin, end); });
+    PoolParallelFor(ctx, n, kParallelGrain, [this, &args, copy](int64_t begin, int64_t end) {
+      Update(args, begin, end);
+      if (copy != nullptr) nn::NarrowToBf16(args.v[0] + begin, copy + begin, end - begin);
+    });
+    if (copy != nullptr) vars[0]->MarkBf16CopyCurrent();
     return absl::OkStatus();
   }
 
