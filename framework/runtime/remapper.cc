@@ -1,6 +1,7 @@
 // framework/runtime/remapper.cc
 #include "framework/runtime/remapper.h"
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -145,6 +146,15 @@ struct Rewrite {
   }
 };
 
+// Appends the control inputs ("^name") of every node in `from` to `to`.
+void AddControlInputs(std::initializer_list<const proto::NodeDef*> from, proto::NodeDef* to) {
+  for (const proto::NodeDef* n : from) {
+    for (const std::string& input : n->input()) {
+      if (!input.empty() && input[0] == '^') to->add_input(input);
+    }
+  }
+}
+
 absl::flat_hash_map<std::string, int> IndexOf(const proto::GraphDef& def) {
   absl::flat_hash_map<std::string, int> index;
   for (int i = 0; i < def.node_size(); ++i) index[def.node(i).name()] = i;
@@ -233,11 +243,7 @@ absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def
     proto::NodeDef routed = pool_grad;
     routed.set_name(rewrite.NewName(relu_grad.name(), "/routed"));
     *routed.mutable_input(2) = masked.name();
-    for (const proto::NodeDef* n : {&pool_grad, &relu_grad}) {
-      for (const std::string& input : n->input()) {
-        if (!input.empty() && input[0] == '^') masked.add_input(input);
-      }
-    }
+    AddControlInputs({&pool_grad, &relu_grad}, &masked);
     rewrite.renamed[relu_grad.name()] = routed.name();
     rewrite.added_after[relu_grad.name()].push_back(std::move(masked));
     rewrite.added_after[relu_grad.name()].push_back(std::move(routed));
@@ -263,11 +269,7 @@ absl::StatusOr<proto::GraphDef> ReadVariablesAsBfloat16(const proto::GraphDef& d
     fused.set_device(cast.device());
     fused.add_input(read.input(0));
     // Whatever the read and the cast waited for, the fused read waits for.
-    for (const proto::NodeDef* n : {&read, &cast}) {
-      for (const std::string& input : n->input()) {
-        if (!input.empty() && input[0] == '^') fused.add_input(input);
-      }
-    }
+    AddControlInputs({&read, &cast}, &fused);
     auto dtype = read.attr().find("dtype");
     if (dtype != read.attr().end()) (*fused.mutable_attr())["dtype"] = dtype->second;
     rewrite.renamed[cast.name()] = fused.name();
