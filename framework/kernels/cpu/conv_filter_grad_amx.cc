@@ -193,10 +193,17 @@ bool ProcessHasAmx() {
   return has;
 }
 
-// Images laid out and summed by every block per pass: their operands stay in the
-// core's caches across its blocks (fashion_cnn's second layer, 128 images, on an AMX
-// Xeon at 2 threads: 8 images or 1 took 0.55-0.6 of the time all 128 per pass took).
-constexpr int64_t kImagesPerPass = 8;
+// Images laid out and summed by every block per pass: up to 8, and no more than fit in
+// about 1 MB, so their operands stay in the cores' caches across the blocks and the
+// scratch (two passes' worth, kept by the calling thread) stays bounded for large
+// images (fashion_cnn's second layer, 78 KB an image, 128 images, on an AMX Xeon at 2
+// threads: 8 images or 1 per pass took 0.55-0.6 of the time all 128 took; 4, 8 and 16
+// measured alike).
+int64_t ImagesPerPass(const Layout& l) {
+  constexpr int64_t kPassBytes = 1 << 20;
+  const int64_t image_bytes = (l.image_x + l.image_dy) * static_cast<int64_t>(sizeof(uint16_t));
+  return std::clamp<int64_t>(kPassBytes / image_bytes, 1, 8);
+}
 
 // Grow-only scratch of the calling thread, reused step after step, 64-byte aligned.
 struct AmxScratch {
@@ -227,9 +234,10 @@ absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, con
   }
   const Layout l(g);
   thread_local AmxScratch scratch;  // The team's threads see it through these pointers.
-  // Two slots of kImagesPerPass images each: a pass lays out its images in one while the
+  // Two slots of `per_pass` images each: a pass lays out its images in one while the
   // slower threads may still read the previous pass's in the other.
-  const int64_t slot_x = kImagesPerPass * l.image_x, slot_dy = kImagesPerPass * l.image_dy;
+  const int64_t per_pass = ImagesPerPass(l);
+  const int64_t slot_x = per_pass * l.image_x, slot_dy = per_pass * l.image_dy;
   uint16_t* const xs = AmxScratch::Aligned(&scratch.input, 2 * slot_x);
   uint16_t* const dys = AmxScratch::Aligned(&scratch.grad, 2 * slot_dy);
   const int64_t taps = g.kh * g.kw;
@@ -244,8 +252,8 @@ absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, con
   {
     LoadTileConfig();
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    for (int64_t b0 = 0, pass = 0; b0 < g.n; b0 += kImagesPerPass, ++pass) {
-      const int64_t count = std::min(kImagesPerPass, g.n - b0);
+    for (int64_t b0 = 0, pass = 0; b0 < g.n; b0 += per_pass, ++pass) {
+      const int64_t count = std::min(per_pass, g.n - b0);
       uint16_t* const pass_x = xs + pass % 2 * slot_x;
       uint16_t* const pass_dy = dys + pass % 2 * slot_dy;
       // The pass's images split over the team. The barrier ending the loop orders these

@@ -235,38 +235,44 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
 }
 
 // The AMX path called directly (the session tests above fall back to oneDNN where it
-// cannot run): the fashion_cnn second layer's gradient is the double sum's, and equal
-// bit for bit with 1 and 2 OpenMP threads.
+// cannot run): the layer's gradient is the double sum's, and equal bit for bit with 1
+// and 2 OpenMP threads. fashion_cnn's second layer (8 images a pass, 78 KB each), and
+// images of 634 KB (one a pass: three passes through the two scratch slots).
 TEST(FilterGradAmxTest, MatchesTheNaiveSumWithTheSameBitsAtAnyThreadCount) {
   if (!nn::AmxFilterGradIsAvailable()) {
     GTEST_SKIP() << "this CPU, kernel or ONEDNN_MAX_CPU_ISA gives the process no AMX tiles";
   }
-  const Case k{"conv2", 5, 14, 14, 32, 5, 5, 64, 1, 1, true};
-  const std::vector<float> x = ThroughBf16(Random(k.n * k.h * k.w * k.c, 5));
-  const std::vector<float> dy = ThroughBf16(Random(k.n * k.h * k.w * k.o, 6));
-  std::vector<double> scale;
-  const std::vector<double> want = NaiveFilterGrad(k, x, dy, &scale);
-  auto bf16 = [](const std::vector<float>& v, const TensorShape& shape) {
-    Tensor t(DType::kBFloat16, shape);
-    for (size_t i = 0; i < v.size(); ++i) t.data<bfloat16>()[i] = bfloat16(v[i]);
-    return t;
-  };
-  const Tensor xt = bf16(x, TensorShape({k.n, k.h, k.w, k.c}));
-  const Tensor dyt = bf16(dy, TensorShape({k.n, k.h, k.w, k.o}));
-  const nn::FilterGradGeometry g{k.n, k.h, k.w, k.c, k.kh, k.kw, k.o, k.h, k.w, 1, 1, 1, 1, 2, 2};
-  const int threads = omp_get_max_threads();
-  std::vector<Tensor> outs;
-  for (int t : {1, 2}) {
-    omp_set_num_threads(t);
-    outs.emplace_back(DType::kFloat, TensorShape({k.kh, k.kw, k.c, k.o}));
-    std::fill_n(outs.back().data<float>(), outs.back().NumElements(), std::nanf(""));
-    ASSERT_TRUE(nn::FilterGradAmx(g, xt, dyt, &outs.back()).ok());
+  for (const Case& k : {Case{"conv2", 5, 14, 14, 32, 5, 5, 64, 1, 1, true},
+                        Case{"large_images", 3, 48, 48, 48, 3, 3, 32, 1, 1, true}}) {
+    SCOPED_TRACE(k.name);
+    const std::vector<float> x = ThroughBf16(Random(k.n * k.h * k.w * k.c, 5));
+    const std::vector<float> dy = ThroughBf16(Random(k.n * k.h * k.w * k.o, 6));
+    std::vector<double> scale;
+    const std::vector<double> want = NaiveFilterGrad(k, x, dy, &scale);
+    auto bf16 = [](const std::vector<float>& v, const TensorShape& shape) {
+      Tensor t(DType::kBFloat16, shape);
+      for (size_t i = 0; i < v.size(); ++i) t.data<bfloat16>()[i] = bfloat16(v[i]);
+      return t;
+    };
+    const Tensor xt = bf16(x, TensorShape({k.n, k.h, k.w, k.c}));
+    const Tensor dyt = bf16(dy, TensorShape({k.n, k.h, k.w, k.o}));
+    const int64_t pad = (k.kh - 1) / 2;
+    const nn::FilterGradGeometry g{k.n, k.h, k.w, k.c, k.kh, k.kw, k.o, k.h,
+                                   k.w, 1,   1,   1,   1,    pad,  pad};
+    const int threads = omp_get_max_threads();
+    std::vector<Tensor> outs;
+    for (int t : {1, 2}) {
+      omp_set_num_threads(t);
+      outs.emplace_back(DType::kFloat, TensorShape({k.kh, k.kw, k.c, k.o}));
+      std::fill_n(outs.back().data<float>(), outs.back().NumElements(), std::nanf(""));
+      ASSERT_TRUE(nn::FilterGradAmx(g, xt, dyt, &outs.back()).ok());
+    }
+    omp_set_num_threads(threads);
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(outs[0].data<float>()[i], want[i], 1e-5 * (scale[i] + 1e-6)) << "element " << i;
+    }
+    EXPECT_EQ(std::memcmp(outs[0].raw_data(), outs[1].raw_data(), want.size() * sizeof(float)), 0);
   }
-  omp_set_num_threads(threads);
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_NEAR(outs[0].data<float>()[i], want[i], 1e-5 * (scale[i] + 1e-6)) << "element " << i;
-  }
-  EXPECT_EQ(std::memcmp(outs[0].raw_data(), outs[1].raw_data(), want.size() * sizeof(float)), 0);
 }
 
 TEST(FilterGradPathTest, AnUnknownPathIsAnErrorNamingTheVariable) {
