@@ -161,6 +161,18 @@ absl::flat_hash_map<std::string, int> IndexOf(const proto::GraphDef& def) {
   return index;
 }
 
+// Calls visit(node, index, rewrite) for every node of `def`'s graph (index: each node's
+// place in def), then applies the rewrite.
+template <typename Visit>
+absl::StatusOr<proto::GraphDef> RewriteEachNode(const proto::GraphDef& def,
+                                                const OpRegistry* registry, Visit visit) {
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def, registry));
+  const absl::flat_hash_map<std::string, int> index = IndexOf(def);
+  Rewrite rewrite(def);
+  for (const auto& node : g->nodes()) visit(*node, index, rewrite);
+  return rewrite.Apply(def);
+}
+
 bool SamePoolGeometry(const Node& a, const Node& b) {
   for (const char* key : {"ksize", "strides", "padding", "data_format"}) {
     auto x = a.attrs().find(key), y = b.attrs().find(key);
@@ -207,31 +219,24 @@ const Node* CastVariableRead(const Node& cast) {
 
 absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
                                                 const OpRegistry* registry, RemapReport* report) {
-  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def, registry));
-  const absl::flat_hash_map<std::string, int> index = IndexOf(def);
-  Rewrite rewrite(def);
-  for (const auto& node : g->nodes()) {
+  return RewriteEachNode(def, registry, [&](const Node& node, const auto& index, Rewrite& rewrite) {
     Chain c;
-    if (!FindChain(*node, &c)) continue;
+    if (!FindChain(node, &c)) return;
     std::string name = rewrite.NewName(c.last()->name(), "/fused");
     rewrite.renamed[c.last()->name()] = name;
     rewrite.added_after[c.last()->name()].push_back(FusedDef(def, index, c, name));
     if (report != nullptr) ++report->fused[ChainName(c)];
-  }
-  return rewrite.Apply(def);
+  });
 }
 
 absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def,
                                                       const OpRegistry* registry,
                                                       RemapReport* report) {
-  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def, registry));
-  const absl::flat_hash_map<std::string, int> index = IndexOf(def);
-  Rewrite rewrite(def);
-  for (const auto& node : g->nodes()) {
-    const Node* pg = MaskablePoolGrad(*node);
-    if (pg == nullptr) continue;
+  return RewriteEachNode(def, registry, [&](const Node& node, const auto& index, Rewrite& rewrite) {
+    const Node* pg = MaskablePoolGrad(node);
+    if (pg == nullptr) return;
     const proto::NodeDef& pool_grad = DefOf(index, def, *pg);
-    const proto::NodeDef& relu_grad = DefOf(index, def, *node);
+    const proto::NodeDef& relu_grad = DefOf(index, def, node);
     // ReluGrad(g, MaxPool(a)): the mask on the pooled gradient, a quarter of the size
     // for 2x2 windows.
     proto::NodeDef masked = relu_grad;
@@ -248,21 +253,17 @@ absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def
     rewrite.added_after[relu_grad.name()].push_back(std::move(masked));
     rewrite.added_after[relu_grad.name()].push_back(std::move(routed));
     if (report != nullptr) ++report->masks_before_pool_grad;
-  }
-  return rewrite.Apply(def);
+  });
 }
 
 absl::StatusOr<proto::GraphDef> ReadVariablesAsBfloat16(const proto::GraphDef& def,
                                                         const OpRegistry* registry,
                                                         RemapReport* report) {
-  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def, registry));
-  const absl::flat_hash_map<std::string, int> index = IndexOf(def);
-  Rewrite rewrite(def);
-  for (const auto& node : g->nodes()) {
-    const Node* r = CastVariableRead(*node);
-    if (r == nullptr) continue;
+  return RewriteEachNode(def, registry, [&](const Node& node, const auto& index, Rewrite& rewrite) {
+    const Node* r = CastVariableRead(node);
+    if (r == nullptr) return;
     const proto::NodeDef& read = DefOf(index, def, *r);
-    const proto::NodeDef& cast = DefOf(index, def, *node);
+    const proto::NodeDef& cast = DefOf(index, def, node);
     proto::NodeDef fused;
     fused.set_name(rewrite.NewName(cast.name(), "/from_variable"));
     fused.set_op("_ReadVariableAsBfloat16");
@@ -275,8 +276,7 @@ absl::StatusOr<proto::GraphDef> ReadVariablesAsBfloat16(const proto::GraphDef& d
     rewrite.renamed[cast.name()] = fused.name();
     rewrite.added_after[cast.name()].push_back(std::move(fused));
     if (report != nullptr) ++report->variables_read_as_bfloat16;
-  }
-  return rewrite.Apply(def);
+  });
 }
 
 }  // namespace tandem
