@@ -15,18 +15,23 @@
 #include "framework/runtime/subgraph.h"
 
 namespace tandem {
-DirectSession::DirectSession(const SessionOptions& options)
-    : options_(options), prepared_(options.precision) {}
+// Variables live on the GPU where there is one, and _ReadVariableAsBfloat16 has no GPU
+// kernel: only a CPU-only session reads them as their bfloat16 copies.
+DirectSession::DirectSession(const SessionOptions& options, std::unique_ptr<DeviceMgr> devices)
+    : options_(options),
+      devices_(std::move(devices)),
+      prepared_(options.precision, devices_->num_gpus() == 0) {}
 DirectSession::~DirectSession() = default;
 
 absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
     const proto::GraphDef& graph, const SessionOptions& options) {
   EnsureKernels();
-  std::unique_ptr<DirectSession> s(new DirectSession(options));
-  LocalDeviceOptions devices;
-  devices.num_gpus = options.num_gpus;
-  devices.gpu_memory_fraction = options.gpu_memory_fraction;
-  TANDEM_ASSIGN_OR_RETURN(s->devices_, DeviceMgr::CreateLocal("localhost", 0, 0, devices));
+  LocalDeviceOptions local;
+  local.num_gpus = options.num_gpus;
+  local.gpu_memory_fraction = options.gpu_memory_fraction;
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<DeviceMgr> devices,
+                          DeviceMgr::CreateLocal("localhost", 0, 0, local));
+  std::unique_ptr<DirectSession> s(new DirectSession(options, std::move(devices)));
   // inter_op_threads 0 picks one: the caller runs the ops one at a time, each with all
   // intra-op threads inside it. oneDNN runs each op on an OpenMP team of its own, so two
   // ops at once bring two teams and oversubscribe the cores (fashion_mlp's step at 2
@@ -46,9 +51,6 @@ absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::Create(
   if (intra > 1) s->intra_op_pool_ = std::make_unique<ThreadPool>("intra_op", intra - 1);
   s->intra_op_threads_ = intra;
   absl::MutexLock lock(&s->mu_);
-  // Variables live on the GPU where there is one, and _ReadVariableAsBfloat16 has no GPU
-  // kernel.
-  s->prepared_ = PreparedGraph(options.precision, s->devices_->num_gpus() == 0);
   s->graph_ = std::make_unique<Graph>(OpRegistry::Global());
   TANDEM_RETURN_IF_ERROR(s->ExtendLocked(graph));
   return s;

@@ -55,7 +55,7 @@ class DirectSession : public Session {
     std::vector<std::string> feeds;      // Sorted: the order of _Arg indices.
     std::vector<Output> feed_endpoints;  // In the session graph, same order.
   };
-  explicit DirectSession(const SessionOptions& options);
+  DirectSession(const SessionOptions& options, std::unique_ptr<DeviceMgr> devices);
   // Prepares `graph`'s new nodes (prepare_graph.h), adds and places them.
   absl::Status ExtendLocked(const proto::GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status PlaceNodes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -15,6 +15,29 @@
 
 namespace tandem {
 
+namespace {
+
+// What the remapper's passes did, for the log; empty where they did nothing.
+std::string Summary(const RemapReport& report) {
+  std::vector<std::string> chains, parts;
+  for (const auto& [chain, n] : report.fused) chains.push_back(absl::StrCat(chain, " x", n));
+  if (!chains.empty()) {
+    parts.push_back(
+        absl::StrCat("Fused into one oneDNN primitive each: ", absl::StrJoin(chains, ", ")));
+  }
+  if (report.masks_before_pool_grad > 0) {
+    parts.push_back(absl::StrCat("ReLU gradients masked before their MaxPoolGrad: ",
+                                 report.masks_before_pool_grad));
+  }
+  if (report.variables_read_as_bfloat16 > 0) {
+    parts.push_back(absl::StrCat("variables read as the bfloat16 copies their updates write: ",
+                                 report.variables_read_as_bfloat16));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+}  // namespace
+
 absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precision precision,
                                              bool variables_on_cpu) {
   TANDEM_ASSIGN_OR_RETURN(proto::GraphDef typed, ApplyPrecision(def, precision));
@@ -27,25 +50,8 @@ absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precisi
     TANDEM_ASSIGN_OR_RETURN(out, ReadVariablesAsBfloat16(out, OpRegistry::Global(), &report));
   }
   static std::atomic<bool> logged{false};
-  const bool rewrote = !report.fused.empty() || report.masks_before_pool_grad > 0 ||
-                       report.variables_read_as_bfloat16 > 0;
-  if (rewrote && !logged.exchange(true)) {
-    std::vector<std::string> chains, parts;
-    for (const auto& [chain, n] : report.fused) chains.push_back(absl::StrCat(chain, " x", n));
-    if (!chains.empty()) {
-      parts.push_back(
-          absl::StrCat("Fused into one oneDNN primitive each: ", absl::StrJoin(chains, ", ")));
-    }
-    if (report.masks_before_pool_grad > 0) {
-      parts.push_back(absl::StrCat("ReLU gradients masked before their MaxPoolGrad: ",
-                                   report.masks_before_pool_grad));
-    }
-    if (report.variables_read_as_bfloat16 > 0) {
-      parts.push_back(absl::StrCat("variables read as the bfloat16 copies their updates write: ",
-                                   report.variables_read_as_bfloat16));
-    }
-    LOG(INFO) << absl::StrJoin(parts, "; ");
-  }
+  const std::string summary = Summary(report);
+  if (!summary.empty() && !logged.exchange(true)) LOG(INFO) << summary;
   return out;
 }
 
