@@ -69,6 +69,8 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
   const bool direct_applies = DirectFilterGradApplies(g);
   const bool bf16 = dtype == DType::kBFloat16;
   const bool amx_applies = bf16 && AmxFilterGradApplies(g) && AmxFilterGradIsAvailable();
+  const FilterGradPath amx_path =
+      AmxImagesReductionIsSmaller(g) ? FilterGradPath::kAmxImages : FilterGradPath::kAmxPositions;
   if (choice.empty()) {
     // Measured on an AMX Xeon (Fashion-MNIST CNN, 2 threads, mean of 20 traced steps).
     // bfloat16: the 1-channel input layer's gradient took 1.06-1.16 ms direct, 1.7-1.9
@@ -77,9 +79,10 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
     // 32-channel layer's took 7.0 ms forward against 5.5 ms in oneDNN. float32: the
     // 1-channel layer's took 1.1 ms in oneDNN against 1.7 ms direct, and the forward
     // convolution was slower on AVX2. The 32-channel layer's (128 images, steps alternating
-    // the two) took 4.0-4.9 ms on AMX tiles against 7.1-8.3 ms in oneDNN's kernel.
+    // the two) took 4.0-4.9 ms on AMX tiles against 7.1-8.3 ms in oneDNN's kernel, and
+    // reduced along the batch 3.4-4.1 against 4.7-5.8 ms along positions.
     if (bf16 && direct_applies && DirectFilterGradIsVectorized(g)) return FilterGradPath::kDirect;
-    if (amx_applies && g.c >= 16) return FilterGradPath::kAmx;
+    if (amx_applies && g.c >= 16) return amx_path;
     const bool forward_wins = bf16 && g.c == 1;
     return forward_applies && forward_wins ? FilterGradPath::kForwardConv
                                            : FilterGradPath::kOneDnnBackward;
@@ -91,9 +94,15 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
   if (choice == "direct") {
     return direct_applies ? FilterGradPath::kDirect : FilterGradPath::kOneDnnBackward;
   }
-  if (choice == "amx") return amx_applies ? FilterGradPath::kAmx : FilterGradPath::kOneDnnBackward;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "TANDEM_CONV_FILTER_GRAD must be onednn, forward, direct or amx, got '", choice, "'"));
+  if (choice == "amx" || choice == "amx_positions" || choice == "amx_images") {
+    if (!amx_applies) return FilterGradPath::kOneDnnBackward;
+    if (choice == "amx") return amx_path;
+    return choice == "amx_images" ? FilterGradPath::kAmxImages : FilterGradPath::kAmxPositions;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("TANDEM_CONV_FILTER_GRAD must be onednn, forward, direct, amx, amx_positions or "
+                   "amx_images, got '",
+                   choice, "'"));
 }
 
 absl::Status FilterGradByForwardConv(const OpKernelContext& ctx, const FilterGradGeometry& g,

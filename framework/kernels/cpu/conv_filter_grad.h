@@ -17,13 +17,16 @@
 // gradient; oneDNN's kernels parallelise such a layer poorly (its whole output is
 // kh x kw x o, its reduction n x oh x ow long).
 //
-// With bfloat16 operands, stride 1 and no dilation on a CPU with AMX, the AMX path
-// (conv_filter_grad_amx.cc) runs the reduction over output positions on tiles, reading
-// each tap's rows straight from zero-padded per-channel input planes; oneDNN 2.6's
-// AMX backward-weights kernel keeps the tiles far from their peak on such layers.
+// With bfloat16 operands, stride 1 and no dilation on a CPU with AMX, the AMX paths
+// run the reduction on tiles, with each tap's operands laid out so that every tile is
+// 1 KB of contiguous memory: along each image's output positions on zero-padded input
+// planes (conv_filter_grad_amx.cc), or along the batch, 32 images at a time
+// (conv_filter_grad_amx_images.cc); oneDNN 2.6's AMX backward-weights kernel keeps the
+// tiles far from their peak on such layers.
 //
 // Which path runs is FilterGradPathFor's choice, or the environment's:
-//   TANDEM_CONV_FILTER_GRAD=onednn|forward|direct|amx   (unset: FilterGradPathFor's default)
+//   TANDEM_CONV_FILTER_GRAD=onednn|forward|direct|amx|amx_positions|amx_images
+//   (unset: FilterGradPathFor's default; amx: the AMX path's default reduction)
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
 #define TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
 
@@ -41,7 +44,7 @@ struct FilterGradGeometry {
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0;
 };
 
-enum class FilterGradPath { kOneDnnBackward, kForwardConv, kDirect, kAmx };
+enum class FilterGradPath { kOneDnnBackward, kForwardConv, kDirect, kAmxPositions, kAmxImages };
 
 // The path for a filter gradient with operands of `dtype` (as the primitives see them:
 // bfloat16 only where oneDNN has bf16 kernels). kForwardConv needs stride 1 and no
@@ -76,11 +79,23 @@ absl::Status FilterGradDirect(const FilterGradGeometry& g, const Tensor& input, 
 bool AmxFilterGradApplies(const FilterGradGeometry& g);
 bool AmxFilterGradIsAvailable();
 
-// The kAmx path: the same contract as FilterGradByForwardConv for bfloat16 operands,
-// float32 sums on the calling thread's OpenMP team, equal bits at any thread count.
-// REQUIRES: AmxFilterGradApplies(g) and AmxFilterGradIsAvailable().
+// The two AMX paths: the same contract as FilterGradByForwardConv for bfloat16
+// operands, float32 sums on the calling thread's OpenMP team, equal bits at any thread
+// count. REQUIRES: AmxFilterGradApplies(g) and AmxFilterGradIsAvailable().
+//  - kAmxPositions (FilterGradAmx) reduces along each image's output positions, 32 at a
+//    time, on the zero-padded input plane: its products include the plane's padding
+//    columns (ow + kw - 1 positions a row for ow), and each image's positions are
+//    rounded up to 32.
+//  - kAmxImages (FilterGradAmxByImages) reduces along the batch, 32 images at a time,
+//    one output position after another: no padding columns, the last chunk of images
+//    rounded up to 32.
 absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& grad,
                            Tensor* out);
+absl::Status FilterGradAmxByImages(const FilterGradGeometry& g, const Tensor& input,
+                                   const Tensor& grad, Tensor* out);
+// Whether kAmxImages runs no more products than kAmxPositions for `g`, with a chunk's
+// operands (32 images' input planes and output gradients) within 2 MiB.
+bool AmxImagesReductionIsSmaller(const FilterGradGeometry& g);
 
 }  // namespace tandem::nn
 

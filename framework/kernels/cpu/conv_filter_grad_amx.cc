@@ -1,5 +1,7 @@
 // framework/kernels/cpu/conv_filter_grad_amx.cc: the filter gradient of a bfloat16
-// convolution with stride 1 and no dilation on AMX tiles (see conv_filter_grad.h).
+// convolution with stride 1 and no dilation on AMX tiles, reduced along each image's
+// output positions (see conv_filter_grad.h; conv_filter_grad_amx_images.cc reduces
+// along the batch).
 //
 // dW[tap][ch][o] is computed transposed, C[o][ch] per tap, with the reduction along
 // output positions. Positions are numbered on the zero-padded input plane, pw = ow +
@@ -18,11 +20,10 @@
 // tiles (two 16-channel blocks of output channels by two tap and input-channel blocks).
 // The blocks are split over the OpenMP team; each block is summed by one thread in image
 // and position order, so the bits do not depend on the thread count.
-#include <cpuid.h>
+#include "framework/kernels/cpu/conv_filter_grad_amx.h"
+
 #include <immintrin.h>
 #include <omp.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -35,7 +36,9 @@
 namespace tandem::nn {
 namespace {
 
-int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+using amx::AmxScratch;
+using amx::InterleavePair;
+using amx::RoundUp;
 
 // The operands' layouts, in bf16 elements.
 struct Layout {
@@ -46,7 +49,7 @@ struct Layout {
   int64_t image_x, image_dy;  // one image's two interleaved copies; its gradient
   explicit Layout(const FilterGradGeometry& g)
       : pw(g.ow + g.kw - 1),
-        p(RoundUp(g.oh * pw, 32)),
+        p(amx::PositionsPerImage(g)),
         pairs((p + (g.kh - 1) * pw + g.kw) / 2 + 1),
         c_pad(RoundUp(g.c, 16)),
         o_pad(RoundUp(g.o, 16)),
@@ -58,28 +61,6 @@ struct Layout {
     return ((parity * c_pad / 16 + cb) * pairs + (shift - parity) / 2) * 32;
   }
 };
-
-// Rows a and b (n values each; null: zeros) interleaved into [16][2] per block of 16:
-// block k at dst + k * block_stride, for n_pad (a multiple of 16) values.
-__attribute__((target("avx512f,avx512bw"))) void InterleavePair(const uint16_t* a,
-                                                                const uint16_t* b, int64_t n,
-                                                                int64_t n_pad, uint16_t* dst,
-                                                                int64_t block_stride) {
-  const __m512i first = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40,
-                                         8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
-  const __m512i second = _mm512_add_epi16(first, _mm512_set1_epi16(16));
-  for (int64_t ch = 0; ch < n_pad; ch += 32) {
-    const int64_t valid = std::min<int64_t>(32, n - ch);
-    const __mmask32 m = valid >= 32 ? ~0u : valid <= 0 ? 0u : (1u << valid) - 1;
-    const __m512i va = a != nullptr ? _mm512_maskz_loadu_epi16(m, a + ch) : _mm512_setzero_si512();
-    const __m512i vb = b != nullptr ? _mm512_maskz_loadu_epi16(m, b + ch) : _mm512_setzero_si512();
-    _mm512_storeu_si512(dst + ch / 16 * block_stride, _mm512_permutex2var_epi16(va, first, vb));
-    if (n_pad - ch >= 32) {
-      _mm512_storeu_si512(dst + (ch / 16 + 1) * block_stride,
-                          _mm512_permutex2var_epi16(va, second, vb));
-    }
-  }
-}
 
 // Image b's input as the two interleaved copies [parity][c_pad / 16][pairs][16][2]:
 // pair m of parity e holds plane positions 2m + e and 2m + e + 1, where plane position
@@ -114,22 +95,6 @@ void TransposeGrad(const FilterGradGeometry& g, const Layout& l, const uint16_t*
     }
   }
 }
-
-// The 64-byte tile configuration: palette 1, tiles 0-7 of 16 rows of 64 bytes.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
-__attribute__((target("amx-tile"))) void LoadTileConfig() {
-  static const TileConfig config;
-  // GCC 12's _tile_loadconfig declares an 8-byte operand, which lets the compiler drop
-  // stores to the rest of a local block; the whole block is the operand here.
-  __asm__ volatile("ldtilecfg %0" ::"m"(config));
-}
-
-__attribute__((target("amx-tile"))) void ReleaseTiles() { _tile_release(); }
 
 // Adds the products of the `images` images at input and grad into the MR x NR C tiles of
 // output-channel tiles mt.. and tap x input-channel tiles nt.. (tile n: tap n / (c_pad / 16),
@@ -178,21 +143,6 @@ __attribute__((target("amx-tile,amx-bf16"))) void AccumulateBlock(
   if constexpr (MR == 2 && NR == 2) _tile_stored(3, c[1][1], c_stride);
 }
 
-// Whether this CPU and kernel let the process use AMX bf16 tiles (asked once).
-bool ProcessHasAmx() {
-  static const bool has = [] {
-    unsigned eax, ebx, ecx, edx;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-    const bool amx_bf16 = (edx >> 22) & 1, amx_tile = (edx >> 24) & 1;
-    if (!amx_bf16 || !amx_tile) return false;
-    // Linux hands out the tile data state only on request (ARCH_REQ_XCOMP_PERM for
-    // XFEATURE_XTILEDATA, feature 18).
-    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
-    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
-  }();
-  return has;
-}
-
 // Images laid out and summed by every block per pass: up to 8, and no more than fit in
 // about 1 MB, so their operands stay in the cores' caches across the blocks and the
 // scratch (two passes' worth, kept by the calling thread) stays bounded for large
@@ -205,17 +155,6 @@ int64_t ImagesPerPass(const Layout& l) {
   return std::clamp<int64_t>(kPassBytes / image_bytes, 1, 8);
 }
 
-// Grow-only scratch of the calling thread, reused step after step, 64-byte aligned.
-struct AmxScratch {
-  std::vector<uint16_t> input, grad;
-  std::vector<float> acc;
-  template <typename T>
-  static T* Aligned(std::vector<T>* v, int64_t n) {
-    v->resize(n + 64 / sizeof(T));
-    return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(v->data()) + 63) & ~uintptr_t{63});
-  }
-};
-
 }  // namespace
 
 bool AmxFilterGradApplies(const FilterGradGeometry& g) {
@@ -224,7 +163,7 @@ bool AmxFilterGradApplies(const FilterGradGeometry& g) {
 
 bool AmxFilterGradIsAvailable() {
   // oneDNN's ISA cap (ONEDNN_MAX_CPU_ISA) caps this path too.
-  return dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx && ProcessHasAmx();
+  return dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx && amx::ProcessHasAmx();
 }
 
 absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& grad,
@@ -250,7 +189,7 @@ absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, con
   const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), blocks));
 #pragma omp parallel num_threads(threads)
   {
-    LoadTileConfig();
+    amx::LoadTileConfig();
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     for (int64_t b0 = 0, pass = 0; b0 < g.n; b0 += per_pass, ++pass) {
       const int64_t count = std::min(per_pass, g.n - b0);
@@ -277,7 +216,7 @@ absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, con
         }
       }
     }
-    ReleaseTiles();
+    amx::ReleaseTiles();
   }
   // dW [kh, kw, c, o] from acc [kh * kw][o_pad][c_pad].
   std::vector<float> row(g.o);

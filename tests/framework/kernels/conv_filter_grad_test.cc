@@ -146,7 +146,8 @@ TEST_P(FilterGradTest, EveryPathMatchesTheNaiveSum) {
     std::vector<double> scale;
     const std::vector<double> want =
         NaiveFilterGrad(k, bf16 ? ThroughBf16(x) : x, bf16 ? ThroughBf16(dy) : dy, &scale);
-    for (const std::string path : {"", "onednn", "forward", "direct", "amx"}) {
+    for (const std::string path :
+         {"", "onednn", "forward", "direct", "amx_positions", "amx_images"}) {
       SCOPED_TRACE(absl::StrCat(path, " ", DTypeName(p.in), " -> ", DTypeName(p.out)));
       const std::vector<float> got = RunFilterGrad(k, x, dy, p.in, p.out, path);
       ASSERT_EQ(got.size(), want.size());
@@ -210,10 +211,23 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
   EXPECT_FALSE(nn::DirectFilterGradIsVectorized(wide));
   EXPECT_EQ(path(wide, DType::kBFloat16), FilterGradPath::kForwardConv);
   EXPECT_EQ(path(geometry(1, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
-  // A 32-channel bfloat16 layer: AMX tiles where the process has them.
+  // A 32-channel bfloat16 layer: AMX tiles where the process has them, reduced along
+  // the batch where that runs fewer products. 8 images of 28 x 28: 32 positions a row
+  // of 28 on the padded plane, 0.29 of the products of 8 images rounded up to 32. 32
+  // images of 14 x 14 (fashion_cnn's second layer): 196 positions an image against 256,
+  // 1.4 MiB of operands a chunk.
   const bool amx = nn::AmxFilterGradIsAvailable();
   EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16),
-            amx ? FilterGradPath::kAmx : FilterGradPath::kOneDnnBackward);
+            amx ? FilterGradPath::kAmxPositions : FilterGradPath::kOneDnnBackward);
+  auto batch = geometry(32, 1);
+  batch.n = 32;
+  batch.h = batch.w = batch.oh = batch.ow = 14;
+  batch.o = 64;
+  EXPECT_TRUE(nn::AmxImagesReductionIsSmaller(batch));
+  EXPECT_EQ(path(batch, DType::kBFloat16),
+            amx ? FilterGradPath::kAmxImages : FilterGradPath::kOneDnnBackward);
+  batch.h = batch.w = batch.oh = batch.ow = 56;  // 32 images' operands over 2 MiB
+  EXPECT_FALSE(nn::AmxImagesReductionIsSmaller(batch));
   EXPECT_EQ(path(geometry(32, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(32, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
@@ -228,23 +242,36 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
   EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   setenv("TANDEM_CONV_FILTER_GRAD", "amx", 1);
   EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16),
-            amx ? FilterGradPath::kAmx : FilterGradPath::kOneDnnBackward);
+            amx ? FilterGradPath::kAmxPositions : FilterGradPath::kOneDnnBackward);
+  setenv("TANDEM_CONV_FILTER_GRAD", "amx_images", 1);
+  EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16),
+            amx ? FilterGradPath::kAmxImages : FilterGradPath::kOneDnnBackward);
+  setenv("TANDEM_CONV_FILTER_GRAD", "amx_positions", 1);
+  EXPECT_EQ(path(batch, DType::kBFloat16),
+            amx ? FilterGradPath::kAmxPositions : FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(32, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(32, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   unsetenv("TANDEM_CONV_FILTER_GRAD");
 }
 
-// The AMX path called directly (the session tests above fall back to oneDNN where it
-// cannot run): the layer's gradient is the double sum's, and equal bit for bit with 1
-// and 2 OpenMP threads. fashion_cnn's second layer (8 images a pass, 78 KB each), and
-// images of 634 KB (one a pass: three passes through the two scratch slots).
+// The two AMX paths called directly (the session tests above fall back to oneDNN where
+// they cannot run): the layer's gradient is the double sum's, and equal bit for bit
+// with 1 and 2 OpenMP threads. fashion_cnn's second layer with 5 images (one partial
+// chunk of 32; 8 images a pass of the position reduction) and with 70 (three chunks,
+// through both scratch slots); channels padded (20 -> 32, 40 -> 48) to odd tile counts;
+// and images of 634 KB (one a pass of the position reduction).
 TEST(FilterGradAmxTest, MatchesTheNaiveSumWithTheSameBitsAtAnyThreadCount) {
   if (!nn::AmxFilterGradIsAvailable()) {
     GTEST_SKIP() << "this CPU, kernel or ONEDNN_MAX_CPU_ISA gives the process no AMX tiles";
   }
+  using AmxPath =
+      absl::Status (*)(const nn::FilterGradGeometry&, const Tensor&, const Tensor&, Tensor*);
+  const std::pair<const char*, AmxPath> paths[] = {{"positions", &nn::FilterGradAmx},
+                                                   {"images", &nn::FilterGradAmxByImages}};
   for (const Case& k : {Case{"conv2", 5, 14, 14, 32, 5, 5, 64, 1, 1, true},
+                        Case{"conv2_three_chunks", 70, 14, 14, 32, 5, 5, 64, 1, 1, true},
+                        Case{"odd_tiles", 33, 9, 7, 20, 3, 3, 40, 1, 1, true},
                         Case{"large_images", 3, 48, 48, 48, 3, 3, 32, 1, 1, true}}) {
-    SCOPED_TRACE(k.name);
     const std::vector<float> x = ThroughBf16(Random(k.n * k.h * k.w * k.c, 5));
     const std::vector<float> dy = ThroughBf16(Random(k.n * k.h * k.w * k.o, 6));
     std::vector<double> scale;
@@ -259,19 +286,23 @@ TEST(FilterGradAmxTest, MatchesTheNaiveSumWithTheSameBitsAtAnyThreadCount) {
     const int64_t pad = (k.kh - 1) / 2;
     const nn::FilterGradGeometry g{k.n, k.h, k.w, k.c, k.kh, k.kw, k.o, k.h,
                                    k.w, 1,   1,   1,   1,    pad,  pad};
-    const int threads = omp_get_max_threads();
-    std::vector<Tensor> outs;
-    for (int t : {1, 2}) {
-      omp_set_num_threads(t);
-      outs.emplace_back(DType::kFloat, TensorShape({k.kh, k.kw, k.c, k.o}));
-      std::fill_n(outs.back().data<float>(), outs.back().NumElements(), std::nanf(""));
-      ASSERT_TRUE(nn::FilterGradAmx(g, xt, dyt, &outs.back()).ok());
+    for (const auto& [name, run] : paths) {
+      SCOPED_TRACE(absl::StrCat(k.name, " by ", name));
+      const int threads = omp_get_max_threads();
+      std::vector<Tensor> outs;
+      for (int t : {1, 2}) {
+        omp_set_num_threads(t);
+        outs.emplace_back(DType::kFloat, TensorShape({k.kh, k.kw, k.c, k.o}));
+        std::fill_n(outs.back().data<float>(), outs.back().NumElements(), std::nanf(""));
+        ASSERT_TRUE(run(g, xt, dyt, &outs.back()).ok());
+      }
+      omp_set_num_threads(threads);
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(outs[0].data<float>()[i], want[i], 1e-5 * (scale[i] + 1e-6)) << "element " << i;
+      }
+      EXPECT_EQ(std::memcmp(outs[0].raw_data(), outs[1].raw_data(), want.size() * sizeof(float)),
+                0);
     }
-    omp_set_num_threads(threads);
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_NEAR(outs[0].data<float>()[i], want[i], 1e-5 * (scale[i] + 1e-6)) << "element " << i;
-    }
-    EXPECT_EQ(std::memcmp(outs[0].raw_data(), outs[1].raw_data(), want.size() * sizeof(float)), 0);
   }
 }
 
