@@ -25,7 +25,7 @@
 // tiles far from their peak on such layers.
 //
 // Which path runs is FilterGradPathFor's choice, or the environment's:
-//   TANDEM_CONV_FILTER_GRAD=onednn|forward|direct|amx|amx_positions|amx_images
+//   TANDEM_CONV_FILTER_GRAD=onednn|forward|direct|amx|amx_positions|amx_images|amx_unfolded
 //   (unset: FilterGradPathFor's default; amx: the AMX path's default reduction)
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
 #define TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_H_
@@ -44,7 +44,14 @@ struct FilterGradGeometry {
   int64_t stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, pad_top = 0, pad_left = 0;
 };
 
-enum class FilterGradPath { kOneDnnBackward, kForwardConv, kDirect, kAmxPositions, kAmxImages };
+enum class FilterGradPath {
+  kOneDnnBackward,
+  kForwardConv,
+  kDirect,
+  kAmxPositions,
+  kAmxImages,
+  kAmxUnfolded
+};
 
 // The path for a filter gradient with operands of `dtype` (as the primitives see them:
 // bfloat16 only where oneDNN has bf16 kernels). kForwardConv needs stride 1 and no
@@ -92,6 +99,14 @@ bool AmxFilterGradIsAvailable();
 absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& grad,
                            Tensor* out);
 absl::Status FilterGradAmxByImages(const FilterGradGeometry& g, const Tensor& input,
+                                   const Tensor& grad, Tensor* out);
+// kAmxUnfolded (FilterGradAmxUnfolded), for layers of at most kMaxAmxUnfoldedRows taps
+// x input channels (kh * kw * c) whose unfolded image fits in 4 MiB, reduces along positions like
+// kAmxPositions, with each image's input unfolded into one row per tap and channel: no channel
+// padding to 16 per tap, and the images split over the team in fixed groups.
+inline constexpr int64_t kMaxAmxUnfoldedRows = 64;
+bool AmxUnfoldedFilterGradApplies(const FilterGradGeometry& g);
+absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& input,
                                    const Tensor& grad, Tensor* out);
 // Whether kAmxImages runs no more products than kAmxPositions for `g`, with a chunk's
 // operands (32 images' input planes and output gradients) within 2 MiB.

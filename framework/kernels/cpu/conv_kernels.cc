@@ -353,6 +353,7 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
     if (*path == FilterGradPath::kDirect) return FilterGradDirect(g, input, grad, out);
     if (*path == FilterGradPath::kAmxPositions) return FilterGradAmx(g, input, grad, out);
     if (*path == FilterGradPath::kAmxImages) return FilterGradAmxByImages(g, input, grad, out);
+    if (*path == FilterGradPath::kAmxUnfolded) return FilterGradAmxUnfolded(g, input, grad, out);
     ConvShape w = s;  // The filter gradient's layouts, in the output's dtype.
     w.dt = onednn::DataType(out->dtype());
     const std::string key = absl::StrCat(s.Key("conv_bwd_weights"), ",", static_cast<int>(w.dt));

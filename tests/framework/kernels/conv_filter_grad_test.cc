@@ -147,7 +147,7 @@ TEST_P(FilterGradTest, EveryPathMatchesTheNaiveSum) {
     const std::vector<double> want =
         NaiveFilterGrad(k, bf16 ? ThroughBf16(x) : x, bf16 ? ThroughBf16(dy) : dy, &scale);
     for (const std::string path :
-         {"", "onednn", "forward", "direct", "amx_positions", "amx_images"}) {
+         {"", "onednn", "forward", "direct", "amx_positions", "amx_images", "amx_unfolded"}) {
       SCOPED_TRACE(absl::StrCat(path, " ", DTypeName(p.in), " -> ", DTypeName(p.out)));
       const std::vector<float> got = RunFilterGrad(k, x, dy, p.in, p.out, path);
       ASSERT_EQ(got.size(), want.size());
@@ -199,24 +199,33 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
     return p.value_or(FilterGradPath::kOneDnnBackward);
   };
   unsetenv("TANDEM_CONV_FILTER_GRAD");
-  // A 1-channel bfloat16 layer: the direct loop where it has AVX-512, else the forward
-  // convolution.
+  // A 1-channel bfloat16 layer: unfolded on AMX tiles where the process has them, else
+  // the direct loop where it has AVX-512, else the forward convolution.
+  const bool amx = nn::AmxFilterGradIsAvailable();
   const bool avx512 = nn::DirectFilterGradIsVectorized(geometry(1, 1));
   EXPECT_EQ(avx512, __builtin_cpu_supports("avx512f") != 0);
-  EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16),
-            avx512 ? FilterGradPath::kDirect : FilterGradPath::kForwardConv);
+  EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16), amx      ? FilterGradPath::kAmxUnfolded
+                                                    : avx512 ? FilterGradPath::kDirect
+                                                             : FilterGradPath::kForwardConv);
   auto wide = geometry(1, 1);
   wide.kw = 9;
   wide.ow = 28;
   EXPECT_FALSE(nn::DirectFilterGradIsVectorized(wide));
+  EXPECT_EQ(path(wide, DType::kBFloat16),
+            amx ? FilterGradPath::kAmxUnfolded : FilterGradPath::kForwardConv);
+  wide.kw = 13;  // 65 taps: more rows than the unfolded path takes
+  wide.ow = 28;
+  EXPECT_FALSE(nn::AmxUnfoldedFilterGradApplies(wide));
   EXPECT_EQ(path(wide, DType::kBFloat16), FilterGradPath::kForwardConv);
+  auto large = geometry(1, 1);  // 512 x 512: 32 MiB of unfolded operands an image
+  large.h = large.w = large.oh = large.ow = 512;
+  EXPECT_FALSE(nn::AmxUnfoldedFilterGradApplies(large));
   EXPECT_EQ(path(geometry(1, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
   // A 32-channel bfloat16 layer: AMX tiles where the process has them, reduced along
   // the batch where that runs fewer products. 8 images of 28 x 28: 32 positions a row
   // of 28 on the padded plane, 0.29 of the products of 8 images rounded up to 32. 32
   // images of 14 x 14 (fashion_cnn's second layer): 196 positions an image against 256,
   // 1.4 MiB of operands a chunk.
-  const bool amx = nn::AmxFilterGradIsAvailable();
   EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16),
             amx ? FilterGradPath::kAmxPositions : FilterGradPath::kOneDnnBackward);
   auto batch = geometry(32, 1);
@@ -259,7 +268,8 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
 // with 1 and 2 OpenMP threads. fashion_cnn's second layer with 5 images (one partial
 // chunk of 32; 8 images a pass of the position reduction) and with 70 (three chunks,
 // through both scratch slots); channels padded (20 -> 32, 40 -> 48) to odd tile counts;
-// and images of 634 KB (one a pass of the position reduction).
+// images of 634 KB (one a pass of the position reduction); and the unfolded path's
+// layers: fashion_cnn's first (25 rows, 37 images in 16 groups) and an RGB one (27).
 TEST(FilterGradAmxTest, MatchesTheNaiveSumWithTheSameBitsAtAnyThreadCount) {
   if (!nn::AmxFilterGradIsAvailable()) {
     GTEST_SKIP() << "this CPU, kernel or ONEDNN_MAX_CPU_ISA gives the process no AMX tiles";
@@ -267,11 +277,14 @@ TEST(FilterGradAmxTest, MatchesTheNaiveSumWithTheSameBitsAtAnyThreadCount) {
   using AmxPath =
       absl::Status (*)(const nn::FilterGradGeometry&, const Tensor&, const Tensor&, Tensor*);
   const std::pair<const char*, AmxPath> paths[] = {{"positions", &nn::FilterGradAmx},
-                                                   {"images", &nn::FilterGradAmxByImages}};
+                                                   {"images", &nn::FilterGradAmxByImages},
+                                                   {"unfolded", &nn::FilterGradAmxUnfolded}};
   for (const Case& k : {Case{"conv2", 5, 14, 14, 32, 5, 5, 64, 1, 1, true},
                         Case{"conv2_three_chunks", 70, 14, 14, 32, 5, 5, 64, 1, 1, true},
                         Case{"odd_tiles", 33, 9, 7, 20, 3, 3, 40, 1, 1, true},
-                        Case{"large_images", 3, 48, 48, 48, 3, 3, 32, 1, 1, true}}) {
+                        Case{"large_images", 3, 48, 48, 48, 3, 3, 32, 1, 1, true},
+                        Case{"conv1", 37, 28, 28, 1, 5, 5, 32, 1, 1, true},
+                        Case{"rgb", 5, 11, 9, 3, 3, 3, 20, 1, 1, true}}) {
     const std::vector<float> x = ThroughBf16(Random(k.n * k.h * k.w * k.c, 5));
     const std::vector<float> dy = ThroughBf16(Random(k.n * k.h * k.w * k.o, 6));
     std::vector<double> scale;
@@ -287,6 +300,7 @@ TEST(FilterGradAmxTest, MatchesTheNaiveSumWithTheSameBitsAtAnyThreadCount) {
     const nn::FilterGradGeometry g{k.n, k.h, k.w, k.c, k.kh, k.kw, k.o, k.h,
                                    k.w, 1,   1,   1,   1,    pad,  pad};
     for (const auto& [name, run] : paths) {
+      if (run == &nn::FilterGradAmxUnfolded && !nn::AmxUnfoldedFilterGradApplies(g)) continue;
       SCOPED_TRACE(absl::StrCat(k.name, " by ", name));
       const int threads = omp_get_max_threads();
       std::vector<Tensor> outs;
