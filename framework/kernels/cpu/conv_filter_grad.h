@@ -94,8 +94,8 @@ bool AmxFilterGradIsAvailable();
 //    columns (ow + kw - 1 positions a row for ow), and each image's positions are
 //    rounded up to 32.
 //  - kAmxImages (FilterGradAmxByImages) reduces along the batch, 32 images at a time,
-//    one output position after another: no padding columns, the last chunk of images
-//    rounded up to 32.
+//    one output position after another: no padding columns. The images past the last
+//    whole chunk of 32 are summed along positions.
 absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& grad,
                            Tensor* out);
 absl::Status FilterGradAmxByImages(const FilterGradGeometry& g, const Tensor& input,
@@ -108,8 +108,9 @@ inline constexpr int64_t kMaxAmxUnfoldedRows = 64;
 bool AmxUnfoldedFilterGradApplies(const FilterGradGeometry& g);
 absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& input,
                                    const Tensor& grad, Tensor* out);
-// Whether kAmxImages runs no more products than kAmxPositions for `g`, with a chunk's
-// operands (32 images' input planes and output gradients) within 2 MiB.
+// Whether kAmxImages runs fewer products than kAmxPositions for `g` (at least 32
+// images, and padding columns or rounding in kAmxPositions), with a chunk's operands
+// (32 images' input planes and output gradients) within 2 MiB.
 bool AmxImagesReductionIsSmaller(const FilterGradGeometry& g);
 
 }  // namespace tandem::nn

@@ -166,11 +166,8 @@ bool AmxFilterGradIsAvailable() {
   return dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx && amx::ProcessHasAmx();
 }
 
-absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& grad,
-                           Tensor* out) {
-  if (input.dtype() != DType::kBFloat16 || grad.dtype() != DType::kBFloat16) {
-    return absl::InternalError("the AMX filter gradient takes bfloat16 operands");
-  }
+void amx::SumAlongPositions(const FilterGradGeometry& g, const uint16_t* x, const uint16_t* dy,
+                            int64_t first, int64_t count, float* sum) {
   const Layout l(g);
   thread_local AmxScratch scratch;  // The team's threads see it through these pointers.
   // Two slots of `per_pass` images each: a pass lays out its images in one while the
@@ -182,8 +179,6 @@ absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, con
   const int64_t taps = g.kh * g.kw;
   float* const acc = AmxScratch::Aligned(&scratch.acc, taps * l.o_pad * l.c_pad);
   std::fill_n(acc, taps * l.o_pad * l.c_pad, 0.0f);
-  const auto* x = reinterpret_cast<const uint16_t*>(input.data<bfloat16>());
-  const auto* dy = reinterpret_cast<const uint16_t*>(grad.data<bfloat16>());
   const int64_t m_tiles = l.o_pad / 16, n_tiles = taps * l.c_pad / 16;
   const int64_t n_blocks = (n_tiles + 1) / 2, blocks = (m_tiles + 1) / 2 * n_blocks;
   const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), blocks));
@@ -191,14 +186,14 @@ absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, con
   {
     amx::LoadTileConfig();
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    for (int64_t b0 = 0, pass = 0; b0 < g.n; b0 += per_pass, ++pass) {
-      const int64_t count = std::min(per_pass, g.n - b0);
+    for (int64_t b0 = first, pass = 0; b0 < first + count; b0 += per_pass, ++pass) {
+      const int64_t images = std::min(per_pass, first + count - b0);
       uint16_t* const pass_x = xs + pass % 2 * slot_x;
       uint16_t* const pass_dy = dys + pass % 2 * slot_dy;
       // The pass's images split over the team. The barrier ending the loop orders these
       // writes after every thread's products of two passes back, which read this slot.
 #pragma omp for schedule(static)
-      for (int64_t i = 0; i < count; ++i) {
+      for (int64_t i = 0; i < images; ++i) {
         InterleaveInput(g, l, x, b0 + i, pass_x + i * l.image_x);
         TransposeGrad(g, l, dy, b0 + i, pass_dy + i * l.image_dy);
       }
@@ -206,31 +201,38 @@ absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, con
         const int64_t mt = k / n_blocks * 2, ntile = k % n_blocks * 2;
         const bool two_m = mt + 1 < m_tiles, two_n = ntile + 1 < n_tiles;
         if (two_m && two_n) {
-          AccumulateBlock<2, 2>(g, l, pass_x, pass_dy, count, mt, ntile, acc);
+          AccumulateBlock<2, 2>(g, l, pass_x, pass_dy, images, mt, ntile, acc);
         } else if (two_m) {
-          AccumulateBlock<2, 1>(g, l, pass_x, pass_dy, count, mt, ntile, acc);
+          AccumulateBlock<2, 1>(g, l, pass_x, pass_dy, images, mt, ntile, acc);
         } else if (two_n) {
-          AccumulateBlock<1, 2>(g, l, pass_x, pass_dy, count, mt, ntile, acc);
+          AccumulateBlock<1, 2>(g, l, pass_x, pass_dy, images, mt, ntile, acc);
         } else {
-          AccumulateBlock<1, 1>(g, l, pass_x, pass_dy, count, mt, ntile, acc);
+          AccumulateBlock<1, 1>(g, l, pass_x, pass_dy, images, mt, ntile, acc);
         }
       }
     }
     amx::ReleaseTiles();
   }
-  // dW [kh, kw, c, o] from acc [kh * kw][o_pad][c_pad].
-  std::vector<float> row(g.o);
+  // sum [kh * kw * c][o] from acc [kh * kw][o_pad][c_pad].
   for (int64_t tap = 0; tap < taps; ++tap) {
     for (int64_t ch = 0; ch < g.c; ++ch) {
+      float* row = sum + (tap * g.c + ch) * g.o;
       for (int64_t o = 0; o < g.o; ++o) row[o] = acc[(tap * l.o_pad + o) * l.c_pad + ch];
-      const int64_t at = (tap * g.c + ch) * g.o;
-      if (out->dtype() == DType::kBFloat16) {
-        NarrowToBf16(row.data(), out->data<bfloat16>() + at, g.o);
-      } else {
-        std::memcpy(out->data<float>() + at, row.data(), g.o * sizeof(float));
-      }
     }
   }
+}
+
+absl::Status FilterGradAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& grad,
+                           Tensor* out) {
+  if (input.dtype() != DType::kBFloat16 || grad.dtype() != DType::kBFloat16) {
+    return absl::InternalError("the AMX filter gradient takes bfloat16 operands");
+  }
+  const int64_t rows = g.kh * g.kw * g.c;
+  std::vector<float> sum(rows * g.o);
+  amx::SumAlongPositions(g, reinterpret_cast<const uint16_t*>(input.data<bfloat16>()),
+                         reinterpret_cast<const uint16_t*>(grad.data<bfloat16>()), 0, g.n,
+                         sum.data());
+  amx::WriteFilterGrad(sum, out);
   return absl::OkStatus();
 }
 

@@ -1,8 +1,10 @@
-// framework/kernels/cpu/conv_filter_grad_amx.h: what the two AMX filter-gradient
-// paths (conv_filter_grad_amx.cc reduces along positions, conv_filter_grad_amx_images.cc
-// along images; conv_filter_grad.h says when each runs) share: the tile configuration,
-// the process's permission to use the tiles, the pair interleave of AMX's VNNI layout
-// and the calling thread's scratch. Internal to those two files.
+// framework/kernels/cpu/conv_filter_grad_amx.h: what the AMX filter-gradient paths
+// share (conv_filter_grad.h says when each runs): the tile configuration, the
+// process's permission to use the tiles, the pair interleave of AMX's VNNI layout, the
+// calling thread's scratch, the position reduction (conv_filter_grad_amx.cc) as a sum
+// over some of the images, and the sums' final write. Internal to
+// conv_filter_grad_amx.cc, conv_filter_grad_amx_images.cc and
+// conv_filter_grad_amx_unfolded.cc.
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_AMX_H_
 #define TANDEM_FRAMEWORK_KERNELS_CPU_CONV_FILTER_GRAD_AMX_H_
 
@@ -13,8 +15,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
+#include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/conv_filter_grad.h"
 
 namespace tandem::nn::amx {
@@ -90,6 +94,23 @@ struct AmxScratch {
     return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(v->data()) + 63) & ~uintptr_t{63});
   }
 };
+
+// Images [first, first + count) of `x` [n,h,w,c] and `dy` [n,oh,ow,o] (bfloat16 bits)
+// summed along their output positions (conv_filter_grad_amx.cc) into `sum`, float32 in
+// dW's layout [kh * kw * c][o], on the calling thread's OpenMP team.
+void SumAlongPositions(const FilterGradGeometry& g, const uint16_t* x, const uint16_t* dy,
+                       int64_t first, int64_t count, float* sum);
+
+// Writes float32 sums in dW's layout into `out` (as many elements), float32 or rounded
+// to bfloat16 once.
+inline void WriteFilterGrad(const std::vector<float>& sum, Tensor* out) {
+  const int64_t n = static_cast<int64_t>(sum.size());
+  if (out->dtype() == DType::kBFloat16) {
+    NarrowToBf16(sum.data(), out->data<bfloat16>(), n);
+  } else {
+    std::memcpy(out->data<float>(), sum.data(), n * sizeof(float));
+  }
+}
 
 }  // namespace tandem::nn::amx
 

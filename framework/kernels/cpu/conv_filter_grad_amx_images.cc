@@ -7,7 +7,8 @@
 // output position (y, x), 32 images at a time, one output position after another. The
 // input positions are numbered on the zero-padded plane; only the oh x ow output
 // positions are summed, so no padding column enters the products (the position
-// reduction's do), and only the last chunk of images is rounded up to 32, with zeros.
+// reduction's do). The images past the last whole chunk of 32 are summed along
+// positions (amx::SumAlongPositions) and added at the end.
 //  - A tiles (16 input channels by 32 images) are one plane position of one chunk of
 //    images, transposed from the input's channels-last rows.
 //  - B tiles (32 images by 16 output channels, in AMX's pairs-of-rows VNNI layout) are
@@ -23,6 +24,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/conv_filter_grad.h"
@@ -81,15 +83,14 @@ __attribute__((target("avx512f,avx512bw"))) inline __m512i Load16(const uint16_t
   return _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m), src + at);
 }
 
-// Plane position q of the chunk's images b0.. (count of them; zeros for the rest and
-// outside the input) as A tiles: element (ch, b) at XTile(q, ch / 16) + ch % 16 * 32 + b.
-// Per 16 channels, the images' rows are interleaved in pairs (16 rows of 16 pairs,
-// 32-bit values) and the pairs transposed.
+// Plane position q of the chunk of images b0.. (zeros outside the input) as A tiles: element (ch,
+// b) at XTile(q, ch / 16) + ch % 16 * 32 + b. Per 16 channels, the images' rows are interleaved in
+// pairs (16 rows of 16 pairs, 32-bit values) and the pairs transposed.
 __attribute__((target("avx512f,avx512bw"))) void TransposeInputPosition(const FilterGradGeometry& g,
                                                                         const ImagesLayout& l,
                                                                         const uint16_t* x,
-                                                                        int64_t b0, int64_t count,
-                                                                        int64_t q, uint16_t* dst) {
+                                                                        int64_t b0, int64_t q,
+                                                                        uint16_t* dst) {
   uint16_t* d = dst + l.XTile(q, 0);
   const int64_t iy = q / l.pw - g.pad_top, ix = q % l.pw - g.pad_left;
   if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) {
@@ -99,9 +100,7 @@ __attribute__((target("avx512f,avx512bw"))) void TransposeInputPosition(const Fi
   const __m512i interleave =
       _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
                        37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
-  auto row = [&](int64_t b) {
-    return b < count ? x + (((b0 + b) * g.h + iy) * g.w + ix) * g.c : nullptr;
-  };
+  auto row = [&](int64_t b) { return x + (((b0 + b) * g.h + iy) * g.w + ix) * g.c; };
   for (int64_t ch = 0; ch < l.c_pad; ch += 16) {
     const int64_t valid = std::min<int64_t>(16, g.c - ch);
     const __mmask16 m = valid >= 16 ? 0xffff : static_cast<__mmask16>((1u << valid) - 1);
@@ -118,10 +117,8 @@ __attribute__((target("avx512f,avx512bw"))) void TransposeInputPosition(const Fi
 // Output position p of the chunk's images as B tiles: the gradients of images 2m and
 // 2m + 1 interleaved in row m.
 void InterleaveGradPosition(const FilterGradGeometry& g, const ImagesLayout& l, const uint16_t* dy,
-                            int64_t b0, int64_t count, int64_t p, uint16_t* dst) {
-  auto row = [&](int64_t b) {
-    return b < count ? dy + ((b0 + b) * g.oh * g.ow + p) * g.o : nullptr;
-  };
+                            int64_t b0, int64_t p, uint16_t* dst) {
+  auto row = [&](int64_t b) { return dy + ((b0 + b) * g.oh * g.ow + p) * g.o; };
   for (int64_t m = 0; m < kChunk / 2; ++m) {
     amx::InterleavePair(row(2 * m), row(2 * m + 1), g.o, l.o_pad, dst + l.DyTile(p, 0) + m * 32,
                         512);
@@ -175,16 +172,16 @@ __attribute__((target("amx-tile,amx-bf16"))) void AccumulateImagesBlock(
 bool AmxImagesReductionIsSmaller(const FilterGradGeometry& g) {
   const ImagesLayout images(g);
   const int64_t chunk_bytes = (images.chunk_x + images.chunk_dy) * 2;
-  const int64_t by_images = RoundUp(g.n, kChunk) * g.oh * g.ow;
-  const int64_t by_positions = g.n * amx::PositionsPerImage(g);
-  return chunk_bytes <= (2 << 20) && by_images <= by_positions;
+  return g.n >= kChunk && g.oh * g.ow < amx::PositionsPerImage(g) && chunk_bytes <= (2 << 20);
 }
+
 absl::Status FilterGradAmxByImages(const FilterGradGeometry& g, const Tensor& input,
                                    const Tensor& grad, Tensor* out) {
   if (input.dtype() != DType::kBFloat16 || grad.dtype() != DType::kBFloat16) {
     return absl::InternalError("the AMX filter gradient takes bfloat16 operands");
   }
   const ImagesLayout l(g);
+  const int64_t chunked = g.n / kChunk * kChunk;  // the rest by positions
   thread_local AmxScratch scratch;
   // Two chunk slots, as in FilterGradAmx: a chunk is laid out in one while the slower
   // threads may still read the previous chunk's in the other.
@@ -200,20 +197,19 @@ absl::Status FilterGradAmxByImages(const FilterGradGeometry& g, const Tensor& in
   const int64_t blocks = taps * c_blocks * o_blocks;
   const int64_t planes = l.ph * l.pw, positions = g.oh * g.ow;
   const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), blocks));
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (chunked > 0)
   {
     amx::LoadTileConfig();
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    for (int64_t b0 = 0, chunk = 0; b0 < g.n; b0 += kChunk, ++chunk) {
-      const int64_t count = std::min(kChunk, g.n - b0);
+    for (int64_t b0 = 0, chunk = 0; b0 < chunked; b0 += kChunk, ++chunk) {
       uint16_t* const chunk_x = xs + chunk % 2 * l.chunk_x;
       uint16_t* const chunk_dy = dys + chunk % 2 * l.chunk_dy;
 #pragma omp for schedule(static)
       for (int64_t k = 0; k < planes + positions; ++k) {
         if (k < planes) {
-          TransposeInputPosition(g, l, x, b0, count, k, chunk_x);
+          TransposeInputPosition(g, l, x, b0, k, chunk_x);
         } else {
-          InterleaveGradPosition(g, l, dy, b0, count, k - planes, chunk_dy);
+          InterleaveGradPosition(g, l, dy, b0, k - planes, chunk_dy);
         }
       }
       for (int64_t k = blocks * t / nt; k < blocks * (t + 1) / nt; ++k) {
@@ -233,18 +229,17 @@ absl::Status FilterGradAmxByImages(const FilterGradGeometry& g, const Tensor& in
     }
     amx::ReleaseTiles();
   }
-  // dW [kh, kw, c, o] from acc [kh * kw][c_pad][o_pad].
+  // dW [kh, kw, c, o]: acc [kh * kw][c_pad][o_pad] plus the rest's sums.
+  std::vector<float> sum(taps * g.c * g.o, 0.0f);
+  if (chunked < g.n) amx::SumAlongPositions(g, x, dy, chunked, g.n - chunked, sum.data());
   for (int64_t tap = 0; tap < taps; ++tap) {
     for (int64_t ch = 0; ch < g.c; ++ch) {
       const float* row = acc + (tap * l.c_pad + ch) * l.o_pad;
-      const int64_t at = (tap * g.c + ch) * g.o;
-      if (out->dtype() == DType::kBFloat16) {
-        NarrowToBf16(row, out->data<bfloat16>() + at, g.o);
-      } else {
-        std::memcpy(out->data<float>() + at, row, g.o * sizeof(float));
-      }
+      float* dst = sum.data() + (tap * g.c + ch) * g.o;
+      for (int64_t o = 0; o < g.o; ++o) dst[o] = row[o] + dst[o];
     }
   }
+  amx::WriteFilterGrad(sum, out);
   return absl::OkStatus();
 }
 }  // namespace tandem::nn

@@ -183,19 +183,15 @@ absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& in
     amx::ReleaseTiles();
   }
   // dW [kh, kw, c, o] is C [rows][o]: the groups' sums added in group order.
-  std::vector<float> row(g.o);
+  std::vector<float> sum(l.rows * g.o, 0.0f);
   for (int64_t n = 0; n < l.rows; ++n) {
-    std::fill(row.begin(), row.end(), 0.0f);
+    float* row = sum.data() + n * g.o;
     for (int64_t group = 0; group < groups; ++group) {
       const float* src = acc + group * acc_size + n * l.o_pad;
       for (int64_t o = 0; o < g.o; ++o) row[o] += src[o];
     }
-    if (out->dtype() == DType::kBFloat16) {
-      NarrowToBf16(row.data(), out->data<bfloat16>() + n * g.o, g.o);
-    } else {
-      std::memcpy(out->data<float>() + n * g.o, row.data(), g.o * sizeof(float));
-    }
   }
+  amx::WriteFilterGrad(sum, out);
   return absl::OkStatus();
 }
 

@@ -265,10 +265,10 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
 
 // The two AMX paths called directly (the session tests above fall back to oneDNN where
 // they cannot run): the layer's gradient is the double sum's, and equal bit for bit
-// with 1 and 2 OpenMP threads. fashion_cnn's second layer with 5 images (one partial
-// chunk of 32; 8 images a pass of the position reduction) and with 70 (three chunks,
-// through both scratch slots); channels padded (20 -> 32, 40 -> 48) to odd tile counts;
-// images of 634 KB (one a pass of the position reduction); and the unfolded path's
+// with 1 and 2 OpenMP threads. fashion_cnn's second layer with 5 images (fewer than a
+// chunk of 32: all along positions, 8 images a pass) and with 70 (two chunks, through
+// both scratch slots, and 6 images along positions); channels padded (20 -> 32, 40 -> 48) to odd
+// tile counts; images of 634 KB (one a pass of the position reduction); and the unfolded path's
 // layers: fashion_cnn's first (25 rows, 37 images in 16 groups) and an RGB one (27).
 TEST(FilterGradAmxTest, MatchesTheNaiveSumWithTheSameBitsAtAnyThreadCount) {
   if (!nn::AmxFilterGradIsAvailable()) {
