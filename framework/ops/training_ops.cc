@@ -60,9 +60,41 @@ const std::vector<ApplyOpLayout>& ApplyOpLayouts() {
   return *layouts;
 }
 
+// The gradient of _<op>WithMatMul: MatMul(a, b) of inputs grad and grad + 1, float32
+// or bfloat16 matrices of one dtype whose product has the variable's shape.
+absl::Status InferMatMulGradient(const ApplyOpLayout& layout, const PartialShape& var_shape,
+                                 InferenceContext& ctx) {
+  const int a = layout.grad, b = layout.grad + 1;
+  const DType dtype = ctx.input_dtype(a);
+  if ((dtype != DType::kFloat && dtype != DType::kBFloat16) || ctx.input_dtype(b) != dtype) {
+    return ctx.Error(absl::StrCat("a and b must be both float32 or both bfloat16, not ",
+                                  DTypeName(dtype), " and ", DTypeName(ctx.input_dtype(b))));
+  }
+  TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(a, 2));
+  TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(b, 2));
+  TANDEM_ASSIGN_OR_RETURN(const bool ta, ctx.GetAttr<bool>("transpose_a"));
+  TANDEM_ASSIGN_OR_RETURN(const bool tb, ctx.GetAttr<bool>("transpose_b"));
+  const PartialShape& sa = ctx.input_shape(a);
+  const PartialShape& sb = ctx.input_shape(b);
+  if (!sa.known_rank() || !sb.known_rank()) return absl::OkStatus();
+  const int64_t k = sa.dim(ta ? 0 : 1), k2 = sb.dim(tb ? 1 : 0);
+  if (k >= 0 && k2 >= 0 && k != k2) {
+    return ctx.Error(
+        absl::StrCat("a and b do not multiply: ", sa.DebugString(), " and ", sb.DebugString()));
+  }
+  const Dims product{sa.dim(ta ? 1 : 0), sb.dim(tb ? 0 : 1)};
+  if (!var_shape.IsCompatibleWith(PartialShape(absl::MakeConstSpan(product)))) {
+    return ctx.Error(
+        absl::StrCat("var and MatMul(a, b) do not have the same shape: ", var_shape.DebugString(),
+                     " vs ", PartialShape(absl::MakeConstSpan(product)).DebugString()));
+  }
+  return absl::OkStatus();
+}
+
 // Checks handles (float32 variables of one shape), the gradient (float32, the variable's
-// shape) and the scalar hyper-parameters; no outputs.
-absl::Status InferApply(const ApplyOpLayout& layout, InferenceContext& ctx) {
+// shape; with `matmul`, InferMatMulGradient's operands in its place) and the scalar
+// hyper-parameters; no outputs.
+absl::Status InferApply(const ApplyOpLayout& layout, bool matmul, InferenceContext& ctx) {
   PartialShape var_shape;
   for (int i = 0; i < layout.num_vars; ++i) {
     if (ctx.input_dtype(i) != DType::kResource) {
@@ -84,20 +116,22 @@ absl::Status InferApply(const ApplyOpLayout& layout, InferenceContext& ctx) {
       TANDEM_ASSIGN_OR_RETURN(var_shape, var_shape.Merge(h.shape));
     }
   }
-  for (int i = layout.num_vars; i < ctx.num_inputs(); ++i) {
+  for (int input = layout.num_vars; input < ctx.num_inputs(); ++input) {
+    if (matmul && (input == layout.grad || input == layout.grad + 1)) continue;
+    const int i = matmul && input > layout.grad ? input - 1 : input;  // its place in layout
     if (i == layout.indices) {
-      if (ctx.input_dtype(i) != DType::kInt32 && ctx.input_dtype(i) != DType::kInt64) {
-        return ctx.Error(
-            absl::StrCat("indices must be int32 or int64, not ", DTypeName(ctx.input_dtype(i))));
+      if (ctx.input_dtype(input) != DType::kInt32 && ctx.input_dtype(input) != DType::kInt64) {
+        return ctx.Error(absl::StrCat("indices must be int32 or int64, not ",
+                                      DTypeName(ctx.input_dtype(input))));
       }
-      TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(i, 1));
+      TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(input, 1));
       continue;
     }
-    if (ctx.input_dtype(i) != DType::kFloat) {
-      return ctx.Error(
-          absl::StrCat(layout.inputs[i], " must be float32, not ", DTypeName(ctx.input_dtype(i))));
+    if (ctx.input_dtype(input) != DType::kFloat) {
+      return ctx.Error(absl::StrCat(layout.inputs[i], " must be float32, not ",
+                                    DTypeName(ctx.input_dtype(input))));
     }
-    const PartialShape& s = ctx.input_shape(i);
+    const PartialShape& s = ctx.input_shape(input);
     if (i == layout.grad && layout.indices >= 0) {
       // grad: [len(indices)] + var.shape[1:].
       if (var_shape.known_rank() && var_shape.rank() < 1) {
@@ -122,6 +156,7 @@ absl::Status InferApply(const ApplyOpLayout& layout, InferenceContext& ctx) {
       return ctx.Error(absl::StrCat(layout.inputs[i], " is not a scalar: ", s.DebugString()));
     }
   }
+  if (matmul) return InferMatMulGradient(layout, var_shape, ctx);
   return absl::OkStatus();
 }
 
@@ -139,6 +174,13 @@ absl::Status InferFloatUnary(InferenceContext& ctx) {
 
 }  // namespace
 
+int DenseApplyGradientInput(absl::string_view op) {
+  for (const ApplyOpLayout& layout : ApplyOpLayouts()) {
+    if (layout.op == op && layout.indices < 0) return layout.grad;
+  }
+  return -1;
+}
+
 void RegisterTrainingOps(OpRegistry* r) {
   for (const ApplyOpLayout& layout : ApplyOpLayouts()) {
     AttrMap attrs = {{"use_locking", false}};
@@ -147,9 +189,25 @@ void RegisterTrainingOps(OpRegistry* r) {
     r->Register({.name = layout.op,
                  .min_inputs = n,
                  .max_inputs = n,
+                 .default_attrs = attrs,
+                 .stateful = true,
+                 .infer = [&layout](InferenceContext& ctx) {
+                   return InferApply(layout, /*matmul=*/false, ctx);
+                 }});
+    if (layout.indices >= 0) continue;
+    // _<op>WithMatMul: the update with its gradient MatMul(a, b) computed inside,
+    // block by block (the remapper's FuseGradientMatMulIntoApply puts it in place of a
+    // MatMul that feeds nothing but the update).
+    attrs["transpose_a"] = false;
+    attrs["transpose_b"] = false;
+    r->Register({.name = absl::StrCat("_", layout.op, "WithMatMul"),
+                 .min_inputs = n + 1,
+                 .max_inputs = n + 1,
                  .default_attrs = std::move(attrs),
                  .stateful = true,
-                 .infer = [&layout](InferenceContext& ctx) { return InferApply(layout, ctx); }});
+                 .infer = [&layout](InferenceContext& ctx) {
+                   return InferApply(layout, /*matmul=*/true, ctx);
+                 }});
   }
   // Registered here unless the math ops already provide them.
   for (const char* op : {"Floor", "Cos"}) {

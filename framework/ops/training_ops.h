@@ -39,9 +39,17 @@
 #ifndef TANDEM_FRAMEWORK_OPS_TRAINING_OPS_H_
 #define TANDEM_FRAMEWORK_OPS_TRAINING_OPS_H_
 
+#include "absl/strings/string_view.h"
 #include "framework/graph/scope.h"
 
 namespace tandem::ops {
+
+// The input index of the gradient of dense update `op` (ResourceApplyAdam: 9), or -1
+// where `op` is not one. Its _<op>WithMatMul form (registered beside it, CPU kernels
+// only) takes MatMul(a, b)'s operands a and b at that index and the next, and attrs
+// transpose_a and transpose_b, in place of the gradient: the update computes its
+// gradient block of rows by block of rows and applies each block while it is in cache.
+int DenseApplyGradientInput(absl::string_view op);
 
 Node* ResourceApplyGradientDescent(const Scope& scope, Output var, Output alpha, Output delta);
 // Attr "use_nesterov".

@@ -33,6 +33,10 @@ std::string Summary(const RemapReport& report) {
     parts.push_back(absl::StrCat("variables read as the bfloat16 copies their updates write: ",
                                  report.variables_read_as_bfloat16));
   }
+  if (report.gradients_computed_in_updates > 0) {
+    parts.push_back(absl::StrCat("gradient MatMuls computed inside their updates: ",
+                                 report.gradients_computed_in_updates));
+  }
   return absl::StrJoin(parts, "; ");
 }
 
@@ -48,6 +52,7 @@ absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precisi
                           MaskBeforeMaxPoolGrad(fused, OpRegistry::Global(), &report));
   if (variables_on_cpu) {
     TANDEM_ASSIGN_OR_RETURN(out, ReadVariablesAsBfloat16(out, OpRegistry::Global(), &report));
+    TANDEM_ASSIGN_OR_RETURN(out, FuseGradientMatMulIntoApply(out, OpRegistry::Global(), &report));
   }
   static std::atomic<bool> logged{false};
   const std::string summary = Summary(report);

@@ -15,6 +15,7 @@
 #include "framework/core/status.h"
 #include "framework/graph/attr_value.h"
 #include "framework/graph/graph.h"
+#include "framework/ops/training_ops.h"
 
 namespace tandem {
 namespace {
@@ -25,13 +26,14 @@ bool IsUnreadCast(const Node& node) {
   return node.op() == "Cast" && node.out_edges().empty() && node.out_control_edges().empty();
 }
 
-// The one consumer of `node` other than unread casts, through output 0, or null.
-const Node* SoleReader(const Node& node) {
+// The one consumer of `node` other than unread casts, reading it at its input
+// `input_slot`, or null.
+const Node* SoleReader(const Node& node, int input_slot = 0) {
   if (!node.out_control_edges().empty()) return nullptr;
   const Node* reader = nullptr;
   for (const auto& [consumer, slot] : node.out_edges()) {
     if (IsUnreadCast(*consumer)) continue;
-    if (reader != nullptr || slot != 0) return nullptr;
+    if (reader != nullptr || slot != input_slot) return nullptr;
     reader = consumer;
   }
   return reader;
@@ -215,6 +217,20 @@ const Node* CastVariableRead(const Node& cast) {
   return &read;
 }
 
+// When `apply` is a dense update whose gradient (input `*grad`) is a float32 MatMul on
+// its device that nothing else reads, the MatMul; else null.
+const Node* GradientMatMul(const Node& apply, int* grad) {
+  *grad = ops::DenseApplyGradientInput(apply.op());
+  if (*grad < 0 || apply.num_inputs() <= *grad || apply.input(*grad).index != 0) return nullptr;
+  const Node& m = *apply.input(*grad).node;
+  if (m.op() != "MatMul" || m.num_inputs() != 2 || m.num_outputs() != 1 ||
+      m.output_dtype(0) != DType::kFloat || SoleReader(m, *grad) != &apply ||
+      m.requested_device() != apply.requested_device()) {
+    return nullptr;
+  }
+  return &m;
+}
+
 }  // namespace
 
 absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
@@ -276,6 +292,42 @@ absl::StatusOr<proto::GraphDef> ReadVariablesAsBfloat16(const proto::GraphDef& d
     rewrite.renamed[cast.name()] = fused.name();
     rewrite.added_after[cast.name()].push_back(std::move(fused));
     if (report != nullptr) ++report->variables_read_as_bfloat16;
+  });
+}
+
+absl::StatusOr<proto::GraphDef> FuseGradientMatMulIntoApply(const proto::GraphDef& def,
+                                                            const OpRegistry* registry,
+                                                            RemapReport* report) {
+  return RewriteEachNode(def, registry, [&](const Node& node, const auto& index, Rewrite& rewrite) {
+    int grad = 0;
+    const Node* m = GradientMatMul(node, &grad);
+    if (m == nullptr) return;
+    const proto::NodeDef& apply = DefOf(index, def, node);
+    const proto::NodeDef& matmul = DefOf(index, def, *m);
+    proto::NodeDef fused;
+    fused.set_name(rewrite.NewName(apply.name(), "/with_matmul"));
+    fused.set_op(absl::StrCat("_", apply.op(), "WithMatMul"));
+    fused.set_device(apply.device());
+    *fused.mutable_attr() = apply.attr();
+    for (const char* attr : {"transpose_a", "transpose_b"}) {
+      auto it = matmul.attr().find(attr);
+      if (it != matmul.attr().end()) (*fused.mutable_attr())[attr] = it->second;
+    }
+    int data = 0;
+    for (const std::string& input : apply.input()) {
+      if (!input.empty() && input[0] == '^') continue;
+      if (data++ != grad) {
+        fused.add_input(input);
+        continue;
+      }
+      for (const std::string& operand : matmul.input()) {
+        if (operand.empty() || operand[0] != '^') fused.add_input(operand);
+      }
+    }
+    AddControlInputs({&apply, &matmul}, &fused);
+    rewrite.renamed[apply.name()] = fused.name();
+    rewrite.added_after[apply.name()].push_back(std::move(fused));
+    if (report != nullptr) ++report->gradients_computed_in_updates;
   });
 }
 

@@ -12,13 +12,16 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "framework/core/status.h"
 #include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/cpu_kernels.h"
 #include "framework/kernels/cpu/dense_apply_loops.h"
+#include "framework/kernels/cpu/matmul_rows.h"
 #include "framework/kernels/cpu/parallel.h"
 #include "framework/kernels/cpu/variable_util.h"
 
@@ -28,7 +31,8 @@ namespace {
 constexpr int kMaxVars = 4;
 
 // The resolved operands of one update: variable buffers (var first, then slots), the
-// gradient and the scalar hyper-parameters in input order (grad excluded).
+// gradient (null where a MatMul computes it) and the scalar hyper-parameters in input
+// order (the gradient's inputs excluded).
 struct ApplyArgs {
   float* v[kMaxVars] = {};
   const float* grad = nullptr;
@@ -44,6 +48,14 @@ class ApplyKernel : public OpKernel {
     CHECK_LE(static_cast<int>(names_.size()) - num_vars_ - 1, 8);
   }
 
+  absl::Status Init(const Node& node) override {
+    if (matmul_) {
+      transpose_a_ = GetAttrOr<bool>(node.attrs(), "transpose_a", false);
+      transpose_b_ = GetAttrOr<bool>(node.attrs(), "transpose_b", false);
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Compute(OpKernelContext& ctx) final ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (ctx.num_inputs() != static_cast<int>(names_.size())) {
       return ctx.Error(absl::StrCat("expects ", names_.size(), " inputs, got ", ctx.num_inputs()));
@@ -54,6 +66,7 @@ class ApplyKernel : public OpKernel {
     int h = 0;
     for (int i = num_vars_; i < ctx.num_inputs(); ++i) {
       const Tensor& t = ctx.input(i);
+      if (matmul_ && (i == grad_ || i == grad_ + 1)) continue;  // checked by GradientProduct
       if (t.dtype() != DType::kFloat) {
         return ctx.Error(absl::StrCat(names_[i], " must be float32, not ", DTypeName(t.dtype())));
       }
@@ -67,27 +80,66 @@ class ApplyKernel : public OpKernel {
       args.hp[h++] = t.data<float>()[0];
     }
     TANDEM_RETURN_IF_ERROR(CheckHyperParameters(ctx, args.hp));
+    std::optional<nn::MatMulRowBlocks> product;
+    if (matmul_) {
+      TANDEM_ASSIGN_OR_RETURN(product, GradientProduct(ctx));
+    }
 
     std::vector<Var*> order;
     for (const auto& v : vars) order.push_back(v.get());
     std::sort(order.begin(), order.end());
     for (Var* v : order) v->mu()->Lock();
-    absl::Status status = UpdateLocked(ctx, vars, args);
+    absl::Status status = UpdateLocked(ctx, vars, args, product ? &*product : nullptr);
     for (auto it = order.rbegin(); it != order.rend(); ++it) (*it)->mu()->Unlock();
     return status;
   }
 
  protected:
-  // Runs the update on elements [begin, end).
-  virtual void Update(const ApplyArgs& a, int64_t begin, int64_t end) const = 0;
+  // Runs the update on elements [begin, end); grad points at element begin's gradient.
+  virtual void Update(const ApplyArgs& a, const float* grad, int64_t begin, int64_t end) const = 0;
   // Rejects invalid hyper-parameters (in input order, grad excluded).
   virtual absl::Status CheckHyperParameters(const OpKernelContext& ctx, const float* hp) const {
     return absl::OkStatus();
   }
+  // Makes this the _<op>WithMatMul kernel: the gradient is MatMul(a, b) with attrs
+  // transpose_a and transpose_b, from inputs grad and grad + 1 (float32 or bfloat16,
+  // one dtype), computed block by block and applied while each block is in cache.
+  void TakeGradientFromMatMul() {
+    matmul_ = true;
+    names_[grad_] = "a";
+    names_.insert(names_.begin() + grad_ + 1, "b");
+  }
 
  private:
+  // The blocks of rows of the gradient's product, about 128 KB of float32 each.
+  absl::StatusOr<nn::MatMulRowBlocks> GradientProduct(const OpKernelContext& ctx) const {
+    const Tensor& a = ctx.input(grad_);
+    const Tensor& b = ctx.input(grad_ + 1);
+    for (const Tensor* t : {&a, &b}) {
+      if (t->dtype() != DType::kFloat && t->dtype() != DType::kBFloat16) {
+        return ctx.Error(absl::StrCat("the gradient's operands must be float32 or bfloat16, not ",
+                                      DTypeName(t->dtype())));
+      }
+      if (t->rank() != 2) {
+        return ctx.Error(absl::StrCat("the gradient's operands must be matrices: ",
+                                      a.shape().DebugString(), " ", b.shape().DebugString()));
+      }
+    }
+    if (a.dtype() != b.dtype() || a.dim(transpose_a_ ? 0 : 1) != b.dim(transpose_b_ ? 1 : 0)) {
+      return ctx.Error(absl::StrCat(
+          "the gradient's operands do not multiply: ", DTypeName(a.dtype()),
+          a.shape().DebugString(), " and ", DTypeName(b.dtype()), b.shape().DebugString(),
+          ", transpose_a=", transpose_a_, ", transpose_b=", transpose_b_));
+    }
+    constexpr int64_t kBlockElements = 32 * 1024;
+    const int64_t n = std::max<int64_t>(b.dim(transpose_b_ ? 0 : 1), 1);
+    return nn::MatMulRowBlocks::Create(ctx, a, transpose_a_, b, transpose_b_,
+                                       std::max<int64_t>(1, kBlockElements / n));
+  }
+
   absl::Status UpdateLocked(OpKernelContext& ctx, const std::vector<std::shared_ptr<Var>>& vars,
-                            ApplyArgs& args) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                            ApplyArgs& args,
+                            const nn::MatMulRowBlocks* product) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (int i = 0; i < num_vars_; ++i) {
       if (!vars[i]->is_initialized()) return UninitializedError(ctx.input(i).resource_handle());
       const Tensor& value = vars[i]->value();
@@ -103,10 +155,12 @@ class ApplyKernel : public OpKernel {
       }
     }
     const TensorShape& shape = vars[0]->value().shape();
-    const Tensor& grad = ctx.input(grad_);
-    if (grad.shape() != shape) {
-      return ctx.Error(absl::StrCat("var and ", names_[grad_], " do not have the same shape",
-                                    shape.DebugString(), " ", grad.shape().DebugString()));
+    const TensorShape grad_shape =
+        product != nullptr ? TensorShape({product->m(), product->n()}) : ctx.input(grad_).shape();
+    if (grad_shape != shape) {
+      return ctx.Error(absl::StrCat("var and ", product != nullptr ? "MatMul(a, b)" : names_[grad_],
+                                    " do not have the same shape", shape.DebugString(), " ",
+                                    grad_shape.DebugString()));
     }
     for (int i = 0; i < num_vars_; ++i) args.v[i] = vars[i]->MutableValue()->data<float>();
     const int64_t n = shape.num_elements();
@@ -116,27 +170,67 @@ class ApplyKernel : public OpKernel {
     // layer that made the update 1.3-2.5x slower).
     bfloat16* copy =
         vars[0]->Bf16CopyWanted() ? vars[0]->MutableBf16Copy()->data<bfloat16>() : nullptr;
-    // On the step's intra-op pool, not an OpenMP team: a ps task applies several
-    // workers' updates at once (parallel.h).
-    PoolParallelFor(ctx, n, kParallelGrain, [this, &args, copy](int64_t begin, int64_t end) {
+    auto update = [this, &args, copy](const float* grad, int64_t begin, int64_t end) {
       if (copy == nullptr) {
-        Update(args, begin, end);
+        Update(args, grad, begin, end);
         return;
       }
       constexpr int64_t kBlock = 2048;  // 8 KB of each float32 operand
       for (int64_t b = begin; b < end; b += kBlock) {
         const int64_t e = std::min(end, b + kBlock);
-        Update(args, b, e);
+        Update(args, grad + (b - begin), b, e);
         nn::NarrowToBf16(args.v[0] + b, copy + b, e - b);
       }
-    });
+    };
+    absl::Status status;
+    if (product == nullptr) {
+      // On the step's intra-op pool, not an OpenMP team: a ps task applies several
+      // workers' updates at once (parallel.h).
+      PoolParallelFor(ctx, n, kParallelGrain,
+                      [&](int64_t begin, int64_t end) { update(args.grad + begin, begin, end); });
+    } else {
+      status = ApplyProduct(*product, update);
+    }
     if (copy != nullptr) vars[0]->MarkBf16CopyCurrent();
-    return absl::OkStatus();
+    return status;
   }
 
-  const std::vector<const char*> names_;
+  // Each block of the gradient's rows computed into a thread's buffer and applied, on
+  // the calling thread's OpenMP team: the rewrite that makes this op leaves the MatMul's
+  // place (a step's oneDNN work) to it.
+  template <typename F>
+  static absl::Status ApplyProduct(const nn::MatMulRowBlocks& product, const F& update) {
+    absl::Mutex mu;
+    absl::Status first_error;
+    const int64_t block = product.rows() * product.n();
+    OmpParallelFor(product.blocks(), 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> grad(block);
+      for (int64_t i = begin; i < end; ++i) {
+        absl::Status s = product.Run(i, grad.data());
+        if (!s.ok()) {
+          absl::MutexLock lock(&mu);
+          if (first_error.ok()) first_error = s;
+          return;
+        }
+        const int64_t e0 = i * block;
+        update(grad.data(), e0, std::min(e0 + block, product.m() * product.n()));
+      }
+    });
+    return first_error;
+  }
+
+  std::vector<const char*> names_;
   const int num_vars_;
   const int grad_;
+  bool matmul_ = false;
+  bool transpose_a_ = false, transpose_b_ = false;
+};
+
+// The _<op>WithMatMul form of apply kernel K (TakeGradientFromMatMul).
+template <typename K>
+class WithMatMul : public K {
+ public:
+  WithMatMul() { this->TakeGradientFromMatMul(); }
 };
 
 class ApplyGradientDescentKernel : public ApplyKernel {
@@ -144,8 +238,8 @@ class ApplyGradientDescentKernel : public ApplyKernel {
   ApplyGradientDescentKernel() : ApplyKernel({"var", "alpha", "delta"}, 1, 2) {}
 
  protected:
-  void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    apply::GradientDescent(a.v[0] + begin, a.grad + begin, a.hp[0], end - begin);
+  void Update(const ApplyArgs& a, const float* grad, int64_t begin, int64_t end) const override {
+    apply::GradientDescent(a.v[0] + begin, grad, a.hp[0], end - begin);
   }
 };
 
@@ -154,13 +248,12 @@ class ApplyMomentumKernel : public ApplyKernel {
   ApplyMomentumKernel() : ApplyKernel({"var", "accum", "lr", "grad", "momentum"}, 2, 3) {}
   absl::Status Init(const Node& node) override {
     nesterov_ = GetAttrOr<bool>(node.attrs(), "use_nesterov", false);
-    return absl::OkStatus();
+    return ApplyKernel::Init(node);
   }
 
  protected:
-  void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    apply::Momentum(a.v[0] + begin, a.v[1] + begin, a.grad + begin, a.hp[0], a.hp[1], nesterov_,
-                    end - begin);
+  void Update(const ApplyArgs& a, const float* grad, int64_t begin, int64_t end) const override {
+    apply::Momentum(a.v[0] + begin, a.v[1] + begin, grad, a.hp[0], a.hp[1], nesterov_, end - begin);
   }
 
  private:
@@ -172,8 +265,8 @@ class ApplyAdagradKernel : public ApplyKernel {
   ApplyAdagradKernel() : ApplyKernel({"var", "accum", "lr", "grad"}, 2, 3) {}
 
  protected:
-  void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    apply::Adagrad(a.v[0] + begin, a.v[1] + begin, a.grad + begin, a.hp[0], end - begin);
+  void Update(const ApplyArgs& a, const float* grad, int64_t begin, int64_t end) const override {
+    apply::Adagrad(a.v[0] + begin, a.v[1] + begin, grad, a.hp[0], end - begin);
   }
 };
 
@@ -185,15 +278,15 @@ class ApplyAdamKernel : public ApplyKernel {
                     3, 9) {}
   absl::Status Init(const Node& node) override {
     nesterov_ = GetAttrOr<bool>(node.attrs(), "use_nesterov", false);
-    return absl::OkStatus();
+    return ApplyKernel::Init(node);
   }
 
  protected:
-  void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
+  void Update(const ApplyArgs& a, const float* grad, int64_t begin, int64_t end) const override {
     const float beta1_power = a.hp[0], beta2_power = a.hp[1], lr = a.hp[2];
     const float alpha = lr * std::sqrt(1.0f - beta2_power) / (1.0f - beta1_power);
-    apply::Adam(a.v[0] + begin, a.v[1] + begin, a.v[2] + begin, a.grad + begin, alpha, a.hp[3],
-                a.hp[4], a.hp[5], nesterov_, end - begin);
+    apply::Adam(a.v[0] + begin, a.v[1] + begin, a.v[2] + begin, grad, alpha, a.hp[3], a.hp[4],
+                a.hp[5], nesterov_, end - begin);
   }
 
  private:
@@ -206,9 +299,9 @@ class ApplyRMSPropKernel : public ApplyKernel {
       : ApplyKernel({"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"}, 3, 7) {}
 
  protected:
-  void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    apply::RMSProp(a.v[0] + begin, a.v[1] + begin, a.v[2] + begin, a.grad + begin, a.hp[0], a.hp[1],
-                   a.hp[2], a.hp[3], end - begin);
+  void Update(const ApplyArgs& a, const float* grad, int64_t begin, int64_t end) const override {
+    apply::RMSProp(a.v[0] + begin, a.v[1] + begin, a.v[2] + begin, grad, a.hp[0], a.hp[1], a.hp[2],
+                   a.hp[3], end - begin);
   }
 };
 
@@ -218,9 +311,9 @@ class ApplyCenteredRMSPropKernel : public ApplyKernel {
       : ApplyKernel({"var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"}, 4, 8) {}
 
  protected:
-  void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
-    apply::CenteredRMSProp(a.v[0] + begin, a.v[1] + begin, a.v[2] + begin, a.v[3] + begin,
-                           a.grad + begin, a.hp[0], a.hp[1], a.hp[2], a.hp[3], end - begin);
+  void Update(const ApplyArgs& a, const float* grad, int64_t begin, int64_t end) const override {
+    apply::CenteredRMSProp(a.v[0] + begin, a.v[1] + begin, a.v[2] + begin, a.v[3] + begin, grad,
+                           a.hp[0], a.hp[1], a.hp[2], a.hp[3], end - begin);
   }
 };
 
@@ -246,16 +339,15 @@ class ApplyFtrlKernel : public ApplyKernel {
     return absl::OkStatus();
   }
 
-  void Update(const ApplyArgs& a, int64_t begin, int64_t end) const override {
+  void Update(const ApplyArgs& a, const float* grad, int64_t begin, int64_t end) const override {
     float* __restrict var = a.v[0];
     float* __restrict accum = a.v[1];
     float* __restrict linear = a.v[2];
-    const float* __restrict grad = a.grad;
     const float lr = a.hp[0], l1 = a.hp[1], l2 = a.hp[2], lr_power = a.hp[3];
     const float two_l2 = 2.0f * l2;
     if (lr_power == -0.5f) {
       for (int64_t i = begin; i < end; ++i) {
-        const float g = grad[i];
+        const float g = grad[i - begin];
         const float new_accum = accum[i] + g * g;
         const float sqrt_new = std::sqrt(new_accum);
         linear[i] += g - (sqrt_new - std::sqrt(accum[i])) / lr * var[i];
@@ -267,7 +359,7 @@ class ApplyFtrlKernel : public ApplyKernel {
       }
     } else {
       for (int64_t i = begin; i < end; ++i) {
-        const float g = grad[i];
+        const float g = grad[i - begin];
         const float new_accum = accum[i] + g * g;
         const float pow_new = std::pow(new_accum, -lr_power);
         linear[i] += g - (pow_new - std::pow(accum[i], -lr_power)) / lr * var[i];
@@ -438,6 +530,20 @@ void RegisterCpuTrainingKernels(KernelRegistry* r) {
   r->Register<ApplyCenteredRMSPropKernel>("ResourceApplyCenteredRMSProp", kDeviceCpu,
                                           DType::kFloat);
   r->Register<ApplyFtrlKernel>("ResourceApplyFtrl", kDeviceCpu, DType::kFloat);
+  r->Register<WithMatMul<ApplyGradientDescentKernel>>("_ResourceApplyGradientDescentWithMatMul",
+                                                      kDeviceCpu, DType::kFloat);
+  r->Register<WithMatMul<ApplyMomentumKernel>>("_ResourceApplyMomentumWithMatMul", kDeviceCpu,
+                                               DType::kFloat);
+  r->Register<WithMatMul<ApplyAdagradKernel>>("_ResourceApplyAdagradWithMatMul", kDeviceCpu,
+                                              DType::kFloat);
+  r->Register<WithMatMul<ApplyAdamKernel>>("_ResourceApplyAdamWithMatMul", kDeviceCpu,
+                                           DType::kFloat);
+  r->Register<WithMatMul<ApplyRMSPropKernel>>("_ResourceApplyRMSPropWithMatMul", kDeviceCpu,
+                                              DType::kFloat);
+  r->Register<WithMatMul<ApplyCenteredRMSPropKernel>>("_ResourceApplyCenteredRMSPropWithMatMul",
+                                                      kDeviceCpu, DType::kFloat);
+  r->Register<WithMatMul<ApplyFtrlKernel>>("_ResourceApplyFtrlWithMatMul", kDeviceCpu,
+                                           DType::kFloat);
   r->Register<SparseApplyMomentumKernel>("ResourceSparseApplyMomentum", kDeviceCpu, DType::kFloat);
   r->Register<SparseApplyAdagradKernel>("ResourceSparseApplyAdagrad", kDeviceCpu, DType::kFloat);
   // Unless the math kernels already provide them.

@@ -1,0 +1,106 @@
+// framework/kernels/cpu/matmul_rows.cc: see the header.
+#include "framework/kernels/cpu/matmul_rows.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "framework/core/status.h"
+#include "framework/kernels/cpu/onednn_util.h"
+
+namespace tandem::nn {
+
+using dnnl::memory;
+
+// The product of one block's rows, with its weights in the layout oneDNN chose, and
+// the reorders that lay out a (transposed into rows) and b (into that layout) once.
+struct MatMulRowBlocks::Primitive {
+  dnnl::matmul prim;
+  memory::desc a_md, b_md, c_md;
+  memory::desc user_a_md, rows_a_md, user_b_md;  // as given; a as rows [m, k]
+  std::optional<dnnl::reorder> a_to_rows, b_to_weights;
+};
+
+absl::StatusOr<MatMulRowBlocks> MatMulRowBlocks::Create(const OpKernelContext& ctx, const Tensor& a,
+                                                        bool transpose_a, const Tensor& b,
+                                                        bool transpose_b, int64_t rows) {
+  MatMulRowBlocks blocks;
+  const bool widen = a.dtype() == DType::kBFloat16 && !onednn::HasBf16Kernels();
+  const Tensor wide_a = widen ? onednn::ToFloat(a) : a;
+  const Tensor wide_b = widen ? onednn::ToFloat(b) : b;
+  blocks.m_ = a.dim(transpose_a ? 1 : 0);
+  blocks.k_ = a.dim(transpose_a ? 0 : 1);
+  blocks.n_ = b.dim(transpose_b ? 0 : 1);
+  blocks.rows_ = std::min(rows, std::max<int64_t>(blocks.m_, 1));
+  blocks.ctx_ = &ctx;
+  blocks.a_element_bytes_ = static_cast<int64_t>(DTypeSize(wide_a.dtype()));
+  const int64_t m = blocks.m_, k = blocks.k_, n = blocks.n_;
+  if (m == 0) return blocks;
+  const memory::data_type dt = onednn::DataType(wide_a.dtype());
+  auto make = [&](int64_t r) {
+    const std::string key = absl::StrCat("matmul_rows:", r, ",", m, ",", k, ",", n, ",",
+                                         transpose_a, transpose_b, ",", static_cast<int>(dt));
+    return onednn::Cached<Primitive>(ctx, key, [=]() {
+      Primitive p;
+      p.a_md = onednn::StridedDesc({r, k}, {k, 1}, dt);
+      p.c_md = onednn::StridedDesc({r, n}, {n, 1}, memory::data_type::f32);
+      const dnnl::matmul::primitive_desc pd(
+          dnnl::matmul::desc(p.a_md, onednn::TagDesc({k, n}, memory::format_tag::any, dt), p.c_md),
+          onednn::Attr(), onednn::CpuEngine());
+      p.prim = dnnl::matmul(pd);
+      p.b_md = pd.weights_desc();
+      p.user_a_md =
+          onednn::StridedDesc({m, k}, transpose_a ? memory::dims{1, m} : memory::dims{k, 1}, dt);
+      p.rows_a_md = onednn::StridedDesc({m, k}, {k, 1}, dt);
+      p.user_b_md =
+          onednn::StridedDesc({k, n}, transpose_b ? memory::dims{1, k} : memory::dims{n, 1}, dt);
+      p.a_to_rows = onednn::ReorderIfNeeded(p.user_a_md, p.rows_a_md);
+      p.b_to_weights = onednn::ReorderIfNeeded(p.user_b_md, p.b_md);
+      return p;
+    });
+  };
+  TANDEM_ASSIGN_OR_RETURN(blocks.full_, make(blocks.rows_));
+  const int64_t last = m - (blocks.blocks() - 1) * blocks.rows_;
+  if (last == blocks.rows_) {
+    blocks.last_ = blocks.full_;
+  } else {
+    TANDEM_ASSIGN_OR_RETURN(blocks.last_, make(last));
+  }
+  // Both operands laid out once: a as rows, b as each primitive's weights.
+  TANDEM_RETURN_IF_ERROR(onednn::Guard(ctx, [&]() {
+    const Primitive& f = *blocks.full_;
+    Tensor scratch;
+    blocks.a_ = wide_a;
+    if (onednn::InLayout(f.a_to_rows, f.user_a_md, wide_a.raw_data(), f.rows_a_md, &scratch) !=
+        wide_a.raw_data()) {
+      blocks.a_ = scratch;
+    }
+    for (const Primitive* p : {blocks.full_.get(), blocks.last_.get()}) {
+      Tensor& packed = p == blocks.full_.get() ? blocks.b_ : blocks.b_last_;
+      packed = wide_b;
+      if (onednn::InLayout(p->b_to_weights, p->user_b_md, wide_b.raw_data(), p->b_md, &scratch) !=
+          wide_b.raw_data()) {
+        packed = scratch;
+      }
+      if (blocks.last_ == blocks.full_) break;
+    }
+    if (blocks.last_ == blocks.full_) blocks.b_last_ = blocks.b_;
+    return absl::OkStatus();
+  }));
+  return blocks;
+}
+
+absl::Status MatMulRowBlocks::Run(int64_t i, float* out) const {
+  const bool last = i + 1 == blocks();
+  const Primitive& p = last ? *last_ : *full_;
+  const auto* a = static_cast<const char*>(a_.raw_data()) + i * rows_ * k_ * a_element_bytes_;
+  return onednn::Guard(*ctx_, [&]() {
+    onednn::ExecuteCached(p.prim, {{DNNL_ARG_SRC, p.a_md, a},
+                                   {DNNL_ARG_WEIGHTS, p.b_md, (last ? b_last_ : b_).raw_data()},
+                                   {DNNL_ARG_DST, p.c_md, out}});
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace tandem::nn
