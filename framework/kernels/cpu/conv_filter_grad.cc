@@ -69,8 +69,12 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
   const bool direct_applies = DirectFilterGradApplies(g);
   const bool bf16 = dtype == DType::kBFloat16;
   const bool amx_applies = bf16 && AmxFilterGradApplies(g) && AmxFilterGradIsAvailable();
-  const FilterGradPath amx_path =
-      AmxImagesReductionIsSmaller(g) ? FilterGradPath::kAmxImages : FilterGradPath::kAmxPositions;
+  // The AMX form for g: unfolded under 16 input channels, else by images where that
+  // runs fewer products.
+  const FilterGradPath amx_path = g.c < 16 && AmxUnfoldedFilterGradApplies(g)
+                                      ? FilterGradPath::kAmxUnfolded
+                                  : AmxImagesReductionIsSmaller(g) ? FilterGradPath::kAmxImages
+                                                                   : FilterGradPath::kAmxPositions;
   if (choice.empty()) {
     // Measured on an AMX Xeon (Fashion-MNIST CNN, 2 threads, mean of 20 traced steps).
     // bfloat16: the 1-channel input layer's gradient took 1.06-1.16 ms direct, 1.7-1.9
@@ -82,11 +86,8 @@ absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DT
     // the two) took 4.0-4.9 ms on AMX tiles against 7.1-8.3 ms in oneDNN's kernel, and
     // reduced along the batch 3.4-4.1 against 4.7-5.8 ms along positions. The
     // 1-channel layer's on AMX tiles, unfolded: 1.1-1.3 against 1.8-2.0 ms direct.
-    if (amx_applies && g.c < 16 && AmxUnfoldedFilterGradApplies(g)) {
-      return FilterGradPath::kAmxUnfolded;
-    }
+    if (amx_applies && (g.c >= 16 || amx_path == FilterGradPath::kAmxUnfolded)) return amx_path;
     if (bf16 && direct_applies && DirectFilterGradIsVectorized(g)) return FilterGradPath::kDirect;
-    if (amx_applies && g.c >= 16) return amx_path;
     const bool forward_wins = bf16 && g.c == 1;
     return forward_applies && forward_wins ? FilterGradPath::kForwardConv
                                            : FilterGradPath::kOneDnnBackward;

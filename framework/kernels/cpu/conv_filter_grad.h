@@ -55,13 +55,16 @@ enum class FilterGradPath {
 
 // The path for a filter gradient with operands of `dtype` (as the primitives see them:
 // bfloat16 only where oneDNN has bf16 kernels). kForwardConv needs stride 1 and no
-// dilation, kDirect also one input channel, kAmx stride 1, no dilation, bfloat16
-// operands and AMX. By default, for bfloat16 operands with a 1-channel input, kDirect
-// runs where it has its AVX-512 loop (kw <= 7), else kForwardConv; with 16 or more
-// input channels kAmx where it applies: each measured faster than oneDNN's backward
-// kernel there. float32 operands stay on oneDNN's kernel, which measured faster.
-// TANDEM_CONV_FILTER_GRAD, when set, picks the path wherever it applies (oneDNN's
-// elsewhere); an unknown value is an error.
+// dilation, kDirect also one input channel, the kAmx* paths stride 1, no dilation,
+// bfloat16 operands and AMX (kAmxUnfolded also few taps x channels). By default, for
+// bfloat16 operands where the process has AMX: kAmxUnfolded under 16 input channels
+// where it applies, and with 16 or more kAmxImages where AmxImagesReductionIsSmaller,
+// else kAmxPositions. Without AMX, a 1-channel input takes kDirect where it has its
+// AVX-512 loop (kw <= 7), else kForwardConv. Each measured faster than oneDNN's
+// backward kernel there; float32 operands stay on oneDNN's kernel, which measured
+// faster. TANDEM_CONV_FILTER_GRAD, when set, picks the path wherever it applies
+// (oneDNN's elsewhere; amx: the AMX form the default picks); an unknown value is an
+// error.
 absl::StatusOr<FilterGradPath> FilterGradPathFor(const FilterGradGeometry& g, DType dtype);
 
 // Writes the filter gradient of `input` [n,h,w,c] and `grad` [n,oh,ow,o] (one dtype,

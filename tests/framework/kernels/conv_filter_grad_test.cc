@@ -1,7 +1,8 @@
-// Conv2DBackpropFilter on its four CPU paths (conv_filter_grad.h): oneDNN's
+// Conv2DBackpropFilter on its six CPU paths (conv_filter_grad.h): oneDNN's
 // backward-weights primitive, the forward convolution (stride 1, no dilation), the
 // direct loop (also one input channel; its AVX-512 loop up to 7 taps wide, plain loops
-// beyond) and AMX tiles (stride 1, no dilation, bfloat16, on a CPU with AMX), the other
+// beyond) and the three AMX forms (stride 1, no dilation, bfloat16, on a CPU with AMX:
+// along positions, along the batch, and unfolded for few taps x channels), the other
 // cases falling back, by default and as TANDEM_CONV_FILTER_GRAD chooses. Each must equal
 // a plain double loop over strides, dilations, SAME and VALID padding, and bfloat16
 // operands with a bfloat16 or float32 (attr Tout) gradient.
@@ -249,8 +250,12 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
   EXPECT_EQ(path(geometry(1, 1), DType::kFloat), FilterGradPath::kDirect);
   EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
-  setenv("TANDEM_CONV_FILTER_GRAD", "amx", 1);
+  setenv("TANDEM_CONV_FILTER_GRAD", "amx", 1);  // the AMX form the default picks
   EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16),
+            amx ? FilterGradPath::kAmxUnfolded : FilterGradPath::kOneDnnBackward);
+  EXPECT_EQ(path(batch, DType::kBFloat16),
+            amx ? FilterGradPath::kAmxImages : FilterGradPath::kOneDnnBackward);
+  EXPECT_EQ(path(geometry(32, 1), DType::kBFloat16),
             amx ? FilterGradPath::kAmxPositions : FilterGradPath::kOneDnnBackward);
   setenv("TANDEM_CONV_FILTER_GRAD", "amx_images", 1);
   EXPECT_EQ(path(geometry(1, 1), DType::kBFloat16),
