@@ -236,8 +236,12 @@ TEST(FilterGradPathTest, DefaultAndForcedChoices) {
   EXPECT_TRUE(nn::AmxImagesReductionIsSmaller(batch));
   EXPECT_EQ(path(batch, DType::kBFloat16),
             amx ? FilterGradPath::kAmxImages : FilterGradPath::kOneDnnBackward);
-  batch.h = batch.w = batch.oh = batch.ow = 56;  // 32 images' operands over 2 MiB
-  EXPECT_FALSE(nn::AmxImagesReductionIsSmaller(batch));
+  auto large_planes = batch;
+  large_planes.h = large_planes.w = large_planes.oh = large_planes.ow =
+      56;  // 32 images' operands over 2 MiB
+  EXPECT_FALSE(nn::AmxImagesReductionIsSmaller(large_planes));
+  EXPECT_EQ(path(large_planes, DType::kBFloat16),
+            amx ? FilterGradPath::kAmxPositions : FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(32, 1), DType::kFloat), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(32, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
   EXPECT_EQ(path(geometry(1, 2), DType::kBFloat16), FilterGradPath::kOneDnnBackward);
