@@ -217,15 +217,18 @@ const Node* CastVariableRead(const Node& cast) {
   return &read;
 }
 
-// When `apply` is a dense update whose gradient (input `*grad`) is a float32 MatMul on
-// its device that nothing else reads, the MatMul; else null.
+// When `apply` is a dense update whose gradient (input `*grad`) is a float32 MatMul that
+// nothing else reads, requested on the update's device and on its variable's, the
+// MatMul; else null. An update runs where its variable is (the placer colocates them),
+// so a MatMul requested elsewhere, e.g. on a worker for a variable on a ps, stays.
 const Node* GradientMatMul(const Node& apply, int* grad) {
   *grad = ops::DenseApplyGradientInput(apply.op());
   if (*grad < 0 || apply.num_inputs() <= *grad || apply.input(*grad).index != 0) return nullptr;
   const Node& m = *apply.input(*grad).node;
   if (m.op() != "MatMul" || m.num_inputs() != 2 || m.num_outputs() != 1 ||
       m.output_dtype(0) != DType::kFloat || SoleReader(m, *grad) != &apply ||
-      m.requested_device() != apply.requested_device()) {
+      m.requested_device() != apply.requested_device() ||
+      m.requested_device() != apply.input(0).node->requested_device()) {
     return nullptr;
   }
   return &m;

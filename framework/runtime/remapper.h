@@ -66,7 +66,9 @@ absl::StatusOr<proto::GraphDef> ReadVariablesAsBfloat16(const proto::GraphDef& d
 
 // A dense update (ResourceApplyAdam and the others of ops::DenseApplyGradientInput)
 // whose gradient is a float32 MatMul (of float32 operands, or bfloat16 ones with Tout
-// float32) that feeds nothing else, on the update's device, becomes
+// float32) that feeds nothing else, requested on the update's device and on its
+// variable's (the update runs where its variable is: a MatMul on a worker for a
+// variable on a ps stays there), becomes
 // _<op>WithMatMul(..., a, b, ...) with the MatMul's operands and transposes: the kernel
 // computes the gradient a block of rows at a time and applies each block while it is in
 // cache, so the gradient is never written to memory and read back (fashion_cnn's dense

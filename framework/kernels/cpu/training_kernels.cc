@@ -9,6 +9,12 @@
 // intra-op pool for large variables. Where a reader wants the variable in bfloat16
 // (_ReadVariableAsBfloat16), each chunk's new values are narrowed into the variable's
 // bfloat16 copy right after the chunk's update.
+//
+// The _<op>WithMatMul form of each dense update (the remapper's
+// FuseGradientMatMulIntoApply) takes MatMul(a, b)'s operands in place of the gradient:
+// blocks of about 128 KB of the gradient's rows are computed (matmul_rows.h) and
+// applied by the thread that computed them, on the calling thread's OpenMP team, so
+// the gradient never leaves the cache.
 #include <algorithm>
 #include <cmath>
 #include <memory>

@@ -27,21 +27,24 @@ namespace {
 using ::tandem::testing::DefOf;
 using ::tandem::testing::Ramp;
 
-// w [rows, cols] and Adam's slots; "grad" = MatMul(x, y) with the given transposes
-// (x, y constants shaped for them, inner dimension 40); "adam" applies it and "train"
-// waits for "adam". With `seen`, "seen" = Identity(grad) reads the gradient too.
+// w [rows, cols] and two slots; "grad" = MatMul(x, y) with the given transposes (x, y
+// constants shaped for them, inner dimension 40); "adam" applies it (with `momentum`,
+// "momentum" does, Nesterov's: an input after the gradient) and "train" waits for the
+// update. With `seen`, "seen" = Identity(grad) reads the gradient too.
 struct Net {
   Scope root = Scope::NewRootScope();
   Output w, m, v, grad;
-  Node* adam = nullptr;
+  Node* update = nullptr;
 
   Net(int64_t rows, int64_t cols, bool ta, bool tb, bool seen = false,
-      const std::string& matmul_device = "") {
+      const std::string& matmul_device = "", bool momentum = false,
+      const std::string& var_device = "") {
     ops::EnsureStandardOps();
     const TensorShape shape({rows, cols});
     constexpr int64_t k = 40;
     auto var = [&](const char* name, const Tensor& init) {
-      Output h = ops::VarHandleOp(root.WithOpName(name), DType::kFloat, PartialShape({rows, cols}));
+      Output h = ops::VarHandleOp(root.WithOpName(name).WithDevice(var_device), DType::kFloat,
+                                  PartialShape({rows, cols}));
       ops::AssignVariableOp(root.WithOpName(std::string(name) + "_init"), h,
                             ops::Const(root, init));
       return h;
@@ -56,9 +59,13 @@ struct Net {
     grad = ops::MatMul(root.WithOpName("grad").WithDevice(matmul_device), x, y, ta, tb);
     if (seen) ops::Identity(root.WithOpName("seen"), grad);
     auto scalar = [&](float s) { return ops::Const(root, Tensor::Scalar<float>(s)); };
-    adam = ops::ResourceApplyAdam(root.WithOpName("adam"), w, m, v, scalar(0.9f), scalar(0.999f),
-                                  scalar(0.01f), scalar(0.9f), scalar(0.999f), scalar(1e-7f), grad);
-    ops::NoOp(root.WithOpName("train").WithControlDependencies(std::vector<Node*>{adam}));
+    update = momentum ? ops::ResourceApplyMomentum(root.WithOpName("momentum"), w, m,
+                                                   scalar(0.001f), grad, scalar(0.9f),
+                                                   /*use_nesterov=*/true)
+                      : ops::ResourceApplyAdam(root.WithOpName("adam"), w, m, v, scalar(0.9f),
+                                               scalar(0.999f), scalar(0.01f), scalar(0.9f),
+                                               scalar(0.999f), scalar(1e-7f), grad);
+    ops::NoOp(root.WithOpName("train").WithControlDependencies(std::vector<Node*>{update}));
   }
 };
 
@@ -94,7 +101,26 @@ TEST(FuseGradientMatMulIntoApplyTest, TakesTheMatMulIntoTheUpdate) {
   EXPECT_EQ(Find(*out, "train")->input(0), "^adam/with_matmul");
 }
 
-TEST(FuseGradientMatMulIntoApplyTest, LeavesAGradientReadElsewhereOrOnAnotherDevice) {
+TEST(FuseGradientMatMulIntoApplyTest, KeepsTheInputsAfterTheGradientInOrder) {
+  Net net(30, 20, false, true, false, "", /*momentum=*/true);
+  auto out = FuseGradientMatMulIntoApply(DefOf(net.root), OpRegistry::Global());
+  ASSERT_TRUE(out.ok()) << out.status();
+  const proto::NodeDef* fused = Find(*out, "momentum/with_matmul");
+  const proto::NodeDef* momentum = Find(*out, "momentum");
+  const proto::NodeDef* grad = Find(*out, "grad");
+  ASSERT_TRUE(fused != nullptr && momentum != nullptr && grad != nullptr);
+  EXPECT_EQ(fused->op(), "_ResourceApplyMomentumWithMatMul");
+  // var, accum, lr, a, b, momentum.
+  ASSERT_EQ(fused->input_size(), 6);
+  EXPECT_EQ(fused->input(2), momentum->input(2));
+  EXPECT_EQ(fused->input(3), grad->input(0));
+  EXPECT_EQ(fused->input(4), grad->input(1));
+  EXPECT_EQ(fused->input(5), momentum->input(4));
+  EXPECT_TRUE(fused->attr().at("use_nesterov").b());
+  EXPECT_TRUE(fused->attr().at("transpose_b").b());
+}
+
+TEST(FuseGradientMatMulIntoApplyTest, LeavesAGradientReadElsewhereOrComputedOnAnotherDevice) {
   for (const auto& [seen, device] :
        std::vector<std::pair<bool, std::string>>{{true, ""}, {false, "/job:worker/task:0"}}) {
     Net net(30, 20, false, false, seen, device);
@@ -103,6 +129,15 @@ TEST(FuseGradientMatMulIntoApplyTest, LeavesAGradientReadElsewhereOrOnAnotherDev
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(report.gradients_computed_in_updates, 0) << "seen " << seen << " device " << device;
     EXPECT_EQ(Find(*out, "adam/with_matmul"), nullptr);
+  }
+  {
+    // The variable on a ps, the MatMul left to the client's task: the update follows
+    // the variable, the MatMul stays with the worker.
+    Net net(30, 20, false, false, false, "", false, "/job:ps/task:0");
+    RemapReport report;
+    auto out = FuseGradientMatMulIntoApply(DefOf(net.root), OpRegistry::Global(), &report);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(report.gradients_computed_in_updates, 0);
   }
   // A session with a GPU keeps its variables there: PrepareGraph leaves the pair.
   Net net(30, 20, false, false);
@@ -148,28 +183,38 @@ std::vector<float> Train(const Net& net, Precision precision) {
 }
 
 TEST(ApplyWithMatMulKernelTest, UpdatesAsTheSeparateMatMulAndUpdate) {
-  // 1000 x 70: blocks of 468 rows (32768 / 70), the last of 64.
+  // 1000 x 70: blocks of 468 rows (32768 / 70), the last of 64. Adam for every
+  // transpose and precision; Nesterov momentum (its hyper-parameter after the gradient)
+  // once.
+  struct Config {
+    Precision precision;
+    bool ta, tb, momentum;
+  };
+  std::vector<Config> configs;
   for (const Precision precision : {Precision::kFloat32, Precision::kMixedBfloat16}) {
     for (const bool ta : {false, true}) {
-      for (const bool tb : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << "mixed " << (precision != Precision::kFloat32)
-                                          << " transpose_a " << ta << " transpose_b " << tb);
-        Net fused(1000, 70, ta, tb);
-        Net separate(1000, 70, ta, tb, /*seen=*/true);  // "seen" keeps the MatMul apart
-        for (Net* n : {&fused, &separate}) {
-          ops::ReadVariableOp(n->root.WithOpName("read_w"), n->w, DType::kFloat);
-        }
-        const std::vector<float> a = Train(fused, precision), b = Train(separate, precision);
-        ASSERT_EQ(a.size(), 70000u);
-        ASSERT_EQ(b.size(), a.size());
-        int differ = 0;
-        for (size_t i = 0; i < a.size(); ++i) {
-          ASSERT_NEAR(a[i], b[i], 1e-6f * (1.0f + std::fabs(b[i]))) << "element " << i;
-          differ += a[i] != b[i];
-        }
-        std::printf("elements differing in their last bits: %d of %zu\n", differ, a.size());
-      }
+      for (const bool tb : {false, true}) configs.push_back({precision, ta, tb, false});
     }
+  }
+  configs.push_back({Precision::kFloat32, true, false, true});
+  for (const auto& [precision, ta, tb, momentum] : configs) {
+    SCOPED_TRACE(::testing::Message()
+                 << "mixed " << (precision != Precision::kFloat32) << " transpose_a " << ta
+                 << " transpose_b " << tb << " momentum " << momentum);
+    Net fused(1000, 70, ta, tb, false, "", momentum);
+    Net separate(1000, 70, ta, tb, /*seen=*/true, "", momentum);  // "seen": the MatMul apart
+    for (Net* n : {&fused, &separate}) {
+      ops::ReadVariableOp(n->root.WithOpName("read_w"), n->w, DType::kFloat);
+    }
+    const std::vector<float> a = Train(fused, precision), b = Train(separate, precision);
+    ASSERT_EQ(a.size(), 70000u);
+    ASSERT_EQ(b.size(), a.size());
+    int differ = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_NEAR(a[i], b[i], 1e-6f * (1.0f + std::fabs(b[i]))) << "element " << i;
+      differ += a[i] != b[i];
+    }
+    std::printf("elements differing in their last bits: %d of %zu\n", differ, a.size());
   }
 }
 
