@@ -113,10 +113,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void AccumulateBlock(
       c[r][s] = acc + (tap * l.o_pad + (mt + r) * 16) * l.c_pad + cb * 16;
   }
   const int64_t c_stride = l.c_pad * 4, a_stride = l.p * 2, b_stride = 64;
-  _tile_loadd(0, c[0][0], c_stride);
-  if constexpr (NR == 2) _tile_loadd(1, c[0][1], c_stride);
-  if constexpr (MR == 2) _tile_loadd(2, c[1][0], c_stride);
-  if constexpr (MR == 2 && NR == 2) _tile_loadd(3, c[1][1], c_stride);
+  amx::LoadCTiles<MR, NR>(c, c_stride);
   for (int64_t b = 0; b < images; ++b) {
     const uint16_t* a0 = grad + b * l.image_dy + mt * 16 * l.p;
     const uint16_t* a1 = a0 + (MR - 1) * 16 * l.p;
@@ -137,10 +134,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void AccumulateBlock(
       }
     }
   }
-  _tile_stored(0, c[0][0], c_stride);
-  if constexpr (NR == 2) _tile_stored(1, c[0][1], c_stride);
-  if constexpr (MR == 2) _tile_stored(2, c[1][0], c_stride);
-  if constexpr (MR == 2 && NR == 2) _tile_stored(3, c[1][1], c_stride);
+  amx::StoreCTiles<MR, NR>(c, c_stride);
 }
 
 // Images laid out and summed by every block per pass: up to 8, and no more than fit in
@@ -200,15 +194,9 @@ void amx::SumAlongPositions(const FilterGradGeometry& g, const uint16_t* x, cons
       for (int64_t k = blocks * t / nt; k < blocks * (t + 1) / nt; ++k) {
         const int64_t mt = k / n_blocks * 2, ntile = k % n_blocks * 2;
         const bool two_m = mt + 1 < m_tiles, two_n = ntile + 1 < n_tiles;
-        if (two_m && two_n) {
-          AccumulateBlock<2, 2>(g, l, pass_x, pass_dy, images, mt, ntile, acc);
-        } else if (two_m) {
-          AccumulateBlock<2, 1>(g, l, pass_x, pass_dy, images, mt, ntile, acc);
-        } else if (two_n) {
-          AccumulateBlock<1, 2>(g, l, pass_x, pass_dy, images, mt, ntile, acc);
-        } else {
-          AccumulateBlock<1, 1>(g, l, pass_x, pass_dy, images, mt, ntile, acc);
-        }
+        amx::WithBlockShape(two_m, two_n, [&](auto mr, auto nr) {
+          AccumulateBlock<mr(), nr()>(g, l, pass_x, pass_dy, images, mt, ntile, acc);
+        });
       }
     }
     amx::ReleaseTiles();

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "framework/kernels/cpu/bf16_convert.h"
@@ -24,6 +25,42 @@
 namespace tandem::nn::amx {
 
 inline int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// Loads (stores) the block's MR x NR C tiles, tile 2r + s at c[r][s] with rows of
+// `stride` bytes.
+template <int MR, int NR>
+__attribute__((target("amx-tile"))) inline void LoadCTiles(float* const (&c)[2][2],
+                                                           int64_t stride) {
+  _tile_loadd(0, c[0][0], stride);
+  if constexpr (NR == 2) _tile_loadd(1, c[0][1], stride);
+  if constexpr (MR == 2) _tile_loadd(2, c[1][0], stride);
+  if constexpr (MR == 2 && NR == 2) _tile_loadd(3, c[1][1], stride);
+}
+template <int MR, int NR>
+__attribute__((target("amx-tile"))) inline void StoreCTiles(float* const (&c)[2][2],
+                                                            int64_t stride) {
+  _tile_stored(0, c[0][0], stride);
+  if constexpr (NR == 2) _tile_stored(1, c[0][1], stride);
+  if constexpr (MR == 2) _tile_stored(2, c[1][0], stride);
+  if constexpr (MR == 2 && NR == 2) _tile_stored(3, c[1][1], stride);
+}
+
+// Calls f(MR, NR) with std::integral_constants for a block of MR x NR C tiles: 2 rows of
+// tiles where `two_rows`, else 1, and likewise columns (the AccumulateBlock templates).
+template <typename F>
+void WithBlockShape(bool two_rows, bool two_cols, const F& f) {
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  if (two_rows && two_cols) {
+    f(Two{}, Two{});
+  } else if (two_rows) {
+    f(Two{}, One{});
+  } else if (two_cols) {
+    f(One{}, Two{});
+  } else {
+    f(One{}, One{});
+  }
+}
 
 // Positions an image adds up in the position reduction: its output rows on the
 // zero-padded plane, ow + kw - 1 positions each, rounded up to one tile's 32.

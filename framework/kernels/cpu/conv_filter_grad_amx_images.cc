@@ -138,10 +138,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void AccumulateImagesBlock(
   }
   const int64_t c_stride = l.o_pad * 4, stride = 64;
   const int64_t i = tap / g.kw, j = tap % g.kw;
-  _tile_loadd(0, c[0][0], c_stride);
-  if constexpr (NR == 2) _tile_loadd(1, c[0][1], c_stride);
-  if constexpr (MR == 2) _tile_loadd(2, c[1][0], c_stride);
-  if constexpr (MR == 2 && NR == 2) _tile_loadd(3, c[1][1], c_stride);
+  amx::LoadCTiles<MR, NR>(c, c_stride);
   for (int64_t y = 0; y < g.oh; ++y) {
     const uint16_t* a = xs + l.XTile((y + i) * l.pw + j, cb);
     const uint16_t* b = dys + l.DyTile(y * g.ow, ob);
@@ -161,10 +158,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void AccumulateImagesBlock(
       }
     }
   }
-  _tile_stored(0, c[0][0], c_stride);
-  if constexpr (NR == 2) _tile_stored(1, c[0][1], c_stride);
-  if constexpr (MR == 2) _tile_stored(2, c[1][0], c_stride);
-  if constexpr (MR == 2 && NR == 2) _tile_stored(3, c[1][1], c_stride);
+  amx::StoreCTiles<MR, NR>(c, c_stride);
 }
 
 }  // namespace
@@ -216,15 +210,9 @@ absl::Status FilterGradAmxByImages(const FilterGradGeometry& g, const Tensor& in
         const int64_t tap = k / (c_blocks * o_blocks);
         const int64_t cb = k / o_blocks % c_blocks * 2, ob = k % o_blocks * 2;
         const bool two_c = cb + 1 < c_tiles, two_o = ob + 1 < o_tiles;
-        if (two_c && two_o) {
-          AccumulateImagesBlock<2, 2>(g, l, chunk_x, chunk_dy, tap, cb, ob, acc);
-        } else if (two_c) {
-          AccumulateImagesBlock<2, 1>(g, l, chunk_x, chunk_dy, tap, cb, ob, acc);
-        } else if (two_o) {
-          AccumulateImagesBlock<1, 2>(g, l, chunk_x, chunk_dy, tap, cb, ob, acc);
-        } else {
-          AccumulateImagesBlock<1, 1>(g, l, chunk_x, chunk_dy, tap, cb, ob, acc);
-        }
+        amx::WithBlockShape(two_c, two_o, [&](auto mr, auto nr) {
+          AccumulateImagesBlock<mr(), nr()>(g, l, chunk_x, chunk_dy, tap, cb, ob, acc);
+        });
       }
     }
     amx::ReleaseTiles();
