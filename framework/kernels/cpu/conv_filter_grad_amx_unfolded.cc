@@ -95,41 +95,45 @@ void InterleaveGrad(const FilterGradGeometry& g, const UnfoldedLayout& l, const 
   }
 }
 
-// Adds one image's products into the C tiles of acc [rows_pad][o_pad], in blocks of up
-// to 2 x 2 tiles. Tiles 0-3: C; 4-5: A; 6-7: B.
-__attribute__((target("amx-tile,amx-bf16"))) void AccumulateImage(const UnfoldedLayout& l,
-                                                                  const uint16_t* t,
-                                                                  const uint16_t* d, float* acc) {
+// Adds one image's products into the MR x NR C tiles of row tiles rt.. and output tiles
+// ot.. of acc [rows_pad][o_pad]. Tiles 0-3: C; 4-5: A; 6-7: B.
+template <int MR, int NR>
+__attribute__((target("amx-tile,amx-bf16"))) void AccumulateUnfoldedBlock(const UnfoldedLayout& l,
+                                                                          const uint16_t* t,
+                                                                          const uint16_t* d,
+                                                                          int64_t rt, int64_t ot,
+                                                                          float* acc) {
   const int64_t c_stride = l.o_pad * 4, a_stride = l.p * 2, b_stride = 64;
+  float* const base = acc + rt * 16 * l.o_pad + ot * 16;
+  float* const c[2][2] = {{base, base + 16}, {base + 16 * l.o_pad, base + 16 * l.o_pad + 16}};
+  amx::LoadCTiles<MR, NR>(c, c_stride);
+  const uint16_t* a = t + rt * 16 * l.p;
+  const uint16_t* bt = d + ot * (l.p / 2) * 32;
+  for (int64_t k = 0; k < l.p; k += 32) {
+    _tile_loadd(4, a + k, a_stride);
+    _tile_loadd(6, bt + k * 16, b_stride);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (NR == 2) {
+      _tile_loadd(7, bt + (l.p / 2) * 32 + k * 16, b_stride);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if constexpr (MR == 2) {
+      _tile_loadd(5, a + 16 * l.p + k, a_stride);
+      _tile_dpbf16ps(2, 5, 6);
+      if constexpr (NR == 2) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  amx::StoreCTiles<MR, NR>(c, c_stride);
+}
+
+// Adds one image's products into acc, block of up to 2 x 2 tiles by block.
+void AccumulateImage(const UnfoldedLayout& l, const uint16_t* t, const uint16_t* d, float* acc) {
   const int64_t row_tiles = l.rows_pad / 16, o_tiles = l.o_pad / 16;
   for (int64_t rt = 0; rt < row_tiles; rt += 2) {
     for (int64_t ot = 0; ot < o_tiles; ot += 2) {
-      const bool two_r = rt + 1 < row_tiles, two_o = ot + 1 < o_tiles;
-      float* c = acc + rt * 16 * l.o_pad + ot * 16;
-      _tile_loadd(0, c, c_stride);
-      if (two_o) _tile_loadd(1, c + 16, c_stride);
-      if (two_r) _tile_loadd(2, c + 16 * l.o_pad, c_stride);
-      if (two_r && two_o) _tile_loadd(3, c + 16 * l.o_pad + 16, c_stride);
-      const uint16_t* a = t + rt * 16 * l.p;
-      const uint16_t* bt = d + ot * (l.p / 2) * 32;
-      for (int64_t k = 0; k < l.p; k += 32) {
-        _tile_loadd(4, a + k, a_stride);
-        _tile_loadd(6, bt + k * 16, b_stride);
-        _tile_dpbf16ps(0, 4, 6);
-        if (two_o) {
-          _tile_loadd(7, bt + (l.p / 2) * 32 + k * 16, b_stride);
-          _tile_dpbf16ps(1, 4, 7);
-        }
-        if (two_r) {
-          _tile_loadd(5, a + 16 * l.p + k, a_stride);
-          _tile_dpbf16ps(2, 5, 6);
-          if (two_o) _tile_dpbf16ps(3, 5, 7);
-        }
-      }
-      _tile_stored(0, c, c_stride);
-      if (two_o) _tile_stored(1, c + 16, c_stride);
-      if (two_r) _tile_stored(2, c + 16 * l.o_pad, c_stride);
-      if (two_r && two_o) _tile_stored(3, c + 16 * l.o_pad + 16, c_stride);
+      amx::WithBlockShape(rt + 1 < row_tiles, ot + 1 < o_tiles, [&](auto mr, auto nr) {
+        AccumulateUnfoldedBlock<mr(), nr()>(l, t, d, rt, ot, acc);
+      });
     }
   }
 }

@@ -68,24 +68,18 @@ absl::StatusOr<MatMulRowBlocks> MatMulRowBlocks::Create(const OpKernelContext& c
     TANDEM_ASSIGN_OR_RETURN(blocks.last_, make(last));
   }
   // Both operands laid out once: a as rows, b as each primitive's weights.
+  auto laid_out = [](const std::optional<dnnl::reorder>& reorder, const memory::desc& from,
+                     const Tensor& t, const memory::desc& to) {
+    Tensor scratch;
+    return onednn::InLayout(reorder, from, t.raw_data(), to, &scratch) == t.raw_data() ? t
+                                                                                       : scratch;
+  };
   TANDEM_RETURN_IF_ERROR(onednn::Guard(ctx, [&]() {
     const Primitive& f = *blocks.full_;
-    Tensor scratch;
-    blocks.a_ = wide_a;
-    if (onednn::InLayout(f.a_to_rows, f.user_a_md, wide_a.raw_data(), f.rows_a_md, &scratch) !=
-        wide_a.raw_data()) {
-      blocks.a_ = scratch;
-    }
-    for (const Primitive* p : {blocks.full_.get(), blocks.last_.get()}) {
-      Tensor& packed = p == blocks.full_.get() ? blocks.b_ : blocks.b_last_;
-      packed = wide_b;
-      if (onednn::InLayout(p->b_to_weights, p->user_b_md, wide_b.raw_data(), p->b_md, &scratch) !=
-          wide_b.raw_data()) {
-        packed = scratch;
-      }
-      if (blocks.last_ == blocks.full_) break;
-    }
-    if (blocks.last_ == blocks.full_) blocks.b_last_ = blocks.b_;
+    const Primitive& l = *blocks.last_;
+    blocks.a_ = laid_out(f.a_to_rows, f.user_a_md, wide_a, f.rows_a_md);
+    blocks.b_ = laid_out(f.b_to_weights, f.user_b_md, wide_b, f.b_md);
+    blocks.b_last_ = &l == &f ? blocks.b_ : laid_out(l.b_to_weights, l.user_b_md, wide_b, l.b_md);
     return absl::OkStatus();
   }));
   return blocks;

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -210,7 +211,8 @@ class ApplyKernel : public OpKernel {
     absl::Status first_error;
     const int64_t block = product.rows() * product.n();
     OmpParallelFor(product.blocks(), 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> grad(block);
+      thread_local std::vector<float> grad;  // grow-only, reused step after step
+      if (static_cast<int64_t>(grad.size()) < block) grad.resize(block);
       for (int64_t i = begin; i < end; ++i) {
         absl::Status s = product.Run(i, grad.data());
         if (!s.ok()) {
@@ -524,32 +526,23 @@ class FloatUnaryKernel : public OpKernel {
   }
 };
 
+// Dense update `op` with kernel K, and its _<op>WithMatMul form.
+template <typename K>
+void RegisterDenseApply(KernelRegistry* r, const std::string& op) {
+  r->Register<K>(op, kDeviceCpu, DType::kFloat);
+  r->Register<WithMatMul<K>>(absl::StrCat("_", op, "WithMatMul"), kDeviceCpu, DType::kFloat);
+}
+
 }  // namespace
 
 void RegisterCpuTrainingKernels(KernelRegistry* r) {
-  r->Register<ApplyGradientDescentKernel>("ResourceApplyGradientDescent", kDeviceCpu,
-                                          DType::kFloat);
-  r->Register<ApplyMomentumKernel>("ResourceApplyMomentum", kDeviceCpu, DType::kFloat);
-  r->Register<ApplyAdagradKernel>("ResourceApplyAdagrad", kDeviceCpu, DType::kFloat);
-  r->Register<ApplyAdamKernel>("ResourceApplyAdam", kDeviceCpu, DType::kFloat);
-  r->Register<ApplyRMSPropKernel>("ResourceApplyRMSProp", kDeviceCpu, DType::kFloat);
-  r->Register<ApplyCenteredRMSPropKernel>("ResourceApplyCenteredRMSProp", kDeviceCpu,
-                                          DType::kFloat);
-  r->Register<ApplyFtrlKernel>("ResourceApplyFtrl", kDeviceCpu, DType::kFloat);
-  r->Register<WithMatMul<ApplyGradientDescentKernel>>("_ResourceApplyGradientDescentWithMatMul",
-                                                      kDeviceCpu, DType::kFloat);
-  r->Register<WithMatMul<ApplyMomentumKernel>>("_ResourceApplyMomentumWithMatMul", kDeviceCpu,
-                                               DType::kFloat);
-  r->Register<WithMatMul<ApplyAdagradKernel>>("_ResourceApplyAdagradWithMatMul", kDeviceCpu,
-                                              DType::kFloat);
-  r->Register<WithMatMul<ApplyAdamKernel>>("_ResourceApplyAdamWithMatMul", kDeviceCpu,
-                                           DType::kFloat);
-  r->Register<WithMatMul<ApplyRMSPropKernel>>("_ResourceApplyRMSPropWithMatMul", kDeviceCpu,
-                                              DType::kFloat);
-  r->Register<WithMatMul<ApplyCenteredRMSPropKernel>>("_ResourceApplyCenteredRMSPropWithMatMul",
-                                                      kDeviceCpu, DType::kFloat);
-  r->Register<WithMatMul<ApplyFtrlKernel>>("_ResourceApplyFtrlWithMatMul", kDeviceCpu,
-                                           DType::kFloat);
+  RegisterDenseApply<ApplyGradientDescentKernel>(r, "ResourceApplyGradientDescent");
+  RegisterDenseApply<ApplyMomentumKernel>(r, "ResourceApplyMomentum");
+  RegisterDenseApply<ApplyAdagradKernel>(r, "ResourceApplyAdagrad");
+  RegisterDenseApply<ApplyAdamKernel>(r, "ResourceApplyAdam");
+  RegisterDenseApply<ApplyRMSPropKernel>(r, "ResourceApplyRMSProp");
+  RegisterDenseApply<ApplyCenteredRMSPropKernel>(r, "ResourceApplyCenteredRMSProp");
+  RegisterDenseApply<ApplyFtrlKernel>(r, "ResourceApplyFtrl");
   r->Register<SparseApplyMomentumKernel>("ResourceSparseApplyMomentum", kDeviceCpu, DType::kFloat);
   r->Register<SparseApplyAdagradKernel>("ResourceSparseApplyAdagrad", kDeviceCpu, DType::kFloat);
   // Unless the math kernels already provide them.
