@@ -29,6 +29,10 @@ std::string Summary(const RemapReport& report) {
     parts.push_back(absl::StrCat("ReLU gradients masked before their MaxPoolGrad: ",
                                  report.masks_before_pool_grad));
   }
+  if (report.bias_grads_before_pool_grad > 0) {
+    parts.push_back(absl::StrCat("bias gradients summed before their MaxPoolGrad: ",
+                                 report.bias_grads_before_pool_grad));
+  }
   if (report.variables_read_as_bfloat16 > 0) {
     parts.push_back(absl::StrCat("variables read as the bfloat16 copies their updates write: ",
                                  report.variables_read_as_bfloat16));
@@ -50,6 +54,7 @@ absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precisi
                           FuseBiasAndRelu(typed, OpRegistry::Global(), &report));
   TANDEM_ASSIGN_OR_RETURN(proto::GraphDef out,
                           MaskBeforeMaxPoolGrad(fused, OpRegistry::Global(), &report));
+  TANDEM_ASSIGN_OR_RETURN(out, BiasGradBeforeMaxPoolGrad(out, OpRegistry::Global(), &report));
   if (variables_on_cpu) {
     TANDEM_ASSIGN_OR_RETURN(out, ReadVariablesAsBfloat16(out, OpRegistry::Global(), &report));
     TANDEM_ASSIGN_OR_RETURN(out, FuseGradientMatMulIntoApply(out, OpRegistry::Global(), &report));

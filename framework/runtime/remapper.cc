@@ -203,6 +203,18 @@ const Node* MaskablePoolGrad(const Node& r) {
   return &pg;
 }
 
+// When `b` is BiasAddGrad(MaxPoolGrad(a, m, g)) on the MaxPoolGrad's device, reading g's
+// dtype, the MaxPoolGrad; else null.
+const Node* PoolGradUnderBiasGrad(const Node& b) {
+  if (b.op() != "BiasAddGrad" || b.num_inputs() != 1 || b.input(0).index != 0) return nullptr;
+  const Node& pg = *b.input(0).node;
+  if (pg.op() != "MaxPoolGrad" || pg.num_inputs() != 3 || pg.num_outputs() != 1 ||
+      pg.requested_device() != b.requested_device() || pg.input(2).dtype() != pg.output_dtype(0)) {
+    return nullptr;
+  }
+  return &pg;
+}
+
 // When `cast` is Cast(ReadVariableOp(handle)) from float32 to bfloat16 on one device,
 // with nothing ordered after the read by a control edge, the read; else null.
 const Node* CastVariableRead(const Node& cast) {
@@ -272,6 +284,27 @@ absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def
     rewrite.added_after[relu_grad.name()].push_back(std::move(masked));
     rewrite.added_after[relu_grad.name()].push_back(std::move(routed));
     if (report != nullptr) ++report->masks_before_pool_grad;
+  });
+}
+
+absl::StatusOr<proto::GraphDef> BiasGradBeforeMaxPoolGrad(const proto::GraphDef& def,
+                                                          const OpRegistry* registry,
+                                                          RemapReport* report) {
+  return RewriteEachNode(def, registry, [&](const Node& node, const auto& index, Rewrite& rewrite) {
+    const Node* pg = PoolGradUnderBiasGrad(node);
+    if (pg == nullptr) return;
+    const proto::NodeDef& pool_grad = DefOf(index, def, *pg);
+    const proto::NodeDef& bias_grad = DefOf(index, def, node);
+    // BiasAddGrad(g): the sums of the pooled gradient, in place of the BiasAddGrad for
+    // all its readers.
+    proto::NodeDef pooled = bias_grad;
+    pooled.set_name(rewrite.NewName(bias_grad.name(), "/pooled"));
+    pooled.clear_input();
+    pooled.add_input(pool_grad.input(2));
+    AddControlInputs({&pool_grad, &bias_grad}, &pooled);
+    rewrite.renamed[bias_grad.name()] = pooled.name();
+    rewrite.added_after[bias_grad.name()].push_back(std::move(pooled));
+    if (report != nullptr) ++report->bias_grads_before_pool_grad;
   });
 }
 

@@ -16,6 +16,15 @@
 // share a's tensor and their window geometry, the full-size gradient feeds nothing but
 // the ReluGrad, and all three nodes share one device and dtype.
 //
+// BiasGradBeforeMaxPoolGrad turns BiasAddGrad(MaxPoolGrad(a, m, g)) into BiasAddGrad(g):
+// the per-channel sums of the pooled gradient, a quarter of the elements under 2x2
+// windows. MaxPoolGrad routes each of g's elements to one place of its channel (added
+// up where windows overlap) and writes 0 elsewhere, so both sum the same terms, in
+// another order: equal up to float32 rounding of the sum, not bit for bit. (A window
+// whose every element is NaN routes its gradient nowhere; its step's loss is NaN
+// either way.) It applies where both nodes share one device and the BiasAddGrad reads
+// g's dtype, whatever else reads the MaxPoolGrad.
+//
 // Nothing the caller knows changes meaning. The chain's nodes stay in the graph under
 // their names; the fused node ("<last>/fused") takes over every consumer of the
 // chain's last node, data and control (the masked MaxPoolGrad, "<ReluGrad>/routed",
@@ -42,6 +51,7 @@ namespace tandem {
 struct RemapReport {
   std::map<std::string, int> fused;       // "Conv2D+BiasAdd+Relu" -> chains fused
   int masks_before_pool_grad = 0;         // ReluGrads moved before their MaxPoolGrad
+  int bias_grads_before_pool_grad = 0;    // BiasAddGrads of the pooled gradient
   int variables_read_as_bfloat16 = 0;     // Cast(ReadVariableOp) pairs fused
   int gradients_computed_in_updates = 0;  // MatMuls taken into their dense updates
 };
@@ -53,6 +63,10 @@ absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
 absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def,
                                                       const OpRegistry* registry,
                                                       RemapReport* report = nullptr);
+
+absl::StatusOr<proto::GraphDef> BiasGradBeforeMaxPoolGrad(const proto::GraphDef& def,
+                                                          const OpRegistry* registry,
+                                                          RemapReport* report = nullptr);
 
 // Cast(ReadVariableOp(handle)) from float32 to bfloat16, on one device and with nothing
 // ordered after the read, becomes _ReadVariableAsBfloat16(handle) for the cast's

@@ -190,7 +190,7 @@ struct ConvFwdEntry : ConvEntryBase {
 
 // The forward convolution of `s` (its fusion included) into `out`.
 absl::Status ForwardConv(const OpKernelContext& ctx, const ConvShape& s, const Tensor& input,
-                            const Tensor& filter, Tensor* out) {
+                         const Tensor& filter, Tensor* out) {
   TANDEM_ASSIGN_OR_RETURN(auto e, onednn::Cached<ConvFwdEntry>(ctx, s.Key("conv_fwd"), [&] {
                             ConvFwdEntry e;
                             auto pd = s.ForwardPd();

@@ -115,8 +115,8 @@ TEST_P(InputGradTest, EveryPathMatchesTheNaiveSum) {
   const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
   // Tolerance relative to the sum of |terms|: float32 sums, and a bfloat16 result's
   // rounding.
-  for (const auto& [dtype, tolerance] : {std::pair{DType::kFloat, 1e-5},
-                                         std::pair{DType::kBFloat16, 1e-2}}) {
+  for (const auto& [dtype, tolerance] :
+       {std::pair{DType::kFloat, 1e-5}, std::pair{DType::kBFloat16, 1e-2}}) {
     const std::vector<float> w = Random(k.kh * k.kw * k.c * k.o, 1, dtype);
     const std::vector<float> dy = Random(k.n * oh.out * ow.out * k.o, 2, dtype);
     std::vector<double> scale;

@@ -3,6 +3,9 @@
 // rewritten gradient equals the original bit for bit, in float32 and under
 // mixed_bfloat16, with disjoint 2x2 windows and with overlapping 3x3 ones, on inputs
 // where whole windows are zero after the ReLU (so the mask changes the result).
+// BiasGradBeforeMaxPoolGrad: that the bias gradient is then summed from the pooled
+// gradient, equal to the full-size one's sums up to rounding, and only over a
+// MaxPoolGrad on its device.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -203,6 +206,98 @@ TEST(MaskBeforeMaxPoolGradTest, LeavesPairsItCannotProveEqual) {
     if (n.name().ends_with("/routed")) routed.push_back(n.name());
   }
   EXPECT_THAT(routed, ElementsAre("plain/routed"));
+}
+
+// BiasGradBeforeMaxPoolGrad (run by PrepareGraph after the mask has moved): the bias
+// gradient's readers read BiasAddGrad(pooled gradient), whose sums equal those of the
+// full-size routed gradient (fetched, summed here in double) up to float rounding.
+void ExpectBiasGradOfPooledGradient(const ops::PoolAttrs& pool_attrs, Precision precision) {
+  Net net(pool_attrs);
+  const proto::GraphDef def = DefOf(net.root);
+  auto prepared = PrepareGraph(def, precision);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  std::string pooled_sum, original_sum, routed, masked;
+  for (const auto& n : prepared->node()) {
+    if (n.op() == "BiasAddGrad" && n.name().ends_with("/pooled")) {
+      pooled_sum = n.name();
+      masked = n.input(0);
+    }
+    if (n.op() == "MaxPoolGrad" && n.name().ends_with("/routed")) routed = n.name();
+  }
+  ASSERT_FALSE(pooled_sum.empty()) << "not rewritten";
+  for (const auto& n : prepared->node()) {
+    const bool reads_routed =
+        n.input_size() > 0 && (n.input(0) == routed || n.input(0) == routed + ":0");
+    if (n.op() == "BiasAddGrad" && reads_routed) original_sum = n.name();
+  }
+  ASSERT_FALSE(original_sum.empty());
+  EXPECT_TRUE(masked.ends_with("/pooled")) << masked;  // The masked, pooled gradient.
+
+  SessionOptions so;
+  so.precision = precision;
+  auto session = NewDirectSession(def, so);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto out = (*session)->Run({{"x:0", Ramp(TensorShape({2, 6, 6, 2}), 0.61f, 0.0f)}},
+                             {pooled_sum, original_sum, routed});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor &got = (*out)[0], &unrewritten = (*out)[1], &full = (*out)[2];
+  const int64_t c = full.dim(3);
+  ASSERT_EQ(got.NumElements(), c);
+  std::vector<double> want(c, 0.0), scale(c, 0.0);
+  for (int64_t k = 0; k < full.NumElements(); ++k) {
+    want[k % c] += full.ValueAsDouble(k);
+    scale[k % c] += std::fabs(full.ValueAsDouble(k));
+  }
+  // float32 sums; a bfloat16 result rounds once more.
+  const double tolerance = precision == Precision::kFloat32 ? 1e-6 : 1e-2;
+  int nonzero = 0;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    EXPECT_NEAR(got.ValueAsDouble(ch), want[ch], tolerance * scale[ch] + 1e-12) << ch;
+    EXPECT_NEAR(unrewritten.ValueAsDouble(ch), want[ch], tolerance * scale[ch] + 1e-12) << ch;
+    nonzero += want[ch] != 0;
+  }
+  EXPECT_GT(nonzero, 0);
+}
+
+TEST(BiasGradBeforeMaxPoolGradTest, SumsThePooledGradient) {
+  ExpectBiasGradOfPooledGradient(Disjoint2x2(), Precision::kFloat32);
+  ExpectBiasGradOfPooledGradient(Overlapping3x3(), Precision::kFloat32);
+  ExpectBiasGradOfPooledGradient(Disjoint2x2(), Precision::kMixedBfloat16);
+  ExpectBiasGradOfPooledGradient(Overlapping3x3(), Precision::kMixedBfloat16);
+}
+
+TEST(BiasGradBeforeMaxPoolGradTest, OnlyOverAMaxPoolGradOnItsDevice) {
+  ops::EnsureStandardOps();
+  Scope root = Scope::NewRootScope();
+  Output a = ops::Placeholder(root.WithOpName("a"), DType::kFloat, PartialShape({1, 4, 4, 3}));
+  Output g = ops::Placeholder(root.WithOpName("g"), DType::kFloat, PartialShape({1, 2, 2, 3}));
+  Output pool = ops::MaxPool(root.WithOpName("pool"), a);
+  const AttrMap geometry = {{"ksize", std::vector<int64_t>{1, 2, 2, 1}},
+                            {"strides", std::vector<int64_t>{1, 2, 2, 1}},
+                            {"padding", std::string("VALID")},
+                            {"T", DType::kFloat}};
+  Output pg = ops::internal::Build(root.WithOpName("pg"), "MaxPoolGrad", {a, pool, g}, geometry);
+  auto bias_grad = [&](const Scope& scope, const std::string& name, Output x) {
+    return ops::internal::Build(scope.WithOpName(name), "BiasAddGrad", {x}, {{"T", DType::kFloat}});
+  };
+  bias_grad(root, "of_pool_grad", pg);
+  bias_grad(root.WithDevice("/job:localhost/replica:0/task:0/device:CPU:1"), "elsewhere", pg);
+  bias_grad(
+      root, "of_relu_grad",
+      ops::internal::Build(root.WithOpName("rg"), "ReluGrad", {a, a}, {{"T", DType::kFloat}}));
+
+  RemapReport report;
+  auto out = BiasGradBeforeMaxPoolGrad(DefOf(root), OpRegistry::Global(), &report);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(report.bias_grads_before_pool_grad, 1);
+  std::vector<std::string> rewritten;
+  for (const auto& n : out->node()) {
+    if (n.name().ends_with("/pooled")) {
+      rewritten.push_back(n.name());
+      EXPECT_EQ(n.input(0), "g");
+    }
+  }
+  EXPECT_THAT(rewritten, ElementsAre("of_pool_grad/pooled"));
 }
 
 TEST(MaskBeforeMaxPoolGradTest, ABadGraphIsAnError) {
