@@ -63,19 +63,24 @@ peer_best() {
 }
 if [[ "${2:-}" != "--e2e" ]]; then
 for threads in 1 2; do
-  # This CPU's oneDNN matmul peak per precision: each step row reports its fraction of it.
+  # This CPU's oneDNN matmul peak per precision: each step row reports its fraction of it
+  # (of_gemm_peak) and of the peak measured again in the step's own process, with the
+  # step's floor there (products at that peak plus the Adam update's memory traffic).
   peak=$(OMP_NUM_THREADS=$threads "$bench" --model gemm_peak --threads "$threads")
   echo "$peak"
   for cfg in "mlp 128 300" "cnn 100 50"; do
     set -- $cfg
     for precision in float32 mixed_bfloat16; do
       n=$([[ "$1" == cnn ]] && echo "$reps" || echo 1)
-      oursl="" theirsl="" gflopsl=""
+      oursl="" theirsl="" gflopsl="" sharel="" atl="" ceill=""
       for ((i = 0; i < n; i++)); do
         out=$(OMP_NUM_THREADS=$threads "$bench" --model "$1" --threads "$threads" --batch "$2" \
-              --steps "$3" --precision "$precision" 2>/dev/null)
+              --steps "$3" --precision "$precision" --floor 2>/dev/null)
         oursl="$oursl $(echo "$out" | rate)"
-        gflopsl="$gflopsl $(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')"
+        gflopsl="$gflopsl $(echo "$out" | sed -n 's/^tandem .*gflops=\([0-9.]*\).*/\1/p')"
+        sharel="$sharel $(echo "$out" | sed -n 's/^floor .*peak_share=\([0-9.]*\).*/\1/p')"
+        atl="$atl $(echo "$out" | sed -n 's/^floor .*step_at_floor=\([0-9.]*\).*/\1/p')"
+        ceill="$ceill $(echo "$out" | sed -n 's/^floor .*peak_share_ceiling=\([0-9.]*\).*/\1/p')"
         if (( have_peer )); then
           theirsl="$theirsl $(peer_best "$threads" --model "$1" --batch "$2" --steps "$3" --precision "$precision")"
         fi
@@ -85,7 +90,10 @@ for threads in 1 2; do
       gflops=$(echo "$gflopsl" | median)
       top=$(echo "$peak" | sed -n "s/.*$key=\([0-9.]*\).*/\1/p")
       line="$line gflops=$gflops of_gemm_peak=$(awk -v a="$gflops" -v b="$top" 'BEGIN { printf "%.2f", a / b }')"
-      echo "$line examples/s"
+      # The same step against the peak measured in its own process right after it, and
+      # against its floor there (train_bench --floor), medians over the runs.
+      line="$line of_peak_in_process=$(echo "$sharel" | median) step_at_floor=$(echo "$atl" | median)"
+      echo "$line peak_share_ceiling=$(echo "$ceill" | median) examples/s"
     done
   done
 done

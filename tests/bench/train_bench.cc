@@ -15,6 +15,9 @@
 //     (an OpenMP team, the intra-op pool) on a 1M-element loop, with one caller and
 //     with four concurrent callers (a ps applying several workers' updates).
 //   --precision mixed_bfloat16: the mlp and cnn steps under the mixed_bfloat16 policy.
+//   --floor: after the mlp or cnn steps, in the same process, the step's floor on this
+//     machine: its products at the matmul peak of its precision, plus one pass of the
+//     Adam update's memory traffic over the model's trainable weights (StepFloor).
 //   --alternate VAR=A,B: the mlp and cnn steps (and --profile's traced steps) set the
 //     environment variable VAR to A, B, ... in turn, and each value's steps are timed
 //     apart: an A/B of kernel paths chosen by the environment (TANDEM_CONV_FILTER_GRAD)
@@ -34,6 +37,8 @@
 #include "CLI/CLI.hpp"
 #include "apps/examples/fashion_models.h"
 #include "framework/core/thread_pool.h"
+#include "framework/kernels/cpu/bf16_convert.h"
+#include "framework/kernels/cpu/dense_apply_loops.h"
 #include "framework/kernels/cpu/onednn_util.h"
 #include "framework/kernels/cpu/parallel.h"
 #include "framework/kernels/kernel_registry.h"
@@ -78,9 +83,13 @@ struct Alternation {
   }
 };
 
+double PeakRate(int threads, bool bf16);
+void StepFloor(const Graph& graph, double step_flops, double step_secs, int threads,
+               Precision precision);
+
 int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int threads,
                int inter_op, int64_t batch, int steps, int warmup, int profile, Precision precision,
-               int gpus, const Alternation& alternate) {
+               int gpus, const Alternation& alternate, bool floor) {
   Scope root = Scope::NewRootScope();
   root.graph()->set_seed(1);
   Output images =
@@ -216,6 +225,7 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
                 alternate.var.c_str(), alternate.values[v].c_str(), value_steps[v], value_rate,
                 value_rate * flops / 1e9);
   }
+  if (floor) StepFloor(*root.graph(), flops * batch, secs / steps, threads, precision);
   return 0;
 }
 
@@ -254,19 +264,84 @@ double GemmRate(int64_t n, dnnl::memory::data_type dt) {
 // AMX unit, and the 2-thread product then runs below the 1-thread one). On a CPU without
 // bfloat16 kernels, tandem computes bfloat16 ops in float32 (onednn::HasBf16Kernels), so
 // the bfloat16 peak there is the float32 one, and the line says so.
-int GemmPeak(int threads) {
-  using dt = dnnl::memory::data_type;
-  const bool bf16 = onednn::HasBf16Kernels();
-  double f32 = 0, b16 = 0;
+double PeakRate(int threads, bool bf16) {
+  const auto dt = bf16 && onednn::HasBf16Kernels() ? dnnl::memory::data_type::bf16
+                                                   : dnnl::memory::data_type::f32;
+  double best = 0;
   for (int t = 1; t <= threads; ++t) {
     omp_set_num_threads(t);
-    f32 = std::max(f32, GemmRate(2048, dt::f32));
-    if (bf16) b16 = std::max(b16, GemmRate(2048, dt::bf16));
+    best = std::max(best, GemmRate(2048, dt));
   }
-  std::printf("gemm_peak threads=%d f32_gflops=%.0f bf16_gflops=%.0f isa=%s%s\n", threads, f32,
-              bf16 ? b16 : f32, onednn::EffectiveIsaName().c_str(),
-              bf16 ? "" : " bf16=float32_fallback");
+  omp_set_num_threads(threads);
+  return best;
+}
+
+int GemmPeak(int threads) {
+  const bool bf16 = onednn::HasBf16Kernels();
+  const double f32 = PeakRate(threads, false), b16 = bf16 ? PeakRate(threads, true) : f32;
+  std::printf("gemm_peak threads=%d f32_gflops=%.0f bf16_gflops=%.0f isa=%s%s\n", threads, f32, b16,
+              onednn::EffectiveIsaName().c_str(), bf16 ? "" : " bf16=float32_fallback");
   return 0;
+}
+
+// Seconds of one pass of Adam's memory traffic over `params` float32 weights with
+// `threads` threads: each weight and both moments read and written once, and a
+// bfloat16 copy written where `bf16_copy` (mixed precision: the update writes the copy
+// the next step reads). The gradient comes from a 128 KB block that stays in cache, as
+// the update that computes its MatMul gradient inside (remapper.h) has it. The arrays
+// are the update's size; whatever of them a cache holds between passes makes this
+// faster, never slower, so it stays a floor.
+double UpdateFloorSecs(int64_t params, bool bf16_copy, int threads) {
+  constexpr int64_t kBlock = 2048, kGradBlock = 32768;
+  std::vector<float> w(params, 0.5f), m(params, 0.0f), v(params, 0.0f);
+  std::vector<bfloat16> copy(bf16_copy ? params : 0);
+  const std::vector<float> grad(kGradBlock, 1e-3f);
+  omp_set_num_threads(threads);
+  return Time(
+      [&] {
+        OmpParallelFor((params + kBlock - 1) / kBlock, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t b = begin; b < end; ++b) {
+            const int64_t e0 = b * kBlock, n = std::min(kBlock, params - e0);
+            apply::Adam(w.data() + e0, m.data() + e0, v.data() + e0, grad.data() + e0 % kGradBlock,
+                        1e-3f, 0.9f, 0.999f, 1e-7f, false, n);
+            if (bf16_copy) nn::NarrowToBf16(w.data() + e0, copy.data() + e0, n);
+          }
+        });
+      },
+      3);
+}
+
+// --floor: the step's floor on this machine, measured right after its timed steps:
+// its products (`step_flops`) at the matmul peak of its precision, plus
+// UpdateFloorSecs over the graph's trainable weights. The memory-bound ops besides the
+// update (pooling, masks, dropout, casts) are left out, since fusion could remove
+// them: the floor is a lower bound, and peak_share_ceiling the highest share of the
+// peak the step could show here.
+void StepFloor(const Graph& graph, double step_flops, double step_secs, int threads,
+               Precision precision) {
+  int64_t params = 0;
+  for (const std::string& name : graph.GetCollection(ops::kTrainableVariables)) {
+    const Node* handle = graph.FindNode(name);
+    auto shape = handle == nullptr ? absl::StatusOr<PartialShape>(absl::NotFoundError(name))
+                                   : GetAttr<PartialShape>(handle->attrs(), "shape");
+    if (!shape.ok() || !shape->IsFullyDefined()) {
+      std::fprintf(stderr, "floor: no static shape for variable %s\n", name.c_str());
+      return;
+    }
+    params += shape->num_elements();
+  }
+  const bool bf16 = precision == Precision::kMixedBfloat16;
+  const double peak = PeakRate(threads, bf16) * 1e9;
+  const double products = step_flops / peak;
+  const double update = UpdateFloorSecs(params, bf16, threads);
+  const double floor = products + update;
+  std::printf(
+      "floor threads=%d precision=%s peak_gflops=%.0f products_ms=%.2f params=%lld "
+      "update_ms=%.2f floor_ms=%.2f step_ms=%.2f step_at_floor=%.2f peak_share=%.2f "
+      "peak_share_ceiling=%.2f\n",
+      threads, std::string(PrecisionName(precision)).c_str(), peak / 1e9, products * 1e3,
+      static_cast<long long>(params), update * 1e3, floor * 1e3, step_secs * 1e3, floor / step_secs,
+      step_flops / step_secs / peak, step_flops / floor / peak);
 }
 
 // Microseconds per 1M-element loop of OmpParallelFor and PoolParallelFor with `threads`
@@ -447,7 +522,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tandem training-throughput and MatMul benchmarks (see tests/bench/run.sh)."};
   std::string model = "mlp";
   int threads = 1, steps = 200, warmup = 10, inter_op = 1;
-  bool profile = false;
+  bool profile = false, floor = false;
   int profile_steps = 1;
   int64_t batch = 128;
   std::string precision = "float32";
@@ -466,6 +541,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--threads", threads, "intra- and inter-op threads")->capture_default_str();
   app.add_flag("--profile", profile, "after timing, print traced steps' mean time per op");
+  app.add_flag("--floor", floor,
+               "mlp and cnn: after timing, the step's floor here (its products at the matmul "
+               "peak plus the Adam update's memory traffic), measured in the same process");
   app.add_option("--profile_steps", profile_steps, "--profile: the traced steps to average")
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
@@ -503,5 +581,5 @@ int main(int argc, char** argv) {
   if (model == "gpu_matmul") return tandem::GpuMatMulBench(n, steps);
   return tandem::TrainBench(model, hidden, threads, inter_op, batch, steps, warmup,
                             profile ? profile_steps : 0, *tandem::ParsePrecision(precision), gpus,
-                            alternation);
+                            alternation, floor);
 }
