@@ -29,15 +29,8 @@
 namespace tandem {
 namespace {
 
-struct Case {
-  std::string name;
-  int64_t n, h, w, c, kh, kw, o, stride, dilation;
-  bool same;
-};
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-
+using Case = testing::ConvCase;
 using Out = testing::WindowGeometry;
-constexpr auto Dim = testing::Window;
 
 std::vector<float> Random(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -51,26 +44,16 @@ std::vector<float> Random(size_t n, uint32_t seed) {
 // `scale` gets the sum of |terms| per element (the bound on float rounding).
 std::vector<double> NaiveFilterGrad(const Case& k, const std::vector<float>& x,
                                     const std::vector<float>& dy, std::vector<double>* scale) {
-  const Out oh = Dim(k.h, k.kh, k.stride, k.dilation, k.same);
-  const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
   std::vector<double> g(k.kh * k.kw * k.c * k.o, 0.0);
   scale->assign(g.size(), 0.0);
-  for (int64_t b = 0; b < k.n; ++b)
-    for (int64_t y = 0; y < oh.out; ++y)
-      for (int64_t xo = 0; xo < ow.out; ++xo)
-        for (int64_t i = 0; i < k.kh; ++i)
-          for (int64_t j = 0; j < k.kw; ++j) {
-            const int64_t iy = y * k.stride + i * k.dilation - oh.pad;
-            const int64_t ix = xo * k.stride + j * k.dilation - ow.pad;
-            if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
-            for (int64_t ch = 0; ch < k.c; ++ch)
-              for (int64_t o = 0; o < k.o; ++o) {
-                const double t = double(x[((b * k.h + iy) * k.w + ix) * k.c + ch]) *
-                                 dy[((b * oh.out + y) * ow.out + xo) * k.o + o];
-                g[((i * k.kw + j) * k.c + ch) * k.o + o] += t;
-                (*scale)[((i * k.kw + j) * k.c + ch) * k.o + o] += std::fabs(t);
-              }
-          }
+  testing::ForEachTap(k, [&](int64_t xi, int64_t yi, int64_t tap) {
+    for (int64_t ch = 0; ch < k.c; ++ch)
+      for (int64_t o = 0; o < k.o; ++o) {
+        const double t = double(x[xi * k.c + ch]) * dy[yi * k.o + o];
+        g[(tap * k.c + ch) * k.o + o] += t;
+        (*scale)[(tap * k.c + ch) * k.o + o] += std::fabs(t);
+      }
+  });
   return g;
 }
 
@@ -85,8 +68,7 @@ std::vector<float> ThroughBf16(std::vector<float> v) {
 std::vector<float> RunFilterGrad(const Case& k, const std::vector<float>& x,
                                  const std::vector<float>& dy, DType in, DType out,
                                  const std::string& path) {
-  const Out oh = Dim(k.h, k.kh, k.stride, k.dilation, k.same);
-  const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
+  const Out oh = k.out_h(), ow = k.out_w();
   Scope s = Scope::NewRootScope();
   Output xs = ops::Const(s, Tensor::FromVector<float>(x, TensorShape({k.n, k.h, k.w, k.c})));
   Output dys =
@@ -132,8 +114,7 @@ class FilterGradTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FilterGradTest, EveryPathMatchesTheNaiveSum) {
   const Case& k = GetParam();
-  const Out oh = Dim(k.h, k.kh, k.stride, k.dilation, k.same);
-  const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
+  const Out oh = k.out_h(), ow = k.out_w();
   const std::vector<float> x = Random(k.n * k.h * k.w * k.c, 1);
   const std::vector<float> dy = Random(k.n * oh.out * ow.out * k.o, 2);
   struct Precision {

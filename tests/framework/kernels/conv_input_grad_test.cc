@@ -21,15 +21,8 @@
 namespace tandem {
 namespace {
 
-struct Case {
-  std::string name;
-  int64_t n, h, w, c, kh, kw, o, stride, dilation;
-  bool same;
-};
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-
+using Case = testing::ConvCase;
 using Out = testing::WindowGeometry;
-constexpr auto Dim = testing::Window;
 
 std::vector<float> Random(size_t n, uint32_t seed, DType dtype) {
   std::mt19937 rng(seed);
@@ -46,26 +39,16 @@ std::vector<float> Random(size_t n, uint32_t seed, DType dtype) {
 // w[i][j][c][o] * dy[b][oy][ox][o], in double; `scale` gets the sum of |terms|.
 std::vector<double> NaiveInputGrad(const Case& k, const std::vector<float>& w,
                                    const std::vector<float>& dy, std::vector<double>* scale) {
-  const Out oh = Dim(k.h, k.kh, k.stride, k.dilation, k.same);
-  const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
   std::vector<double> g(k.n * k.h * k.w * k.c, 0.0);
   scale->assign(g.size(), 0.0);
-  for (int64_t b = 0; b < k.n; ++b)
-    for (int64_t y = 0; y < oh.out; ++y)
-      for (int64_t xo = 0; xo < ow.out; ++xo)
-        for (int64_t i = 0; i < k.kh; ++i)
-          for (int64_t j = 0; j < k.kw; ++j) {
-            const int64_t iy = y * k.stride + i * k.dilation - oh.pad;
-            const int64_t ix = xo * k.stride + j * k.dilation - ow.pad;
-            if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
-            for (int64_t ch = 0; ch < k.c; ++ch)
-              for (int64_t o = 0; o < k.o; ++o) {
-                const double t = double(w[((i * k.kw + j) * k.c + ch) * k.o + o]) *
-                                 dy[((b * oh.out + y) * ow.out + xo) * k.o + o];
-                g[((b * k.h + iy) * k.w + ix) * k.c + ch] += t;
-                (*scale)[((b * k.h + iy) * k.w + ix) * k.c + ch] += std::fabs(t);
-              }
-          }
+  testing::ForEachTap(k, [&](int64_t xi, int64_t yi, int64_t tap) {
+    for (int64_t ch = 0; ch < k.c; ++ch)
+      for (int64_t o = 0; o < k.o; ++o) {
+        const double t = double(w[(tap * k.c + ch) * k.o + o]) * dy[yi * k.o + o];
+        g[xi * k.c + ch] += t;
+        (*scale)[xi * k.c + ch] += std::fabs(t);
+      }
+  });
   return g;
 }
 
@@ -74,8 +57,7 @@ std::vector<double> NaiveInputGrad(const Case& k, const std::vector<float>& w,
 absl::StatusOr<std::vector<float>> RunInputGrad(const Case& k, const std::vector<float>& w,
                                                 const std::vector<float>& dy, DType dtype,
                                                 const std::string& path) {
-  const Out oh = Dim(k.h, k.kh, k.stride, k.dilation, k.same);
-  const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
+  const Out oh = k.out_h(), ow = k.out_w();
   Scope s = Scope::NewRootScope();
   Output ws = ops::Const(s, Tensor::FromVector<float>(w, TensorShape({k.kh, k.kw, k.c, k.o})));
   Output dys =
@@ -111,8 +93,7 @@ class InputGradTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(InputGradTest, EveryPathMatchesTheNaiveSum) {
   const Case& k = GetParam();
-  const Out oh = Dim(k.h, k.kh, k.stride, k.dilation, k.same);
-  const Out ow = Dim(k.w, k.kw, k.stride, k.dilation, k.same);
+  const Out oh = k.out_h(), ow = k.out_w();
   // Tolerance relative to the sum of |terms|: float32 sums, and a bfloat16 result's
   // rounding.
   for (const auto& [dtype, tolerance] :
