@@ -90,8 +90,9 @@ for threads in 1 2; do
       gflops=$(echo "$gflopsl" | median)
       top=$(echo "$peak" | sed -n "s/.*$key=\([0-9.]*\).*/\1/p")
       line="$line gflops=$gflops of_gemm_peak=$(awk -v a="$gflops" -v b="$top" 'BEGIN { printf "%.2f", a / b }')"
-      # The same step against the peak measured in its own process right after it, and
-      # against its floor there (train_bench --floor), medians over the runs.
+      # The same step against the peak measured in its own process (before and after
+      # its steps, the higher), and against its floor there (train_bench --floor),
+      # medians over the runs.
       line="$line of_peak_in_process=$(echo "$sharel" | median) step_at_floor=$(echo "$atl" | median)"
       echo "$line peak_share_ceiling=$(echo "$ceill" | median) examples/s"
     done

@@ -16,8 +16,9 @@
 //     with four concurrent callers (a ps applying several workers' updates).
 //   --precision mixed_bfloat16: the mlp and cnn steps under the mixed_bfloat16 policy.
 //   --floor: after the mlp or cnn steps, in the same process, the step's floor on this
-//     machine: its products at the matmul peak of its precision, plus one pass of the
-//     Adam update's memory traffic over the model's trainable weights (StepFloor).
+//     machine: its products at the matmul peak of its precision (measured before and
+//     after the steps, the higher), plus one pass of the Adam update's memory traffic
+//     over the model's trainable weights (StepFloor).
 //   --alternate VAR=A,B: the mlp and cnn steps (and --profile's traced steps) set the
 //     environment variable VAR to A, B, ... in turn, and each value's steps are timed
 //     apart: an A/B of kernel paths chosen by the environment (TANDEM_CONV_FILTER_GRAD)
@@ -85,7 +86,7 @@ struct Alternation {
 
 double PeakRate(int threads, bool bf16);
 void StepFloor(const Graph& graph, double step_flops, double step_secs, int threads,
-               Precision precision);
+               Precision precision, double peak_before);
 
 int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int threads,
                int inter_op, int64_t batch, int steps, int warmup, int profile, Precision precision,
@@ -122,6 +123,8 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
   Tensor y(DType::kInt32, TensorShape({batch}));
   for (int64_t i = 0; i < batch; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
   FeedMap feeds = {{"images", x}, {"labels", y}};
+  // --floor measures the peak before the steps and again after them (StepFloor).
+  const double peak_before = floor ? PeakRate(threads, precision == Precision::kMixedBfloat16) : 0;
   // Step end times, to compare the first and the last tenth of the run: a step that
   // slows down as training goes on (denormal floats) shows there.
   std::vector<Clock::time_point> ends(steps + 1);
@@ -225,7 +228,9 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
                 alternate.var.c_str(), alternate.values[v].c_str(), value_steps[v], value_rate,
                 value_rate * flops / 1e9);
   }
-  if (floor) StepFloor(*root.graph(), flops * batch, secs / steps, threads, precision);
+  if (floor) {
+    StepFloor(*root.graph(), flops * batch, secs / steps, threads, precision, peak_before);
+  }
   return 0;
 }
 
@@ -311,14 +316,15 @@ double UpdateFloorSecs(int64_t params, bool bf16_copy, int threads) {
       3);
 }
 
-// --floor: the step's floor on this machine, measured right after its timed steps:
-// its products (`step_flops`) at the matmul peak of its precision, plus
+// --floor: the step's floor on this machine, measured in the step's process: its
+// products (`step_flops`) at the matmul peak of its precision (the higher of
+// `peak_before`, measured before the steps, and the peak right after them), plus
 // UpdateFloorSecs over the graph's trainable weights. The memory-bound ops besides the
 // update (pooling, masks, dropout, casts) are left out, since fusion could remove
 // them: the floor is a lower bound, and peak_share_ceiling the highest share of the
 // peak the step could show here.
 void StepFloor(const Graph& graph, double step_flops, double step_secs, int threads,
-               Precision precision) {
+               Precision precision, double peak_before) {
   int64_t params = 0;
   for (const std::string& name : graph.GetCollection(ops::kTrainableVariables)) {
     const Node* handle = graph.FindNode(name);
@@ -331,7 +337,9 @@ void StepFloor(const Graph& graph, double step_flops, double step_secs, int thre
     params += shape->num_elements();
   }
   const bool bf16 = precision == Precision::kMixedBfloat16;
-  const double peak = PeakRate(threads, bf16) * 1e9;
+  // The higher of the peaks measured before and after the steps: on a shared host the
+  // rate moves within seconds, and a lower peak would make the floor no floor.
+  const double peak = std::max(peak_before, PeakRate(threads, bf16)) * 1e9;
   const double products = step_flops / peak;
   const double update = UpdateFloorSecs(params, bf16, threads);
   const double floor = products + update;
