@@ -2,6 +2,7 @@
 #include "framework/kernels/cpu/matmul_rows.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -15,12 +16,23 @@ using dnnl::memory;
 
 // The product of one block's rows, with its weights in the layout oneDNN chose, and
 // the reorders that lay out a (transposed into rows) and b (into that layout) once.
+// With bfloat16 operands the inner dimension is padded with zeros to a multiple of
+// kBf16InnerMultiple: oneDNN 2.6's AMX brgemm runs a product whose k leaves a tail
+// far slower. On the AMX Xeon, fashion_cnn's dense gradient at batch 100 (k = 100) in
+// 32-row blocks took 4.8 ms bare against 2.0 ms for k = 128; in steps alternating
+// the two, the fused Adam update took 3.5-3.6 ms padded against 4.5-4.8 ms not, and
+// the step ran 7-10% faster. Zero terms add nothing to a float32 sum.
 struct MatMulRowBlocks::Primitive {
   dnnl::matmul prim;
-  memory::desc a_md, b_md, c_md;
-  memory::desc user_a_md, rows_a_md, user_b_md;  // as given; a as rows [m, k]
-  std::optional<dnnl::reorder> a_to_rows, b_to_weights;
+  memory::desc a_md, b_md, c_md;                 // one block: a [r, k_pad], b [k_pad, n], c [r, n]
+  memory::desc user_a_md, rows_a_md, user_b_md;  // as given; a as rows [m, k] in [m, k_pad]
+  memory::desc plain_b_md, padded_b_md;          // b as [k, n] rows of [k_pad, n]
+  std::optional<dnnl::reorder> a_to_rows, b_to_plain, b_to_weights;
 };
+
+namespace {
+constexpr int64_t kBf16InnerMultiple = 32;  // one AMX tile row of bfloat16
+}  // namespace
 
 absl::StatusOr<MatMulRowBlocks> MatMulRowBlocks::Create(const OpKernelContext& ctx, const Tensor& a,
                                                         bool transpose_a, const Tensor& b,
@@ -38,25 +50,37 @@ absl::StatusOr<MatMulRowBlocks> MatMulRowBlocks::Create(const OpKernelContext& c
   const int64_t m = blocks.m_, k = blocks.k_, n = blocks.n_;
   if (m == 0) return blocks;
   const memory::data_type dt = onednn::DataType(wide_a.dtype());
+  const int64_t k_pad = dt == memory::data_type::bf16
+                            ? (k + kBf16InnerMultiple - 1) / kBf16InnerMultiple * kBf16InnerMultiple
+                            : k;
+  blocks.k_ = k_pad;
   auto make = [&](int64_t r) {
     const std::string key = absl::StrCat("matmul_rows:", r, ",", m, ",", k, ",", n, ",",
                                          transpose_a, transpose_b, ",", static_cast<int>(dt));
     return onednn::Cached<Primitive>(ctx, key, [=]() {
       Primitive p;
-      p.a_md = onednn::StridedDesc({r, k}, {k, 1}, dt);
+      p.a_md = onednn::StridedDesc({r, k_pad}, {k_pad, 1}, dt);
       p.c_md = onednn::StridedDesc({r, n}, {n, 1}, memory::data_type::f32);
       const dnnl::matmul::primitive_desc pd(
-          dnnl::matmul::desc(p.a_md, onednn::TagDesc({k, n}, memory::format_tag::any, dt), p.c_md),
+          dnnl::matmul::desc(p.a_md, onednn::TagDesc({k_pad, n}, memory::format_tag::any, dt),
+                             p.c_md),
           onednn::Attr(), onednn::CpuEngine());
       p.prim = dnnl::matmul(pd);
       p.b_md = pd.weights_desc();
       p.user_a_md =
           onednn::StridedDesc({m, k}, transpose_a ? memory::dims{1, m} : memory::dims{k, 1}, dt);
-      p.rows_a_md = onednn::StridedDesc({m, k}, {k, 1}, dt);
+      p.rows_a_md = onednn::StridedDesc({m, k}, {k_pad, 1}, dt);
       p.user_b_md =
           onednn::StridedDesc({k, n}, transpose_b ? memory::dims{1, k} : memory::dims{n, 1}, dt);
+      p.plain_b_md = onednn::StridedDesc({k, n}, {n, 1}, dt);
+      p.padded_b_md = onednn::StridedDesc({k_pad, n}, {n, 1}, dt);
       p.a_to_rows = onednn::ReorderIfNeeded(p.user_a_md, p.rows_a_md);
-      p.b_to_weights = onednn::ReorderIfNeeded(p.user_b_md, p.b_md);
+      if (k_pad == k) {
+        p.b_to_weights = onednn::ReorderIfNeeded(p.user_b_md, p.b_md);
+      } else {
+        p.b_to_plain = onednn::ReorderIfNeeded(p.user_b_md, p.plain_b_md);
+        p.b_to_weights = onednn::ReorderIfNeeded(p.padded_b_md, p.b_md);
+      }
       return p;
     });
   };
@@ -74,12 +98,39 @@ absl::StatusOr<MatMulRowBlocks> MatMulRowBlocks::Create(const OpKernelContext& c
     return onednn::InLayout(reorder, from, t.raw_data(), to, &scratch) == t.raw_data() ? t
                                                                                        : scratch;
   };
+  // `t` [k, n] (as `from`) in the top rows of a zeroed [k_pad, n].
+  auto padded = [&](const std::optional<dnnl::reorder>& reorder, const memory::desc& from,
+                    const Tensor& t, const Primitive& p) {
+    Tensor out = onednn::ScratchFor(p.padded_b_md);
+    std::memset(out.raw_data(), 0, out.TotalBytes());
+    if (!reorder) {
+      std::memcpy(out.raw_data(), t.raw_data(), p.plain_b_md.get_size());
+    } else {
+      onednn::ExecuteCached(*reorder, {{DNNL_ARG_FROM, from, t.raw_data()},
+                                       {DNNL_ARG_TO, p.plain_b_md, out.raw_data()}});
+    }
+    return out;
+  };
+  // b in primitive p's weights layout.
+  auto weights = [&](const Primitive& p) {
+    if (k_pad == k) return laid_out(p.b_to_weights, p.user_b_md, wide_b, p.b_md);
+    return laid_out(p.b_to_weights, p.padded_b_md, padded(p.b_to_plain, p.user_b_md, wide_b, p),
+                    p.b_md);
+  };
   TANDEM_RETURN_IF_ERROR(onednn::Guard(ctx, [&]() {
     const Primitive& f = *blocks.full_;
     const Primitive& l = *blocks.last_;
-    blocks.a_ = laid_out(f.a_to_rows, f.user_a_md, wide_a, f.rows_a_md);
-    blocks.b_ = laid_out(f.b_to_weights, f.user_b_md, wide_b, f.b_md);
-    blocks.b_last_ = &l == &f ? blocks.b_ : laid_out(l.b_to_weights, l.user_b_md, wide_b, l.b_md);
+    if (k_pad == k) {
+      blocks.a_ = laid_out(f.a_to_rows, f.user_a_md, wide_a, f.rows_a_md);
+    } else {
+      blocks.a_ = onednn::ScratchFor(onednn::StridedDesc({m, k_pad}, {k_pad, 1}, dt));
+      std::memset(blocks.a_.raw_data(), 0, blocks.a_.TotalBytes());
+      onednn::ExecuteCached(*f.a_to_rows,  // rows of k_pad: a reorder even without a transpose
+                            {{DNNL_ARG_FROM, f.user_a_md, wide_a.raw_data()},
+                             {DNNL_ARG_TO, f.rows_a_md, blocks.a_.raw_data()}});
+    }
+    blocks.b_ = weights(f);
+    blocks.b_last_ = &l == &f ? blocks.b_ : weights(l);
     return absl::OkStatus();
   }));
   return blocks;

@@ -6,7 +6,8 @@
 // gradient (training_kernels.cc). op(a) [m, k] x op(b) [k, n] with a and b of one
 // dtype, float32 or bfloat16 (accumulated in float32 and written unrounded, as MatMul
 // with Tout = float32). Create lays both operands out once: op(a) as rows, b in the
-// layout oneDNN's kernel wants (else each block would pack all of b again). Where
+// layout oneDNN's kernel wants (else each block would pack all of b again), bfloat16
+// ones with the inner dimension padded with zeros to a multiple of 32. Where
 // oneDNN has no bfloat16 kernels for the CPU, bfloat16 operands are widened first.
 //
 // Thread safety: Run may be called from several threads at once for different blocks.
