@@ -98,24 +98,18 @@ absl::StatusOr<MatMulRowBlocks> MatMulRowBlocks::Create(const OpKernelContext& c
     return onednn::InLayout(reorder, from, t.raw_data(), to, &scratch) == t.raw_data() ? t
                                                                                        : scratch;
   };
-  // `t` [k, n] (as `from`) in the top rows of a zeroed [k_pad, n].
-  auto padded = [&](const std::optional<dnnl::reorder>& reorder, const memory::desc& from,
-                    const Tensor& t, const Primitive& p) {
+  // b [k, n] in the top rows of a zeroed [k_pad, n], where k is padded (the same for
+  // both primitives).
+  auto padded_b = [&](const Primitive& p) {
     Tensor out = onednn::ScratchFor(p.padded_b_md);
     std::memset(out.raw_data(), 0, out.TotalBytes());
-    if (!reorder) {
-      std::memcpy(out.raw_data(), t.raw_data(), p.plain_b_md.get_size());
+    if (!p.b_to_plain) {
+      std::memcpy(out.raw_data(), wide_b.raw_data(), p.plain_b_md.get_size());
     } else {
-      onednn::ExecuteCached(*reorder, {{DNNL_ARG_FROM, from, t.raw_data()},
-                                       {DNNL_ARG_TO, p.plain_b_md, out.raw_data()}});
+      onednn::ExecuteCached(*p.b_to_plain, {{DNNL_ARG_FROM, p.user_b_md, wide_b.raw_data()},
+                                            {DNNL_ARG_TO, p.plain_b_md, out.raw_data()}});
     }
     return out;
-  };
-  // b in primitive p's weights layout.
-  auto weights = [&](const Primitive& p) {
-    if (k_pad == k) return laid_out(p.b_to_weights, p.user_b_md, wide_b, p.b_md);
-    return laid_out(p.b_to_weights, p.padded_b_md, padded(p.b_to_plain, p.user_b_md, wide_b, p),
-                    p.b_md);
   };
   TANDEM_RETURN_IF_ERROR(onednn::Guard(ctx, [&]() {
     const Primitive& f = *blocks.full_;
@@ -129,8 +123,10 @@ absl::StatusOr<MatMulRowBlocks> MatMulRowBlocks::Create(const OpKernelContext& c
                             {{DNNL_ARG_FROM, f.user_a_md, wide_a.raw_data()},
                              {DNNL_ARG_TO, f.rows_a_md, blocks.a_.raw_data()}});
     }
-    blocks.b_ = weights(f);
-    blocks.b_last_ = &l == &f ? blocks.b_ : weights(l);
+    const Tensor b = k_pad == k ? wide_b : padded_b(f);
+    const memory::desc& b_md = k_pad == k ? f.user_b_md : f.padded_b_md;
+    blocks.b_ = laid_out(f.b_to_weights, b_md, b, f.b_md);
+    blocks.b_last_ = &l == &f ? blocks.b_ : laid_out(l.b_to_weights, b_md, b, l.b_md);
     return absl::OkStatus();
   }));
   return blocks;
