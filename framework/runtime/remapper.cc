@@ -125,6 +125,12 @@ struct Rewrite {
     taken.insert(name);
     return name;
   }
+  // Emits `replacement` after the node `original` and points every reader of
+  // `original` at it.
+  void Replace(const std::string& original, proto::NodeDef replacement) {
+    renamed[original] = replacement.name();
+    added_after[original].push_back(std::move(replacement));
+  }
   proto::GraphDef Apply(const proto::GraphDef& def) {
     proto::GraphDef out;
     out.set_version(def.version());
@@ -253,9 +259,8 @@ absl::StatusOr<proto::GraphDef> FuseBiasAndRelu(const proto::GraphDef& def,
   return RewriteEachNode(def, registry, [&](const Node& node, const auto& index, Rewrite& rewrite) {
     Chain c;
     if (!FindChain(node, &c)) return;
-    std::string name = rewrite.NewName(c.last()->name(), "/fused");
-    rewrite.renamed[c.last()->name()] = name;
-    rewrite.added_after[c.last()->name()].push_back(FusedDef(def, index, c, name));
+    rewrite.Replace(c.last()->name(),
+                    FusedDef(def, index, c, rewrite.NewName(c.last()->name(), "/fused")));
     if (report != nullptr) ++report->fused[ChainName(c)];
   });
 }
@@ -280,9 +285,8 @@ absl::StatusOr<proto::GraphDef> MaskBeforeMaxPoolGrad(const proto::GraphDef& def
     routed.set_name(rewrite.NewName(relu_grad.name(), "/routed"));
     *routed.mutable_input(2) = masked.name();
     AddControlInputs({&pool_grad, &relu_grad}, &masked);
-    rewrite.renamed[relu_grad.name()] = routed.name();
     rewrite.added_after[relu_grad.name()].push_back(std::move(masked));
-    rewrite.added_after[relu_grad.name()].push_back(std::move(routed));
+    rewrite.Replace(relu_grad.name(), std::move(routed));
     if (report != nullptr) ++report->masks_before_pool_grad;
   });
 }
@@ -302,8 +306,7 @@ absl::StatusOr<proto::GraphDef> BiasGradBeforeMaxPoolGrad(const proto::GraphDef&
     pooled.clear_input();
     pooled.add_input(pool_grad.input(2));
     AddControlInputs({&pool_grad, &bias_grad}, &pooled);
-    rewrite.renamed[bias_grad.name()] = pooled.name();
-    rewrite.added_after[bias_grad.name()].push_back(std::move(pooled));
+    rewrite.Replace(bias_grad.name(), std::move(pooled));
     if (report != nullptr) ++report->bias_grads_before_pool_grad;
   });
 }
@@ -325,8 +328,7 @@ absl::StatusOr<proto::GraphDef> ReadVariablesAsBfloat16(const proto::GraphDef& d
     AddControlInputs({&read, &cast}, &fused);
     auto dtype = read.attr().find("dtype");
     if (dtype != read.attr().end()) (*fused.mutable_attr())["dtype"] = dtype->second;
-    rewrite.renamed[cast.name()] = fused.name();
-    rewrite.added_after[cast.name()].push_back(std::move(fused));
+    rewrite.Replace(cast.name(), std::move(fused));
     if (report != nullptr) ++report->variables_read_as_bfloat16;
   });
 }
@@ -361,8 +363,7 @@ absl::StatusOr<proto::GraphDef> FuseGradientMatMulIntoApply(const proto::GraphDe
       }
     }
     AddControlInputs({&apply, &matmul}, &fused);
-    rewrite.renamed[apply.name()] = fused.name();
-    rewrite.added_after[apply.name()].push_back(std::move(fused));
+    rewrite.Replace(apply.name(), std::move(fused));
     if (report != nullptr) ++report->gradients_computed_in_updates;
   });
 }

@@ -3,14 +3,19 @@
 // WindowGeometry: the output size of a convolution or pooling window along one
 // dimension and the padding before it, by TensorFlow's rules (SAME puts the odd
 // padding row after), for the tests' naive reference loops; ConvCase and ForEachTap,
-// the convolution those loops sum over.
+// the convolution those loops sum over; ExpectWithinSumOfTerms, the check of a kernel's
+// sums against them.
 #ifndef TANDEM_TESTS_UTIL_WINDOW_GEOMETRY_H_
 #define TANDEM_TESTS_UTIL_WINDOW_GEOMETRY_H_
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
 
 namespace tandem::testing {
 
@@ -53,6 +58,20 @@ void ForEachTap(const ConvCase& k, F&& fn) {
             if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
             fn((b * k.h + iy) * k.w + ix, (b * oh.out + y) * ow.out + xo, i * k.kw + j);
           }
+}
+
+// Fails the test for each element (up to 5) of `got` further from `want` than
+// `tolerance` times scale (the sum of the |terms| that made it, plus 1e-6).
+inline void ExpectWithinSumOfTerms(const std::vector<float>& got, const std::vector<double>& want,
+                                   const std::vector<double>& scale, double tolerance) {
+  ASSERT_EQ(got.size(), want.size());
+  int bad = 0;
+  for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+    if (std::fabs(got[i] - want[i]) > tolerance * (scale[i] + 1e-6)) {
+      ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << want[i];
+      ++bad;
+    }
+  }
 }
 
 }  // namespace tandem::testing
