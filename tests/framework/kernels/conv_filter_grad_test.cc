@@ -104,9 +104,7 @@ std::vector<float> RunFilterGrad(const Case& k, const std::vector<float>& x,
   EXPECT_EQ(t.dtype(), out);
   EXPECT_EQ(t.shape(), TensorShape({k.kh, k.kw, k.c, k.o}));
   std::vector<float> v(t.NumElements());
-  for (int64_t i = 0; i < t.NumElements(); ++i) {
-    v[i] = out == DType::kFloat ? t.flat<float>()[i] : static_cast<float>(t.flat<bfloat16>()[i]);
-  }
+  for (int64_t i = 0; i < t.NumElements(); ++i) v[i] = static_cast<float>(t.ValueAsDouble(i));
   return v;
 }
 

@@ -83,9 +83,7 @@ absl::StatusOr<std::vector<float>> RunInputGrad(const Case& k, const std::vector
   EXPECT_EQ(t.dtype(), dtype);
   EXPECT_EQ(t.shape(), TensorShape({k.n, k.h, k.w, k.c}));
   std::vector<float> v(t.NumElements());
-  for (int64_t i = 0; i < t.NumElements(); ++i) {
-    v[i] = dtype == DType::kFloat ? t.flat<float>()[i] : static_cast<float>(t.flat<bfloat16>()[i]);
-  }
+  for (int64_t i = 0; i < t.NumElements(); ++i) v[i] = static_cast<float>(t.ValueAsDouble(i));
   return v;
 }
 
