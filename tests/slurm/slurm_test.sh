@@ -140,13 +140,22 @@ submit() {
       --set train.max_steps="$2" --set run.save_checkpoints_steps=1000 \
       --set eval.start_delay_secs=0 --set eval.throttle_secs=0
 }
-job_field() { scontrol show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
-# wait_state JOB SECONDS: waits until the job has ended; prints its state.
+# A field of `scontrol show job`; empty when scontrol does not answer (slurmctld busy).
+job_field() { (scontrol show job "$1" 2>/dev/null || true) | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+# Whether a JobState is final. Anything else (PENDING, CONFIGURING, RUNNING, COMPLETING,
+# or no answer) means the job may still run.
+ended() {
+  case $1 in
+    COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED) return 0 ;;
+  esac
+  return 1
+}
+# wait_end JOB SECONDS: waits until the job has ended; prints its state.
 wait_end() {
   local s
   for _ in $(seq $(($2 * 2))); do
     s=$(job_field "$1" JobState)
-    case $s in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) echo "$s"; return;; esac
+    ended "$s" && { echo "$s"; return; }
     sleep 0.5
   done
   echo "STILL_${s:-UNKNOWN}"
@@ -187,10 +196,13 @@ model=$work/resumed
 job=$(submit "$model" 6000)
 for _ in $(seq 600); do
   (($(newest_step "$model") >= 1000)) && break
-  [[ $(job_field "$job" JobState) == RUNNING || $(job_field "$job" JobState) == PENDING ]] ||
-    fail "job $job ended before its checkpoint at step 1000: $(tail -n 30 "$work/log/job-$job.out")"
+  state=$(job_field "$job" JobState)
+  ! ended "$state" ||
+    fail "job $job ended $state before its checkpoint at step 1000: $(tail -n 30 "$work/log/job-$job.out" 2>&1)"
   sleep 0.5
 done
+(($(newest_step "$model") >= 1000)) ||
+  fail "job $job ($(job_field "$job" JobState)) wrote no checkpoint at step 1000 in 300 s"
 scancel "$job"
 state=$(wait_end "$job" 60)
 [[ $state == CANCELLED ]] || fail "cancelled job $job ended $state"
