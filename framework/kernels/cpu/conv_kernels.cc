@@ -18,7 +18,8 @@
 // "relu", a ReLU post-op to the forward primitive: one pass over the output instead of
 // three. Conv2DBackpropInput with stride 1 runs as the forward convolution of the
 // output gradient by the flipped filter (TransposedConvShape); else, or as
-// TANDEM_CONV_INPUT_GRAD=onednn asks, on oneDNN's backward-data primitive.
+// TANDEM_CONV_INPUT_GRAD=onednn asks, on oneDNN's backward-data primitive. A bfloat16
+// forward convolution with few input channels runs on AMX tiles (conv_forward_amx.h).
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -27,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/kernels/cpu/conv_filter_grad.h"
+#include "framework/kernels/cpu/conv_forward_amx.h"
 #include "framework/kernels/cpu/fused_bias.h"
 #include "framework/kernels/cpu/nn_kernel_util.h"
 #include "framework/kernels/cpu/onednn_util.h"
@@ -136,6 +138,18 @@ absl::StatusOr<TensorShape> ShapeFromTensor(const OpKernelContext& ctx, int i) {
   return *shape;
 }
 
+// The geometry the hand-written CPU paths (conv_filter_grad.h, conv_forward_amx.h) take.
+FilterGradGeometry Geometry(const ConvShape& s) {
+  FilterGradGeometry g{s.n, s.h, s.w, s.c, s.kh, s.kw, s.o, s.oh, s.ow};
+  g.stride_h = s.attrs.stride_h;
+  g.stride_w = s.attrs.stride_w;
+  g.dilation_h = s.attrs.second_h;
+  g.dilation_w = s.attrs.second_w;
+  g.pad_top = s.dim_h.pad_before;
+  g.pad_left = s.dim_w.pad_before;
+  return g;
+}
+
 // Checks that the float inputs `a` and `b` of a kernel share one dtype.
 absl::Status ExpectSameFloatDType(const OpKernelContext& ctx, int a, int b) {
   TANDEM_RETURN_IF_ERROR(ExpectFloatOrBf16Input(ctx, a));
@@ -191,6 +205,13 @@ struct ConvFwdEntry : ConvEntryBase {
 // The forward convolution of `s` (its fusion included) into `out`.
 absl::Status ForwardConv(const OpKernelContext& ctx, const ConvShape& s, const Tensor& input,
                          const Tensor& filter, Tensor* out) {
+  absl::StatusOr<bool> amx = ForwardConvByAmx(Geometry(s));  // also checks the env's value
+  if (!amx.ok()) return ctx.Annotate(amx.status());
+  if (*amx && s.dt == memory::data_type::bf16) {
+    const Tensor bias = s.fusion.bias ? BiasAs(ctx.input(2), input.dtype()) : Tensor();
+    return ConvForwardAmx(Geometry(s), input, filter, s.fusion.bias ? &bias : nullptr,
+                          s.fusion.relu, out);
+  }
   TANDEM_ASSIGN_OR_RETURN(auto e, onednn::Cached<ConvFwdEntry>(ctx, s.Key("conv_fwd"), [&] {
                             ConvFwdEntry e;
                             auto pd = s.ForwardPd();
@@ -413,13 +434,7 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
  private:
   static absl::Status BackwardWeights(const OpKernelContext& ctx, const ConvShape& s,
                                       const Tensor& input, const Tensor& grad, Tensor* out) {
-    FilterGradGeometry g{s.n, s.h, s.w, s.c, s.kh, s.kw, s.o, s.oh, s.ow};
-    g.stride_h = s.attrs.stride_h;
-    g.stride_w = s.attrs.stride_w;
-    g.dilation_h = s.attrs.second_h;
-    g.dilation_w = s.attrs.second_w;
-    g.pad_top = s.dim_h.pad_before;
-    g.pad_left = s.dim_w.pad_before;
+    const FilterGradGeometry g = Geometry(s);
     absl::StatusOr<FilterGradPath> path = FilterGradPathFor(g, input.dtype());
     if (!path.ok()) return ctx.Annotate(path.status());
     if (*path == FilterGradPath::kForwardConv) {
