@@ -128,12 +128,15 @@ absl::StatusOr<std::vector<int64_t>> FourInts(const InferenceContext& ctx, absl:
   return v;
 }
 
-absl::StatusOr<WindowAttrs> ParseWindowAttrs(const InferenceContext& ctx,
-                                             absl::string_view second) {
+// `second`, prefix + "strides" and prefix + "padding" (a fused op's second window has a
+// prefix), and data_format.
+absl::StatusOr<WindowAttrs> ParseWindowAttrs(const InferenceContext& ctx, absl::string_view second,
+                                             absl::string_view prefix = "") {
   WindowAttrs a;
-  TANDEM_ASSIGN_OR_RETURN(a.strides, FourInts(ctx, "strides"));
+  TANDEM_ASSIGN_OR_RETURN(a.strides, FourInts(ctx, absl::StrCat(prefix, "strides")));
   TANDEM_ASSIGN_OR_RETURN(a.second, FourInts(ctx, second));
-  TANDEM_ASSIGN_OR_RETURN(std::string padding, ctx.GetAttr<std::string>("padding"));
+  TANDEM_ASSIGN_OR_RETURN(std::string padding,
+                          ctx.GetAttr<std::string>(absl::StrCat(prefix, "padding")));
   if (padding != "SAME" && padding != "VALID") {
     return ctx.Error(absl::StrCat("padding must be SAME or VALID, got '", padding, "'"));
   }
@@ -339,6 +342,23 @@ absl::Status Conv2DBackpropFilterInfer(InferenceContext& ctx) {
   if (!out.IsFullyDefined()) out = PartialShape({-1, -1, DimOf(ctx, 0, 3), DimOf(ctx, 2, 3)});
   TANDEM_ASSIGN_OR_RETURN(DType dtype, OutputDType(ctx, ctx.input_dtype(0)));
   ctx.AddOutput(dtype, out);
+  return absl::OkStatus();
+}
+
+// _Conv2DBackpropFilterOfMaxPoolGrad(input, filter_sizes, orig_input, orig_output, grad):
+// Conv2DBackpropFilter(input, filter_sizes, MaxPoolGrad(orig_input, orig_output, grad))
+// with the pool's window in attrs pool_ksize, pool_strides and pool_padding.
+absl::Status FilterGradOfMaxPoolGradInfer(InferenceContext& ctx) {
+  TANDEM_RETURN_IF_ERROR(Conv2DBackpropFilterInfer(ctx));
+  for (int i : {3, 4}) {
+    TANDEM_RETURN_IF_ERROR(ExpectFloat(ctx, i));
+    TANDEM_RETURN_IF_ERROR(ctx.ExpectSameDType(2, i));
+    TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(i, 4));
+  }
+  TANDEM_RETURN_IF_ERROR(ParseWindowAttrs(ctx, "pool_ksize", "pool_").status());
+  if (!ctx.input_shape(3).IsCompatibleWith(ctx.input_shape(4))) {
+    return ctx.Error("orig_output and grad shapes differ");
+  }
   return absl::OkStatus();
 }
 
@@ -558,6 +578,18 @@ void RegisterNnOps(OpRegistry* r) {
                .max_inputs = 3,
                .default_attrs = conv,
                .infer = Conv2DBackpropFilterInfer});
+  // The filter gradient of a convolution whose output gradient is a max pool's gradient,
+  // in one kernel that never writes that gradient whole. Only the graph remapper creates
+  // it (framework/runtime/remapper.h), after gradients are built: it has no gradient.
+  AttrMap filter_grad_of_pool = conv;
+  for (const char* key : {"ksize", "strides", "padding"}) {
+    filter_grad_of_pool[absl::StrCat("pool_", key)] = pool.at(key);
+  }
+  r->Register({.name = "_Conv2DBackpropFilterOfMaxPoolGrad",
+               .min_inputs = 5,
+               .max_inputs = 5,
+               .default_attrs = filter_grad_of_pool,
+               .infer = FilterGradOfMaxPoolGradInfer});
   for (const char* op : {"MaxPool", "AvgPool"}) {
     r->Register(
         {.name = op, .min_inputs = 1, .max_inputs = 1, .default_attrs = pool, .infer = PoolInfer});

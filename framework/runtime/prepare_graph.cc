@@ -37,6 +37,10 @@ std::string Summary(const RemapReport& report) {
     parts.push_back(absl::StrCat("variables read as the bfloat16 copies their updates write: ",
                                  report.variables_read_as_bfloat16));
   }
+  if (report.filter_grads_of_pool_grad > 0) {
+    parts.push_back(absl::StrCat("filter gradients routing their MaxPoolGrad image by image: ",
+                                 report.filter_grads_of_pool_grad));
+  }
   if (report.gradients_computed_in_updates > 0) {
     parts.push_back(absl::StrCat("gradient MatMuls computed inside their updates: ",
                                  report.gradients_computed_in_updates));
@@ -56,6 +60,7 @@ absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precisi
                           MaskBeforeMaxPoolGrad(fused, OpRegistry::Global(), &report));
   TANDEM_ASSIGN_OR_RETURN(out, BiasGradBeforeMaxPoolGrad(out, OpRegistry::Global(), &report));
   if (variables_on_cpu) {
+    TANDEM_ASSIGN_OR_RETURN(out, FilterGradOfMaxPoolGrad(out, OpRegistry::Global(), &report));
     TANDEM_ASSIGN_OR_RETURN(out, ReadVariablesAsBfloat16(out, OpRegistry::Global(), &report));
     TANDEM_ASSIGN_OR_RETURN(out, FuseGradientMatMulIntoApply(out, OpRegistry::Global(), &report));
   }

@@ -221,6 +221,37 @@ const Node* PoolGradUnderBiasGrad(const Node& b) {
   return &pg;
 }
 
+// Whether nothing takes `node`'s outputs, up to `depth` readers down: no control edges
+// out, and every reader likewise (a first layer's input gradient, which no update
+// reads; the BiasAddGrad that BiasGradBeforeMaxPoolGrad replaced). Runs prune such
+// nodes unless one of them is fetched.
+bool Unread(const Node& node, int depth = 8) {
+  if (!node.out_control_edges().empty() || depth == 0) return false;
+  for (const auto& [reader, slot] : node.out_edges()) {
+    if (!Unread(*reader, depth - 1)) return false;
+  }
+  return true;
+}
+
+// When `f` is Conv2DBackpropFilter(x, sizes, MaxPoolGrad(a, m, g)) on the MaxPoolGrad's
+// device and dtype, and every other reader of the MaxPoolGrad is Unread, the
+// MaxPoolGrad; else null.
+const Node* PoolGradUnderFilterGrad(const Node& f) {
+  if (f.op() != "Conv2DBackpropFilter" || f.num_inputs() != 3 || f.input(2).index != 0) {
+    return nullptr;
+  }
+  const Node& pg = *f.input(2).node;
+  if (pg.op() != "MaxPoolGrad" || pg.num_inputs() != 3 || pg.num_outputs() != 1 ||
+      pg.requested_device() != f.requested_device() || pg.output_dtype(0) != f.input(0).dtype() ||
+      !pg.out_control_edges().empty()) {
+    return nullptr;
+  }
+  for (const auto& [reader, slot] : pg.out_edges()) {
+    if (reader != &f && !Unread(*reader)) return nullptr;
+  }
+  return &pg;
+}
+
 // When `cast` is Cast(ReadVariableOp(handle)) from float32 to bfloat16 on one device,
 // with nothing ordered after the read by a control edge, the read; else null.
 const Node* CastVariableRead(const Node& cast) {
@@ -308,6 +339,37 @@ absl::StatusOr<proto::GraphDef> BiasGradBeforeMaxPoolGrad(const proto::GraphDef&
     AddControlInputs({&pool_grad, &bias_grad}, &pooled);
     rewrite.Replace(bias_grad.name(), std::move(pooled));
     if (report != nullptr) ++report->bias_grads_before_pool_grad;
+  });
+}
+
+absl::StatusOr<proto::GraphDef> FilterGradOfMaxPoolGrad(const proto::GraphDef& def,
+                                                        const OpRegistry* registry,
+                                                        RemapReport* report) {
+  return RewriteEachNode(def, registry, [&](const Node& node, const auto& index, Rewrite& rewrite) {
+    const Node* pg = PoolGradUnderFilterGrad(node);
+    if (pg == nullptr) return;
+    const proto::NodeDef& pool_grad = DefOf(index, def, *pg);
+    const proto::NodeDef& filter_grad = DefOf(index, def, node);
+    proto::NodeDef fused;
+    fused.set_name(rewrite.NewName(filter_grad.name(), "/of_pool_grad"));
+    fused.set_op("_Conv2DBackpropFilterOfMaxPoolGrad");
+    fused.set_device(filter_grad.device());
+    *fused.mutable_attr() = filter_grad.attr();
+    for (const char* key : {"ksize", "strides", "padding"}) {
+      auto it = pool_grad.attr().find(key);
+      if (it != pool_grad.attr().end())
+        (*fused.mutable_attr())[absl::StrCat("pool_", key)] = it->second;
+    }
+    int data = 0;
+    for (const proto::NodeDef* n : {&filter_grad, &pool_grad}) {
+      for (const std::string& input : n->input()) {
+        if (input.empty() || input[0] == '^') continue;
+        if (n == &pool_grad || data++ < 2) fused.add_input(input);
+      }
+    }
+    AddControlInputs({&filter_grad, &pool_grad}, &fused);
+    rewrite.Replace(filter_grad.name(), std::move(fused));
+    if (report != nullptr) ++report->filter_grads_of_pool_grad;
   });
 }
 

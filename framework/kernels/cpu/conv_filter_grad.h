@@ -111,6 +111,14 @@ inline constexpr int64_t kMaxAmxUnfoldedRows = 64;
 bool AmxUnfoldedFilterGradApplies(const FilterGradGeometry& g);
 absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& input,
                                    const Tensor& grad, Tensor* out);
+// kAmxUnfolded where the output gradient is MaxPoolGrad(pool_input, pool_grad) of a 2x2
+// max pool of stride 2 over the convolution's output (pool_input [n,oh,ow,o], pool_grad
+// [n,oh/2,ow/2,o]): each image's gradient routed into the thread's scratch as it is
+// needed, never written whole; equal bit for bit to FilterGradAmxUnfolded of the routed
+// gradient. REQUIRES: as FilterGradAmxUnfolded, all operands bfloat16.
+absl::Status FilterGradAmxUnfoldedOfMaxPool(const FilterGradGeometry& g, const Tensor& input,
+                                            const Tensor& pool_input, const Tensor& pool_grad,
+                                            Tensor* out);
 // Whether kAmxImages runs fewer products than kAmxPositions for `g` (at least 32
 // images, and padding columns or rounding in kAmxPositions), with a chunk's operands
 // (32 images' input planes and output gradients) within 2 MiB.

@@ -23,12 +23,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/conv_filter_grad.h"
 #include "framework/kernels/cpu/conv_filter_grad_amx.h"
+#include "framework/kernels/cpu/pool_2x2.h"
 
 namespace tandem::nn {
 namespace {
@@ -82,13 +84,13 @@ void Unfold(const FilterGradGeometry& g, const UnfoldedLayout& l, const uint16_t
   }
 }
 
-// Image b's output gradient as B tiles [o_pad / 16][p / 2][16][2], zero at the plane's
-// padding columns and beyond its last row.
+// One image's output gradient `dy` [oh][ow][o] as B tiles [o_pad / 16][p / 2][16][2],
+// zero at the plane's padding columns and beyond its last row.
 void InterleaveGrad(const FilterGradGeometry& g, const UnfoldedLayout& l, const uint16_t* dy,
-                    int64_t b, uint16_t* d) {
+                    uint16_t* d) {
   auto row = [&](int64_t q) -> const uint16_t* {
     const int64_t y = q / l.pw, x = q % l.pw;
-    return y < g.oh && x < g.ow ? dy + ((b * g.oh + y) * g.ow + x) * g.o : nullptr;
+    return y < g.oh && x < g.ow ? dy + (y * g.ow + x) * g.o : nullptr;
   };
   for (int64_t m = 0; m < l.p / 2; ++m) {
     amx::InterleavePair(row(2 * m), row(2 * m + 1), g.o, l.o_pad, d + m * 32, l.p / 2 * 32);
@@ -146,16 +148,51 @@ bool AmxUnfoldedFilterGradApplies(const FilterGradGeometry& g) {
   return UnfoldedLayout(g).PerThread() * static_cast<int64_t>(sizeof(uint16_t)) <= kMaxThreadBytes;
 }
 
-absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& input,
-                                   const Tensor& grad, Tensor* out) {
-  if (input.dtype() != DType::kBFloat16 || grad.dtype() != DType::kBFloat16) {
-    return absl::InternalError("the AMX filter gradient takes bfloat16 operands");
+namespace {
+
+// Image b's output gradient as rows [oh][ow][o] of bfloat16 bits: the tensor's own, or
+// one routed from a 2x2 max pool's gradient (pool_2x2.h: to each window's first maximum
+// of the pool's input, which is the convolution's output) into the calling thread's
+// scratch, valid until its next call.
+class GradImages {
+ public:
+  explicit GradImages(const FilterGradGeometry& g, const Tensor& grad) : g_(g), dy_(Bits(grad)) {}
+  GradImages(const FilterGradGeometry& g, const Tensor& pool_input, const Tensor& pool_grad)
+      : g_(g), a_(Bits(pool_input)), pooled_(Bits(pool_grad)) {
+    ph_ = pool_grad.dim(1);
+    pw_ = pool_grad.dim(2);
   }
-  if (!AmxUnfoldedFilterGradApplies(g)) {
-    return absl::InternalError(
-        absl::StrCat("the unfolded AMX filter gradient takes at most ", kMaxAmxUnfoldedRows,
-                     " taps x input channels and 4 MiB of operands an image"));
+
+  const uint16_t* Image(int64_t b) const {
+    const int64_t image = g_.oh * g_.ow * g_.o;
+    if (a_ == nullptr) return dy_ + b * image;
+    thread_local std::vector<uint16_t> routed;
+    routed.resize(image);
+    // Rows and columns past the last window (odd sizes) get no gradient.
+    if (2 * ph_ != g_.oh || 2 * pw_ != g_.ow) std::fill(routed.begin(), routed.end(), 0);
+    const int64_t row = g_.ow * g_.o;
+    const uint16_t* a = a_ + b * image;
+    const uint16_t* pg = pooled_ + b * ph_ * pw_ * g_.o;
+    for (int64_t py = 0; py < ph_; ++py) {
+      MaxPoolGrad2x2Row(a + 2 * py * row, a + (2 * py + 1) * row, pg + py * pw_ * g_.o,
+                        routed.data() + 2 * py * row, routed.data() + (2 * py + 1) * row, pw_,
+                        g_.o);
+    }
+    return routed.data();
   }
+
+ private:
+  static const uint16_t* Bits(const Tensor& t) {
+    return reinterpret_cast<const uint16_t*>(t.data<bfloat16>());
+  }
+  const FilterGradGeometry& g_;
+  const uint16_t* dy_ = nullptr;
+  const uint16_t *a_ = nullptr, *pooled_ = nullptr;
+  int64_t ph_ = 0, pw_ = 0;
+};
+
+absl::Status UnfoldedFilterGrad(const FilterGradGeometry& g, const Tensor& input,
+                                const GradImages& grads, Tensor* out) {
   const UnfoldedLayout l(g);
   const int64_t groups = std::min(g.n, kMaxGroups);
   const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), groups));
@@ -167,7 +204,6 @@ absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& in
   float* const acc = amx::AmxScratch::Aligned(&scratch.acc, groups * acc_size);
   std::fill_n(acc, groups * acc_size, 0.0f);
   const auto* x = reinterpret_cast<const uint16_t*>(input.data<bfloat16>());
-  const auto* dy = reinterpret_cast<const uint16_t*>(grad.data<bfloat16>());
 #pragma omp parallel num_threads(threads)
   {
     amx::LoadTileConfig();
@@ -180,7 +216,7 @@ absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& in
     for (int64_t group = 0; group < groups; ++group) {
       for (int64_t b = g.n * group / groups; b < g.n * (group + 1) / groups; ++b) {
         Unfold(g, l, x, b, planes, t);
-        InterleaveGrad(g, l, dy, b, d);
+        InterleaveGrad(g, l, grads.Image(b), d);
         AccumulateImage(l, t, d, acc + group * acc_size);
       }
     }
@@ -197,6 +233,43 @@ absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& in
   }
   amx::WriteFilterGrad(sum, out);
   return absl::OkStatus();
+}
+
+// The checks both entries make.
+absl::Status CheckUnfolded(const FilterGradGeometry& g, std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts) {
+    if (t->dtype() != DType::kBFloat16) {
+      return absl::InternalError("the AMX filter gradient takes bfloat16 operands");
+    }
+  }
+  if (!AmxUnfoldedFilterGradApplies(g)) {
+    return absl::InternalError(
+        absl::StrCat("the unfolded AMX filter gradient takes at most ", kMaxAmxUnfoldedRows,
+                     " taps x input channels and 4 MiB of operands an image"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& input,
+                                   const Tensor& grad, Tensor* out) {
+  TANDEM_RETURN_IF_ERROR(CheckUnfolded(g, {&input, &grad}));
+  return UnfoldedFilterGrad(g, input, GradImages(g, grad), out);
+}
+
+absl::Status FilterGradAmxUnfoldedOfMaxPool(const FilterGradGeometry& g, const Tensor& input,
+                                            const Tensor& pool_input, const Tensor& pool_grad,
+                                            Tensor* out) {
+  TANDEM_RETURN_IF_ERROR(CheckUnfolded(g, {&input, &pool_input, &pool_grad}));
+  if (pool_input.shape() != TensorShape({g.n, g.oh, g.ow, g.o}) || pool_grad.rank() != 4 ||
+      pool_grad.dim(0) != g.n || pool_grad.dim(1) != g.oh / 2 || pool_grad.dim(2) != g.ow / 2 ||
+      pool_grad.dim(3) != g.o) {
+    return absl::InternalError(
+        absl::StrCat("a 2x2 max pool of stride 2 over the output gradient's shape takes ",
+                     pool_input.shape().DebugString(), " to ", pool_grad.shape().DebugString()));
+  }
+  return UnfoldedFilterGrad(g, input, GradImages(g, pool_input, pool_grad), out);
 }
 
 }  // namespace tandem::nn

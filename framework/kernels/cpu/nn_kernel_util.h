@@ -39,13 +39,15 @@ struct WindowDim {
 absl::StatusOr<WindowDim> ComputeWindowDim(int64_t in, int64_t k, int64_t stride, int64_t dilation,
                                            bool same);
 
-// Attrs of Conv2D* (dilations) and pool ops (ksize), read at kernel Init.
+// Attrs of Conv2D* (dilations) and pool ops (ksize), read at kernel Init: `second`,
+// prefix + "strides" and prefix + "padding" (a fused op's second window has a prefix).
 struct WindowAttrs {
   int64_t stride_h = 1, stride_w = 1;
   int64_t second_h = 1, second_w = 1;  // dilation (conv) or window size (pool)
   bool same = false;
 };
-absl::StatusOr<WindowAttrs> ParseWindowAttrs(const Node& node, const std::string& second);
+absl::StatusOr<WindowAttrs> ParseWindowAttrs(const Node& node, const std::string& second,
+                                             const std::string& prefix = "");
 
 // UNIMPLEMENTED naming the node unless input i is float32 (the only dtype of these
 // kernels; inference already rejects non-floating inputs).

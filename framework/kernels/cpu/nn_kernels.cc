@@ -48,15 +48,17 @@ absl::StatusOr<std::vector<int64_t>> FourInts(const Node& node, const std::strin
 
 }  // namespace
 
-absl::StatusOr<WindowAttrs> ParseWindowAttrs(const Node& node, const std::string& second) {
+absl::StatusOr<WindowAttrs> ParseWindowAttrs(const Node& node, const std::string& second,
+                                             const std::string& prefix) {
   WindowAttrs a;
-  TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> strides, FourInts(node, "strides"));
+  TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> strides, FourInts(node, prefix + "strides"));
   TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> other, FourInts(node, second));
   a.stride_h = strides[1];
   a.stride_w = strides[2];
   a.second_h = other[1];
   a.second_w = other[2];
-  TANDEM_ASSIGN_OR_RETURN(std::string padding, GetAttr<std::string>(node.attrs(), "padding"));
+  TANDEM_ASSIGN_OR_RETURN(std::string padding,
+                          GetAttr<std::string>(node.attrs(), prefix + "padding"));
   if (padding != "SAME" && padding != "VALID") {
     return absl::InvalidArgumentError(
         absl::StrCat("padding must be SAME or VALID, got '", padding, "'"));

@@ -232,45 +232,49 @@ class MaxPoolGradKernel : public PoolKernelBase {
                                     s.output_shape().DebugString(), ": ", InputShapes(ctx)));
     }
     Tensor* out = ctx.allocate_output(0, input.shape());
-    if (out->NumElements() == 0) return absl::OkStatus();
-    if (IsFull2x2(s)) {
-      if (input.dtype() == DType::kFloat) {
-        MaxPoolGrad2x2<float>(s, input, grad, out);
-      } else {
-        MaxPoolGrad2x2<uint16_t>(s, input, grad, out);
-      }
-      return absl::OkStatus();
-    }
-    const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
-    const WindowAttrs& a = s.attrs;
-    const bool disjoint = a.stride_h >= a.second_h && a.stride_w >= a.second_w;
-    // Disjoint windows of stride == size cover every input element (TF geometry).
-    const bool covers = a.stride_h == a.second_h && a.stride_w == a.second_w &&
-                        s.oh * a.stride_h - s.dim_h.pad_before >= s.h &&
-                        s.ow * a.stride_w - s.dim_w.pad_before >= s.w;
-    ForEachImage(s, image + pooled * a.second_h * a.second_w, [&](int64_t img) {
-      thread_local std::vector<float> x_scratch, g_scratch, dx_scratch;
-      const float* xi = ImageAsFloat(input, img, image, &x_scratch);
-      const float* gi = ImageAsFloat(grad, img, pooled, &g_scratch);
-      float* dxi = OutImage(out, img, image, &dx_scratch);
-      if (!(disjoint && covers)) std::fill_n(dxi, image, 0.0f);
-      std::vector<float> scratch(2 * c);
-      for (int64_t oy = 0; oy < s.oh; ++oy) {
-        for (int64_t ox = 0; ox < s.ow; ++ox) {
-          if (disjoint) {
-            RouteWindow<false>(s, xi, gi, dxi, oy, ox, scratch.data(), scratch.data() + c);
-          } else {
-            RouteWindow<true>(s, xi, gi, dxi, oy, ox, scratch.data(), scratch.data() + c);
-          }
-        }
-      }
-      StoreImage(dx_scratch, out, img, image);
-    });
+    MaxPoolGradInto(s, input, grad, out);
     return absl::OkStatus();
   }
 };
 
 }  // namespace
+
+void MaxPoolGradInto(const PoolShape& s, const Tensor& input, const Tensor& grad, Tensor* out) {
+  if (out->NumElements() == 0) return;
+  if (IsFull2x2(s)) {
+    if (input.dtype() == DType::kFloat) {
+      MaxPoolGrad2x2<float>(s, input, grad, out);
+    } else {
+      MaxPoolGrad2x2<uint16_t>(s, input, grad, out);
+    }
+    return;
+  }
+  const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
+  const WindowAttrs& a = s.attrs;
+  const bool disjoint = a.stride_h >= a.second_h && a.stride_w >= a.second_w;
+  // Disjoint windows of stride == size cover every input element (TF geometry).
+  const bool covers = a.stride_h == a.second_h && a.stride_w == a.second_w &&
+                      s.oh * a.stride_h - s.dim_h.pad_before >= s.h &&
+                      s.ow * a.stride_w - s.dim_w.pad_before >= s.w;
+  ForEachImage(s, image + pooled * a.second_h * a.second_w, [&](int64_t img) {
+    thread_local std::vector<float> x_scratch, g_scratch, dx_scratch;
+    const float* xi = ImageAsFloat(input, img, image, &x_scratch);
+    const float* gi = ImageAsFloat(grad, img, pooled, &g_scratch);
+    float* dxi = OutImage(out, img, image, &dx_scratch);
+    if (!(disjoint && covers)) std::fill_n(dxi, image, 0.0f);
+    std::vector<float> scratch(2 * c);
+    for (int64_t oy = 0; oy < s.oh; ++oy) {
+      for (int64_t ox = 0; ox < s.ow; ++ox) {
+        if (disjoint) {
+          RouteWindow<false>(s, xi, gi, dxi, oy, ox, scratch.data(), scratch.data() + c);
+        } else {
+          RouteWindow<true>(s, xi, gi, dxi, oy, ox, scratch.data(), scratch.data() + c);
+        }
+      }
+    }
+    StoreImage(dx_scratch, out, img, image);
+  });
+}
 
 void RegisterCpuMaxPoolKernels(KernelRegistry* r) {
   r->Register<MaxPoolKernel>("MaxPool", kDeviceCpu);

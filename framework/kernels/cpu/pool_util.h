@@ -53,6 +53,13 @@ class PoolKernelBase : public OpKernel {
   WindowAttrs attrs_;
 };
 
+// MaxPoolGrad's routing (pool_max_kernels.cc): `out` [n,h,w,c] gets each window's value
+// of `grad` (s's pooled shape) at the window's first maximum of `input`, added where
+// windows overlap, and zero elsewhere. float32, or bfloat16 in and out; images on the
+// calling thread's OpenMP team. REQUIRES: input, grad and out of one dtype, with s's
+// shapes.
+void MaxPoolGradInto(const PoolShape& s, const Tensor& input, const Tensor& grad, Tensor* out);
+
 // MaxPool and MaxPoolGrad (pool_max_kernels.cc).
 void RegisterCpuMaxPoolKernels(KernelRegistry* r);
 
