@@ -126,8 +126,9 @@ fi
 trainer="$build/apps/trainer"
 configs="$(dirname "$0")/../../configs"
 # e2e NAME BATCH STEPS PRECISION THREADS: also times train_bench's bare step of the same
-# model, batch and threads in each pair, and prints e2e_over_step, the share of the step's
-# speed that the trainer keeps end to end (input pipeline, hooks, summaries).
+# model, batch, threads and number of steps in each pair (so both see the host's
+# weather for as long), and prints e2e_over_step, the share of the step's speed that
+# the trainer keeps end to end (input pipeline, hooks, summaries).
 e2e() {
   local name=$1 batch=$2 steps=$3 precision=$4 threads=$5 dir rate oursl="" theirsl="" stepl="" i
   for ((i = 0; i < reps; i++)); do
@@ -140,7 +141,7 @@ e2e() {
     rm -rf "$dir"
     oursl="$oursl $(awk -v s="$rate" -v b="$batch" 'BEGIN { printf "%.0f", s * b }')"
     stepl="$stepl $(OMP_NUM_THREADS=$threads "$bench" --model "${name#fashion_}" --threads "$threads" \
-        --batch "$batch" --steps $((steps / 5)) --precision "$precision" 2>/dev/null | rate)"
+        --batch "$batch" --steps "$steps" --precision "$precision" 2>/dev/null | rate)"
     if (( have_peer )); then
       theirsl="$theirsl $(peer_best "$threads" --model "${name}_e2e" --batch "$batch" --steps 200 \
                           --warmup 20 --precision "$precision")"
