@@ -315,6 +315,20 @@ absl::Status FusedInfer(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// _FusedConv2DWithMaxPool(x, w, bias): _FusedConv2D's output and its max pool, the
+// pool's window in attrs pool_ksize, pool_strides and pool_padding.
+absl::Status FusedConvWithMaxPoolInfer(InferenceContext& ctx) {
+  TANDEM_RETURN_IF_ERROR(FusedInfer<Conv2DInfer>(ctx));
+  TANDEM_ASSIGN_OR_RETURN(WindowAttrs a, ParseWindowAttrs(ctx, "pool_ksize", "pool_"));
+  const PartialShape conv = ctx.outputs()[0].shape;
+  const int64_t channels = conv.known_rank() ? conv.dim(3) : -1;
+  TANDEM_ASSIGN_OR_RETURN(PartialShape pooled,
+                          WindowOutput(ctx, conv, a.second[1], a.second[2], channels, a,
+                                       /*conv=*/false));
+  ctx.AddOutput(ctx.input_dtype(0), pooled);
+  return absl::OkStatus();
+}
+
 // Conv2DBackpropInput(input_sizes, filter, out_backprop).
 absl::Status Conv2DBackpropInputInfer(InferenceContext& ctx) {
   TANDEM_RETURN_IF_ERROR(ExpectFloat(ctx, 1));
@@ -561,6 +575,17 @@ void RegisterNnOps(OpRegistry* r) {
                .max_inputs = 3,
                .default_attrs = fused_conv,
                .infer = FusedInfer<Conv2DInfer>});
+  // _FusedConv2D and the MaxPool that reads it, in one kernel that pools each image while
+  // it is in cache (remapper.h): outputs 0 (the convolution's) and 1 (the pool's).
+  AttrMap fused_conv_pool = fused_conv;
+  for (const char* key : {"ksize", "strides", "padding"}) {
+    fused_conv_pool[absl::StrCat("pool_", key)] = pool.at(key);
+  }
+  r->Register({.name = "_FusedConv2DWithMaxPool",
+               .min_inputs = 3,
+               .max_inputs = 3,
+               .default_attrs = fused_conv_pool,
+               .infer = FusedConvWithMaxPoolInfer});
   r->Register({.name = "_FusedMatMul",
                .min_inputs = 3,
                .max_inputs = 3,

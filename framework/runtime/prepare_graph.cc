@@ -41,6 +41,10 @@ std::string Summary(const RemapReport& report) {
     parts.push_back(absl::StrCat("filter gradients routing their MaxPoolGrad image by image: ",
                                  report.filter_grads_of_pool_grad));
   }
+  if (report.pools_inside_convs > 0) {
+    parts.push_back(
+        absl::StrCat("MaxPools computed inside their convolutions: ", report.pools_inside_convs));
+  }
   if (report.gradients_computed_in_updates > 0) {
     parts.push_back(absl::StrCat("gradient MatMuls computed inside their updates: ",
                                  report.gradients_computed_in_updates));
@@ -61,6 +65,7 @@ absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precisi
   TANDEM_ASSIGN_OR_RETURN(out, BiasGradBeforeMaxPoolGrad(out, OpRegistry::Global(), &report));
   if (variables_on_cpu) {
     TANDEM_ASSIGN_OR_RETURN(out, FilterGradOfMaxPoolGrad(out, OpRegistry::Global(), &report));
+    TANDEM_ASSIGN_OR_RETURN(out, FuseConvAndMaxPool(out, OpRegistry::Global(), &report));
     TANDEM_ASSIGN_OR_RETURN(out, ReadVariablesAsBfloat16(out, OpRegistry::Global(), &report));
     TANDEM_ASSIGN_OR_RETURN(out, FuseGradientMatMulIntoApply(out, OpRegistry::Global(), &report));
   }

@@ -34,8 +34,8 @@ namespace tandem {
 
 // The graph a session runs: ApplyPrecision(def, precision), then FuseBiasAndRelu,
 // MaskBeforeMaxPoolGrad, BiasGradBeforeMaxPoolGrad and, where the session keeps its variables on
-// the CPU (no GPU), FilterGradOfMaxPoolGrad, ReadVariablesAsBfloat16 and
-// FuseGradientMatMulIntoApply. Logs the rewrites once
+// the CPU (no GPU), FilterGradOfMaxPoolGrad, FuseConvAndMaxPool, ReadVariablesAsBfloat16
+// and FuseGradientMatMulIntoApply. Logs the rewrites once
 // per process.
 absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precision precision,
                                              bool variables_on_cpu = true);

@@ -131,6 +131,11 @@ struct Rewrite {
     renamed[original] = replacement.name();
     added_after[original].push_back(std::move(replacement));
   }
+  // Points every reader of `original` at output `index` of the node `replacement`
+  // (control inputs at the node).
+  void Redirect(const std::string& original, const std::string& replacement, int index) {
+    renamed[original] = absl::StrCat(replacement, ":", index);
+  }
   proto::GraphDef Apply(const proto::GraphDef& def) {
     proto::GraphDef out;
     out.set_version(def.version());
@@ -139,8 +144,12 @@ struct Rewrite {
         auto it = renamed.find(InputNode(input));
         if (it == renamed.end()) continue;
         const bool indexed = absl::StrContains(input, ':');
-        input = input[0] == '^' ? absl::StrCat("^", it->second)
-                                : absl::StrCat(it->second, indexed ? ":0" : "");
+        const bool to_output = absl::StrContains(it->second, ':');  // Redirect's
+        if (input[0] == '^') {
+          input = absl::StrCat("^", InputNode(it->second));
+        } else {
+          input = to_output ? it->second : absl::StrCat(it->second, indexed ? ":0" : "");
+        }
       }
       *out.add_node() = std::move(node);
     };
@@ -219,6 +228,24 @@ const Node* PoolGradUnderBiasGrad(const Node& b) {
     return nullptr;
   }
   return &pg;
+}
+
+// When `pool` is a MaxPool of 2x2 windows of stride 2 over output 0 of a _FusedConv2D
+// on its device and dtype, and the convolution's only MaxPool, the convolution; else
+// null.
+const Node* ConvUnderMaxPool(const Node& pool) {
+  if (pool.op() != "MaxPool" || pool.num_inputs() != 1 || pool.input(0).index != 0) return nullptr;
+  const Node& conv = *pool.input(0).node;
+  if (conv.op() != "_FusedConv2D" || !SameDeviceAndDType(conv, pool)) return nullptr;
+  for (const char* key : {"ksize", "strides"}) {
+    if (GetAttrOr<std::vector<int64_t>>(pool.attrs(), key, {}) !=
+        std::vector<int64_t>{1, 2, 2, 1}) {
+      return nullptr;
+    }
+  }
+  int pools = 0;
+  for (const auto& [reader, slot] : conv.out_edges()) pools += reader->op() == "MaxPool";
+  return pools == 1 ? &conv : nullptr;
 }
 
 // Whether nothing takes `node`'s outputs, up to `depth` readers down: no control edges
@@ -370,6 +397,28 @@ absl::StatusOr<proto::GraphDef> FilterGradOfMaxPoolGrad(const proto::GraphDef& d
     AddControlInputs({&filter_grad, &pool_grad}, &fused);
     rewrite.Replace(filter_grad.name(), std::move(fused));
     if (report != nullptr) ++report->filter_grads_of_pool_grad;
+  });
+}
+
+absl::StatusOr<proto::GraphDef> FuseConvAndMaxPool(const proto::GraphDef& def,
+                                                   const OpRegistry* registry,
+                                                   RemapReport* report) {
+  return RewriteEachNode(def, registry, [&](const Node& node, const auto& index, Rewrite& rewrite) {
+    const Node* c = ConvUnderMaxPool(node);
+    if (c == nullptr) return;
+    const proto::NodeDef& conv = DefOf(index, def, *c);
+    const proto::NodeDef& pool = DefOf(index, def, node);
+    proto::NodeDef fused = conv;
+    fused.set_name(rewrite.NewName(conv.name(), "/with_pool"));
+    fused.set_op("_FusedConv2DWithMaxPool");
+    for (const char* key : {"ksize", "strides", "padding"}) {
+      auto it = pool.attr().find(key);
+      if (it != pool.attr().end()) (*fused.mutable_attr())[absl::StrCat("pool_", key)] = it->second;
+    }
+    AddControlInputs({&pool}, &fused);
+    rewrite.Redirect(pool.name(), fused.name(), 1);
+    rewrite.Replace(conv.name(), std::move(fused));
+    if (report != nullptr) ++report->pools_inside_convs;
   });
 }
 

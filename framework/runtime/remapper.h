@@ -36,6 +36,14 @@
 // MaxPoolGrad's output, transitively (a fetched reader of it would run the MaxPoolGrad
 // as well: slower, not wrong). CPU only.
 //
+// FuseConvAndMaxPool turns MaxPool(_FusedConv2D(x, w, b)) with 2x2 windows of stride 2
+// into _FusedConv2DWithMaxPool(x, w, b), whose output 0 the convolution's readers read
+// and output 1 the pool's: where the AMX forward takes the layer, each image is pooled
+// as it leaves the tiles, while in cache, instead of the pool reading the whole output
+// back (fashion_cnn's first layer: 5 MB a step). Equal bit for bit. It applies where
+// both share one device and dtype and the convolution has no other MaxPool. CPU only.
+// It runs after the passes above, which match the MaxPool by its op.
+//
 // Nothing the caller knows changes meaning. The chain's nodes stay in the graph under
 // their names; the fused node ("<last>/fused") takes over every consumer of the
 // chain's last node, data and control (the masked MaxPoolGrad, "<ReluGrad>/routed",
@@ -64,6 +72,7 @@ struct RemapReport {
   int masks_before_pool_grad = 0;         // ReluGrads moved before their MaxPoolGrad
   int bias_grads_before_pool_grad = 0;    // BiasAddGrads of the pooled gradient
   int filter_grads_of_pool_grad = 0;      // Conv2DBackpropFilters routing their gradient
+  int pools_inside_convs = 0;             // MaxPools computed by their _FusedConv2D
   int variables_read_as_bfloat16 = 0;     // Cast(ReadVariableOp) pairs fused
   int gradients_computed_in_updates = 0;  // MatMuls taken into their dense updates
 };
@@ -83,6 +92,10 @@ absl::StatusOr<proto::GraphDef> BiasGradBeforeMaxPoolGrad(const proto::GraphDef&
 absl::StatusOr<proto::GraphDef> FilterGradOfMaxPoolGrad(const proto::GraphDef& def,
                                                         const OpRegistry* registry,
                                                         RemapReport* report = nullptr);
+
+absl::StatusOr<proto::GraphDef> FuseConvAndMaxPool(const proto::GraphDef& def,
+                                                   const OpRegistry* registry,
+                                                   RemapReport* report = nullptr);
 
 // Cast(ReadVariableOp(handle)) from float32 to bfloat16, on one device and with nothing
 // ordered after the read, becomes _ReadVariableAsBfloat16(handle) for the cast's

@@ -13,6 +13,7 @@
 #include "framework/kernels/cpu/bf16_convert.h"
 #include "framework/kernels/cpu/conv_filter_grad_amx.h"
 #include "framework/kernels/cpu/parallel.h"
+#include "framework/kernels/cpu/pool_2x2.h"
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_* as the masked-off source, which
 // -Wmaybe-uninitialized takes for an uninitialized read.
@@ -187,7 +188,7 @@ bool AmxForwardConvIsAvailable() {
 }
 
 absl::Status ConvForwardAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& filter,
-                            const Tensor* bias, bool relu, Tensor* out) {
+                            const Tensor* bias, bool relu, Tensor* out, Tensor* pooled) {
   const ForwardLayout l(g);
   const auto* x = reinterpret_cast<const uint16_t*>(input.raw_data());
   const std::vector<uint16_t> b =
@@ -195,6 +196,10 @@ absl::Status ConvForwardAmx(const FilterGradGeometry& g, const Tensor& input, co
   std::vector<float> bias_f(l.o_pad + 16, 0.0f);  // read 32 channels at a time
   if (bias != nullptr) WidenBf16(bias->data<bfloat16>(), bias_f.data(), g.o);
   auto* y = reinterpret_cast<uint16_t*>(out->raw_data());
+  auto* pool = pooled == nullptr ? nullptr : reinterpret_cast<uint16_t*>(pooled->raw_data());
+  const int64_t ph = pooled == nullptr ? 0 : pooled->dim(1),
+                pw = pooled == nullptr ? 0 : pooled->dim(2);
+  const int64_t row = g.ow * g.o, image = g.oh * row;
   OmpParallelFor(g.n, 1, [&](int64_t begin, int64_t end) {
     thread_local ForwardScratch scratch;
     uint16_t* plane = amx::AmxScratch::Aligned(&scratch.plane, l.rows * l.plane_w * g.c + 32);
@@ -203,7 +208,13 @@ absl::Status ConvForwardAmx(const FilterGradGeometry& g, const Tensor& input, co
     LoadForwardTileConfig(l.taps);
     for (int64_t i = begin; i < end; ++i) {
       LayOutImage(g, l, x, i, plane, runs);
-      ConvolveImage(g, l, runs, b.data(), bias_f.data(), relu, c, y + i * g.oh * g.ow * g.o);
+      uint16_t* yi = y + i * image;
+      ConvolveImage(g, l, runs, b.data(), bias_f.data(), relu, c, yi);
+      // The image's pool while its output is in cache.
+      for (int64_t py = 0; py < ph; ++py) {
+        MaxPool2x2Row(yi + 2 * py * row, yi + (2 * py + 1) * row, pool + (i * ph + py) * pw * g.o,
+                      pw, g.o);
+      }
     }
     amx::ReleaseTiles();
   });

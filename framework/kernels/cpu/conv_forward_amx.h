@@ -45,11 +45,12 @@ bool AmxForwardConvIsAvailable();
 absl::StatusOr<bool> ForwardConvByAmx(const FilterGradGeometry& g);
 
 // out [n,oh,ow,o] = relu?(conv(input [n,h,w,c], filter [kh,kw,c,o]) + bias [o]), all
-// bfloat16, float32 sums rounded once; bias may be null and relu false. On the calling
-// thread's OpenMP team, images split over its threads. REQUIRES:
-// AmxForwardConvApplies(g) and AmxForwardConvIsAvailable().
+// bfloat16, float32 sums rounded once; bias may be null and relu false. With `pooled`
+// [n,oh/2,ow/2,o], also its 2x2 max pool of stride 2 (pool_2x2.h), each image pooled
+// while its output is in cache. On the calling thread's OpenMP team, images split over
+// its threads. REQUIRES: AmxForwardConvApplies(g) and AmxForwardConvIsAvailable().
 absl::Status ConvForwardAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& filter,
-                            const Tensor* bias, bool relu, Tensor* out);
+                            const Tensor* bias, bool relu, Tensor* out, Tensor* pooled = nullptr);
 
 }  // namespace tandem::nn
 

@@ -242,6 +242,21 @@ absl::Status ForwardConv(const OpKernelContext& ctx, const ConvShape& s, const T
   });
 }
 
+// The output of Conv2D (and _FusedConv2D's bias and activation, s.fusion) of inputs 0
+// and 1 into `out`, on the widened copies where oneDNN has no bfloat16 kernels.
+absl::Status Convolve(const OpKernelContext& ctx, ConvShape s, Tensor* out) {
+  if (s.empty()) {
+    Zero(out);
+    if (s.fusion.bias) FillWithBias(ctx.input(2), s.fusion.relu, out);
+    return absl::OkStatus();
+  }
+  return onednn::RunWidenedIfNeeded(ctx.input(0), ctx.input(1), out,
+                                    [&](const Tensor& x, const Tensor& f, Tensor* y) {
+                                      s.dt = onednn::DataType(x.dtype());
+                                      return ForwardConv(ctx, s, x, f, y);
+                                    });
+}
+
 // Conv2D(input, filter), and _FusedConv2D(input, filter, bias) with attr activation.
 class Conv2DKernel : public ConvKernelBase {
  public:
@@ -252,27 +267,60 @@ class Conv2DKernel : public ConvKernelBase {
   }
 
   absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_ASSIGN_OR_RETURN(ConvShape s, Shape(ctx));
+    return Convolve(ctx, s, ctx.allocate_output(0, s.output_shape()));
+  }
+
+ protected:
+  // The convolution of the inputs, with the node's fusion; checks dtypes and the bias.
+  absl::StatusOr<ConvShape> Shape(const OpKernelContext& ctx) const {
     TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 0, 1));
-    const Tensor& input = ctx.input(0);
-    const Tensor& filter = ctx.input(1);
-    TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter.shape()));
+    TANDEM_ASSIGN_OR_RETURN(ConvShape s,
+                            MakeConvShape(ctx, attrs_, ctx.input(0).shape(), ctx.input(1).shape()));
     s.fusion = fusion_;
     if (fusion_.bias) TANDEM_RETURN_IF_ERROR(CheckBias(ctx, s.o));
+    return s;
+  }
+
+  Fusion fusion_;
+};
+
+// _FusedConv2DWithMaxPool(input, filter, bias): _FusedConv2D's output (0) and its max
+// pool (1), the pool's window in attrs pool_ksize, pool_strides and pool_padding
+// (remapper.h). Where the AMX forward takes the layer (conv_forward_amx.h) and the pool
+// is 2x2 of stride 2 inside its input, each image is pooled as it leaves the tiles,
+// while it is in cache; else the pool runs after the convolution. Either way the bits
+// are the two ops'.
+class FusedConv2DWithMaxPoolKernel : public Conv2DKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    TANDEM_RETURN_IF_ERROR(ConvKernelBase::Init(node));
+    TANDEM_ASSIGN_OR_RETURN(fusion_, ParseFusion(node, "_FusedConv2DWithMaxPool"));
+    TANDEM_ASSIGN_OR_RETURN(pool_, ParseWindowAttrs(node, "pool_ksize", "pool_"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_ASSIGN_OR_RETURN(ConvShape s, Shape(ctx));
     Tensor* out = ctx.allocate_output(0, s.output_shape());
-    if (s.empty()) {
-      Zero(out);
-      if (fusion_.bias) FillWithBias(ctx.input(2), fusion_.relu, out);
-      return absl::OkStatus();
+    TANDEM_ASSIGN_OR_RETURN(PoolShape p, MakePoolShape(ctx, pool_, out->shape()));
+    Tensor* pooled = ctx.allocate_output(1, p.output_shape());
+    if (!s.empty() && ctx.input(0).dtype() == DType::kBFloat16 && IsFull2x2(p)) {
+      absl::StatusOr<bool> amx = ForwardConvByAmx(Geometry(s));
+      if (!amx.ok()) return ctx.Annotate(amx.status());
+      if (*amx) {
+        const Tensor bias = BiasAs(ctx.input(2), DType::kBFloat16);
+        return ConvForwardAmx(Geometry(s), ctx.input(0), ctx.input(1), &bias, s.fusion.relu, out,
+                              pooled);
+      }
     }
-    return onednn::RunWidenedIfNeeded(input, filter, out,
-                                      [&](const Tensor& x, const Tensor& f, Tensor* y) {
-                                        s.dt = onednn::DataType(x.dtype());
-                                        return ForwardConv(ctx, s, x, f, y);
-                                      });
+    TANDEM_RETURN_IF_ERROR(Convolve(ctx, s, out));
+    MaxPoolInto(p, *out, pooled);
+    return absl::OkStatus();
   }
 
  private:
-  Fusion fusion_;
+  WindowAttrs pool_;
 };
 
 // Checks out_backprop has the shape the forward convolution would produce.
@@ -563,6 +611,7 @@ class Conv2DBackpropFilterOfMaxPoolGradKernel : public ConvKernelBase {
 void RegisterCpuConvKernels(KernelRegistry* r) {
   r->Register<Conv2DKernel>("Conv2D", kDeviceCpu);
   r->Register<Conv2DKernel>("_FusedConv2D", kDeviceCpu);
+  r->Register<FusedConv2DWithMaxPoolKernel>("_FusedConv2DWithMaxPool", kDeviceCpu);
   r->Register<Conv2DBackpropInputKernel>("Conv2DBackpropInput", kDeviceCpu);
   r->Register<Conv2DBackpropFilterKernel>("Conv2DBackpropFilter", kDeviceCpu);
   r->Register<Conv2DBackpropFilterOfMaxPoolGradKernel>("_Conv2DBackpropFilterOfMaxPoolGrad",

@@ -118,40 +118,7 @@ class MaxPoolKernel : public PoolKernelBase {
     TANDEM_RETURN_IF_ERROR(ExpectOneFloatDType(ctx));
     const Tensor& input = ctx.input(0);
     TANDEM_ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(ctx, attrs_, input.shape()));
-    Tensor* out = ctx.allocate_output(0, s.output_shape());
-    if (out->NumElements() == 0) return absl::OkStatus();
-    if (IsFull2x2(s)) {
-      if (input.dtype() == DType::kFloat) {
-        MaxPool2x2<float>(s, input, out);
-      } else {
-        MaxPool2x2<uint16_t>(s, input, out);
-      }
-      return absl::OkStatus();
-    }
-    const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
-    ForEachImage(s, image, [&](int64_t img) {
-      thread_local std::vector<float> in_scratch, out_scratch;
-      const float* xi = ImageAsFloat(input, img, image, &in_scratch);
-      float* yi = OutImage(out, img, pooled, &out_scratch);
-      for (int64_t oy = 0; oy < s.oh; ++oy) {
-        for (int64_t ox = 0; ox < s.ow; ++ox) {
-          int64_t y0, y1, x0, x1;
-          s.Window(oy, ox, &y0, &y1, &x0, &x1);
-          float* __restrict yo = yi + (oy * s.ow + ox) * c;
-          std::fill_n(yo, c, -std::numeric_limits<float>::infinity());
-          for (int64_t yy = y0; yy < y1; ++yy) {
-            for (int64_t xx = x0; xx < x1; ++xx) {
-              const float* __restrict row = xi + (yy * s.w + xx) * c;
-              for (int64_t ch = 0; ch < c; ++ch) {
-                const float m = yo[ch], v = row[ch];
-                yo[ch] = v > m ? v : m;
-              }
-            }
-          }
-        }
-      }
-      StoreImage(out_scratch, out, img, pooled);
-    });
+    MaxPoolInto(s, input, ctx.allocate_output(0, s.output_shape()));
     return absl::OkStatus();
   }
 };
@@ -238,6 +205,42 @@ class MaxPoolGradKernel : public PoolKernelBase {
 };
 
 }  // namespace
+
+void MaxPoolInto(const PoolShape& s, const Tensor& input, Tensor* out) {
+  if (out->NumElements() == 0) return;
+  if (IsFull2x2(s)) {
+    if (input.dtype() == DType::kFloat) {
+      MaxPool2x2<float>(s, input, out);
+    } else {
+      MaxPool2x2<uint16_t>(s, input, out);
+    }
+    return;
+  }
+  const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
+  ForEachImage(s, image, [&](int64_t img) {
+    thread_local std::vector<float> in_scratch, out_scratch;
+    const float* xi = ImageAsFloat(input, img, image, &in_scratch);
+    float* yi = OutImage(out, img, pooled, &out_scratch);
+    for (int64_t oy = 0; oy < s.oh; ++oy) {
+      for (int64_t ox = 0; ox < s.ow; ++ox) {
+        int64_t y0, y1, x0, x1;
+        s.Window(oy, ox, &y0, &y1, &x0, &x1);
+        float* __restrict yo = yi + (oy * s.ow + ox) * c;
+        std::fill_n(yo, c, -std::numeric_limits<float>::infinity());
+        for (int64_t yy = y0; yy < y1; ++yy) {
+          for (int64_t xx = x0; xx < x1; ++xx) {
+            const float* __restrict row = xi + (yy * s.w + xx) * c;
+            for (int64_t ch = 0; ch < c; ++ch) {
+              const float m = yo[ch], v = row[ch];
+              yo[ch] = v > m ? v : m;
+            }
+          }
+        }
+      }
+    }
+    StoreImage(out_scratch, out, img, pooled);
+  });
+}
 
 void MaxPoolGradInto(const PoolShape& s, const Tensor& input, const Tensor& grad, Tensor* out) {
   if (out->NumElements() == 0) return;

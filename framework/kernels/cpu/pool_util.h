@@ -53,6 +53,11 @@ class PoolKernelBase : public OpKernel {
   WindowAttrs attrs_;
 };
 
+// MaxPool (pool_max_kernels.cc): `out` (s's pooled shape) gets each window's maximum of
+// `input`, NaNs skipped. float32, or bfloat16 in and out; images on the calling
+// thread's OpenMP team. REQUIRES: input and out of one dtype, with s's shapes.
+void MaxPoolInto(const PoolShape& s, const Tensor& input, Tensor* out);
+
 // MaxPoolGrad's routing (pool_max_kernels.cc): `out` [n,h,w,c] gets each window's value
 // of `grad` (s's pooled shape) at the window's first maximum of `input`, added where
 // windows overlap, and zero elsewhere. float32, or bfloat16 in and out; images on the

@@ -1,13 +1,15 @@
-// FilterGradOfMaxPoolGrad (remapper.h) and its kernel: a first layer's filter gradient,
-// whose output gradient is its pool's MaxPoolGrad, becomes one
-// _Conv2DBackpropFilterOfMaxPoolGrad node, and its result equals the original pair's
-// (fetched by name, which runs the unrewritten nodes) bit for bit: float32 and
-// mixed_bfloat16, fashion_cnn's 5x5 layer on one channel (the unfolded AMX path with
-// each image routed as it is read, where the process has AMX), odd sizes (rows and
-// columns no window covers), overlapping 3x3 windows (written whole), and with
-// TANDEM_POOL_GRAD_ROUTING=whole. The per-image routing is also called directly against
-// the whole routed gradient. Pairs it must leave: a MaxPoolGrad that something fetched
-// takes, and one on another device.
+// The first layer's rewrites around its max pool (remapper.h) and their kernels.
+// FilterGradOfMaxPoolGrad: the filter gradient, whose output gradient is its pool's
+// MaxPoolGrad, becomes one _Conv2DBackpropFilterOfMaxPoolGrad node. FuseConvAndMaxPool:
+// the _FusedConv2D and its 2x2 MaxPool become one _FusedConv2DWithMaxPool node with both
+// outputs. Each result equals the original nodes' (fetched by name, which runs them
+// unrewritten) bit for bit: float32 and mixed_bfloat16, fashion_cnn's 5x5 layer on one
+// channel (on AMX tiles where the process has them: each image routed as it is read,
+// and pooled as it leaves the tiles), odd sizes (rows and columns no window covers),
+// SAME pooling that pads (pooled after the convolution), overlapping 3x3 windows (the
+// pool not fused, the routed gradient written whole), with TANDEM_POOL_GRAD_ROUTING=whole
+// and TANDEM_CONV_FORWARD=onednn. The per-image routing is also called directly against
+// the whole routed gradient. Graphs each pass must leave alone.
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -63,63 +65,108 @@ struct Layer {
 
 ops::PoolAttrs Overlapping3x3() { return {{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"}; }
 
-// Prepares the layer's graph, checks the filter gradient was rewritten, and compares
-// the original (fetched by name) with the rewritten node, under TANDEM_POOL_GRAD_ROUTING
-// = `routing` (empty: unset).
-void ExpectBitForBit(const Layer& layer, Precision precision, const std::string& routing = "") {
+// The one node of `op` in `def` (a test failure and "" if not one).
+std::string OnlyNodeOf(const proto::GraphDef& def, const std::string& op) {
+  std::vector<std::string> names;
+  for (const auto& n : def.node()) {
+    if (n.op() == op) names.push_back(n.name());
+  }
+  EXPECT_EQ(names.size(), 1u) << op;
+  return names.size() == 1 ? names[0] : "";
+}
+
+// Equal values and shapes; returns the count of nonzero elements. Under mixed_bfloat16 a
+// user's name fetches the float32 view of a bfloat16 node: values compare as doubles,
+// which both dtypes widen to exactly.
+int64_t ExpectEqual(const Tensor& want, const Tensor& got, const std::string& what) {
+  EXPECT_EQ(want.shape(), got.shape()) << what;
+  if (want.shape() != got.shape()) return 0;
+  int64_t nonzero = 0;
+  for (int64_t k = 0; k < want.NumElements(); ++k) {
+    if (got.ValueAsDouble(k) != want.ValueAsDouble(k)) {
+      ADD_FAILURE() << what << " element " << k << ": " << got.ValueAsDouble(k) << " vs "
+                    << want.ValueAsDouble(k);
+      return nonzero;
+    }
+    nonzero += want.ValueAsDouble(k) != 0;
+  }
+  return nonzero;
+}
+
+struct Env {
+  const char* name;
+  std::string value;
+};
+
+// Prepares the layer's graph, checks that the filter gradient was rewritten (and the
+// pool fused where `pool_fused`), and compares each original (fetched by name) with its
+// rewritten output, under the environment `env`.
+void ExpectBitForBit(const Layer& layer, Precision precision, bool pool_fused,
+                     const std::vector<Env>& env = {}) {
   const proto::GraphDef def = DefOf(layer.root);
   auto prepared = PrepareGraph(def, precision);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
-  std::string fused, original;
-  for (const auto& n : prepared->node()) {
-    if (n.op() != "_Conv2DBackpropFilterOfMaxPoolGrad") continue;
-    ASSERT_TRUE(fused.empty()) << "two rewrites";
-    fused = n.name();
-    original = n.name().substr(0, n.name().size() - std::string("/of_pool_grad").size());
-    EXPECT_EQ(n.input_size(), 5);
+  const std::string filter_grad = OnlyNodeOf(*prepared, "_Conv2DBackpropFilterOfMaxPoolGrad");
+  ASSERT_FALSE(filter_grad.empty());
+  const std::string original_grad =
+      filter_grad.substr(0, filter_grad.size() - std::string("/of_pool_grad").size());
+  std::vector<std::string> fetches = {original_grad, filter_grad, "dw:0"};
+  if (pool_fused) {
+    const std::string conv_pool = OnlyNodeOf(*prepared, "_FusedConv2DWithMaxPool");
+    ASSERT_FALSE(conv_pool.empty());
+    const std::string conv =
+        conv_pool.substr(0, conv_pool.size() - std::string("/with_pool").size());
+    // The MaxPool node itself (under mixed_bfloat16, "pool" is its float32 view, which
+    // now reads the fused node), reading the fused node's output 0.
+    const std::string pool = OnlyNodeOf(*prepared, "MaxPool");
+    fetches.insert(fetches.end(), {conv, conv_pool + ":0", pool, conv_pool + ":1"});
+  } else {
+    for (const auto& n : prepared->node()) EXPECT_NE(n.op(), "_FusedConv2DWithMaxPool");
   }
-  ASSERT_FALSE(fused.empty()) << "not rewritten";
   SessionOptions so;
   so.precision = precision;
-  if (!routing.empty()) setenv("TANDEM_POOL_GRAD_ROUTING", routing.c_str(), 1);
+  for (const Env& e : env) setenv(e.name, e.value.c_str(), 1);
   auto session = NewDirectSession(def, so);
   ASSERT_TRUE(session.ok()) << session.status();
-  auto out =
-      (*session)->Run({{"x:0", Ramp(layer.x_shape, 0.61f, 0.0f)}}, {original, fused, "dw:0"});
-  unsetenv("TANDEM_POOL_GRAD_ROUTING");
+  auto out = (*session)->Run({{"x:0", Ramp(layer.x_shape, 0.61f, 0.0f)}}, fetches);
+  for (const Env& e : env) unsetenv(e.name);
   ASSERT_TRUE(out.ok()) << out.status();
-  const Tensor &want = (*out)[0], &got = (*out)[1], &read = (*out)[2];
-  ASSERT_EQ(want.shape(), got.shape());
-  ASSERT_EQ(want.dtype(), got.dtype());
-  int nonzero = 0;
-  for (int64_t k = 0; k < want.NumElements(); ++k) {
-    ASSERT_EQ(got.ValueAsDouble(k), want.ValueAsDouble(k)) << k;
-    ASSERT_EQ(read.ValueAsDouble(k), want.ValueAsDouble(k)) << k;
-    nonzero += want.ValueAsDouble(k) != 0;
+  const Tensor& want = (*out)[0];
+  EXPECT_GT(ExpectEqual(want, (*out)[1], "filter gradient"), want.NumElements() / 2);
+  ExpectEqual(want, (*out)[2], "the filter gradient's reader");
+  if (pool_fused) {
+    EXPECT_GT(ExpectEqual((*out)[3], (*out)[4], "convolution"), 0);
+    EXPECT_GT(ExpectEqual((*out)[5], (*out)[6], "pool"), 0);
   }
-  EXPECT_GT(nonzero, want.NumElements() / 2);
 }
 
-TEST(FilterGradOfMaxPoolGradTest, FashionLayerEqualsThePairBitForBit) {
+TEST(ConvPoolFusionTest, FashionLayerEqualsTheOriginalsBitForBit) {
   const Layer layer(6, 28, 28, ops::PoolAttrs{});
-  ExpectBitForBit(layer, Precision::kFloat32);
-  ExpectBitForBit(layer, Precision::kMixedBfloat16);
-  ExpectBitForBit(layer, Precision::kMixedBfloat16, "whole");
+  ExpectBitForBit(layer, Precision::kFloat32, true);
+  ExpectBitForBit(layer, Precision::kMixedBfloat16, true);
+  ExpectBitForBit(layer, Precision::kMixedBfloat16, true,
+                  {{"TANDEM_POOL_GRAD_ROUTING", "whole"}, {"TANDEM_CONV_FORWARD", "onednn"}});
 }
 
-TEST(FilterGradOfMaxPoolGradTest, OddSizesEqualThePairBitForBit) {
+TEST(ConvPoolFusionTest, OddSizesEqualTheOriginalsBitForBit) {
   const Layer layer(3, 9, 7, ops::PoolAttrs{});  // row 8 and column 6 in no window
-  ExpectBitForBit(layer, Precision::kFloat32);
-  ExpectBitForBit(layer, Precision::kMixedBfloat16);
+  ExpectBitForBit(layer, Precision::kFloat32, true);
+  ExpectBitForBit(layer, Precision::kMixedBfloat16, true);
 }
 
-TEST(FilterGradOfMaxPoolGradTest, OverlappingWindowsEqualThePairBitForBit) {
+TEST(ConvPoolFusionTest, PaddedPoolEqualsTheOriginalsBitForBit) {
+  const Layer layer(2, 9, 7, ops::PoolAttrs{{1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"});
+  ExpectBitForBit(layer, Precision::kFloat32, true);
+  ExpectBitForBit(layer, Precision::kMixedBfloat16, true);
+}
+
+TEST(ConvPoolFusionTest, OverlappingWindowsEqualTheOriginalsBitForBit) {
   const Layer layer(2, 8, 8, Overlapping3x3());
-  ExpectBitForBit(layer, Precision::kFloat32);
-  ExpectBitForBit(layer, Precision::kMixedBfloat16);
+  ExpectBitForBit(layer, Precision::kFloat32, false);
+  ExpectBitForBit(layer, Precision::kMixedBfloat16, false);
 }
 
-TEST(FilterGradOfMaxPoolGradTest, AnUnknownRoutingIsAnError) {
+TEST(ConvPoolFusionTest, AnUnknownRoutingIsAnError) {
   const Layer layer(1, 8, 8, ops::PoolAttrs{});
   setenv("TANDEM_POOL_GRAD_ROUTING", "sideways", 1);
   auto session = NewDirectSession(DefOf(layer.root), SessionOptions{});
@@ -183,10 +230,55 @@ TEST(FilterGradOfMaxPoolGradTest, OnlyWhereNothingElseTakesTheMaxPoolGrad) {
   EXPECT_EQ(rewritten, std::vector<std::string>{"of_alone/of_pool_grad"});
 }
 
+// x -> _FusedConv2D variants -> MaxPool: which FuseConvAndMaxPool rewrites, and that the
+// pool's readers then read output 1 and the convolution's output 0.
+TEST(FuseConvAndMaxPoolTest, OnlyA2x2PoolOfAFusedConvolution) {
+  ops::EnsureStandardOps();
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DType::kFloat, PartialShape({1, 8, 8, 1}));
+  Output f = ops::Const(root.WithOpName("f"), Ramp(TensorShape({3, 3, 1, 4}), 0.7f, 0.0f));
+  Output b = ops::Const(root.WithOpName("b"), Ramp(TensorShape({4}), 1.3f, 0.0f));
+  auto conv = [&](const Scope& scope, const std::string& name) {
+    return ops::internal::Build(scope.WithOpName(name), "_FusedConv2D", {x, f, b},
+                                {{"T", DType::kFloat}, {"activation", std::string("relu")}});
+  };
+  // Fused: its pool's reader and its own reader move to the fused node's outputs.
+  Output c = conv(root, "c");
+  Output pool = ops::MaxPool(root.WithOpName("pool"), c);
+  ops::Identity(root.WithOpName("reads_pool"), pool);
+  ops::Identity(root.WithOpName("reads_conv"), c);
+  // Not fused: two pools of one convolution, a 3x3 pool, a pool on another device.
+  Output twice = conv(root, "twice");
+  ops::MaxPool(root.WithOpName("first"), twice);
+  ops::MaxPool(root.WithOpName("second"), twice);
+  ops::MaxPool(root.WithOpName("wide"), conv(root, "under_wide"),
+               ops::PoolAttrs{{1, 3, 3, 1}, {1, 2, 2, 1}, "VALID"});
+  ops::MaxPool(root.WithOpName("there").WithDevice("/job:localhost/replica:0/task:0/device:CPU:1"),
+               conv(root, "here"));
+
+  RemapReport report;
+  auto out = FuseConvAndMaxPool(DefOf(root), OpRegistry::Global(), &report);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(report.pools_inside_convs, 1);
+  EXPECT_EQ(OnlyNodeOf(*out, "_FusedConv2DWithMaxPool"), "c/with_pool");
+  for (const auto& n : out->node()) {
+    if (n.name() == "c/with_pool") {
+      EXPECT_EQ(n.attr().at("pool_padding").s(), "VALID");
+      EXPECT_EQ(n.attr().at("activation").s(), "relu");
+    }
+    if (n.name() == "reads_pool") {
+      EXPECT_EQ(n.input(0), "c/with_pool:1");
+    }
+    if (n.name() == "reads_conv") {
+      EXPECT_EQ(n.input(0), "c/with_pool");  // output 0
+    }
+  }
+}
+
 // The per-image routing called directly (the session tests reach it only where the
 // process has AMX): equal bit for bit to the unfolded path on the whole routed gradient,
 // for even and odd sizes.
-TEST(FilterGradOfMaxPoolGradTest, RoutingPerImageEqualsTheWholeGradient) {
+TEST(ConvPoolFusionTest, RoutingPerImageEqualsTheWholeGradient) {
   for (const auto& [h, w] : {std::pair<int64_t, int64_t>{28, 28}, {9, 7}}) {
     SCOPED_TRACE(absl::StrCat(h, "x", w));
     const nn::FilterGradGeometry g{5, h, w, 1, 5, 5, 32, h, w, 1, 1, 1, 1, 2, 2};
