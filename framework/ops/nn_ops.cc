@@ -577,14 +577,17 @@ void RegisterNnOps(OpRegistry* r) {
                .infer = FusedInfer<Conv2DInfer>});
   // _FusedConv2D and the MaxPool that reads it, in one kernel that pools each image while
   // it is in cache (remapper.h): outputs 0 (the convolution's) and 1 (the pool's).
-  AttrMap fused_conv_pool = fused_conv;
-  for (const char* key : {"ksize", "strides", "padding"}) {
-    fused_conv_pool[absl::StrCat("pool_", key)] = pool.at(key);
-  }
+  // A fused op's attrs with a pool's window beside: pool_ksize, pool_strides, pool_padding.
+  auto with_pool_window = [&pool](AttrMap attrs) {
+    for (const char* key : {"ksize", "strides", "padding"}) {
+      attrs[absl::StrCat("pool_", key)] = pool.at(key);
+    }
+    return attrs;
+  };
   r->Register({.name = "_FusedConv2DWithMaxPool",
                .min_inputs = 3,
                .max_inputs = 3,
-               .default_attrs = fused_conv_pool,
+               .default_attrs = with_pool_window(fused_conv),
                .infer = FusedConvWithMaxPoolInfer});
   r->Register({.name = "_FusedMatMul",
                .min_inputs = 3,
@@ -606,14 +609,10 @@ void RegisterNnOps(OpRegistry* r) {
   // The filter gradient of a convolution whose output gradient is a max pool's gradient,
   // in one kernel that never writes that gradient whole. Only the graph remapper creates
   // it (framework/runtime/remapper.h), after gradients are built: it has no gradient.
-  AttrMap filter_grad_of_pool = conv;
-  for (const char* key : {"ksize", "strides", "padding"}) {
-    filter_grad_of_pool[absl::StrCat("pool_", key)] = pool.at(key);
-  }
   r->Register({.name = "_Conv2DBackpropFilterOfMaxPoolGrad",
                .min_inputs = 5,
                .max_inputs = 5,
-               .default_attrs = filter_grad_of_pool,
+               .default_attrs = with_pool_window(conv),
                .infer = FilterGradOfMaxPoolGradInfer});
   for (const char* op : {"MaxPool", "AvgPool"}) {
     r->Register(

@@ -172,6 +172,15 @@ void AddControlInputs(std::initializer_list<const proto::NodeDef*> from, proto::
   }
 }
 
+// A pool's window attrs (ksize, strides, padding) on a fused node, as pool_ksize,
+// pool_strides and pool_padding.
+void CopyPoolWindow(const proto::NodeDef& pool, proto::NodeDef* to) {
+  for (const char* key : {"ksize", "strides", "padding"}) {
+    auto it = pool.attr().find(key);
+    if (it != pool.attr().end()) (*to->mutable_attr())[absl::StrCat("pool_", key)] = it->second;
+  }
+}
+
 absl::flat_hash_map<std::string, int> IndexOf(const proto::GraphDef& def) {
   absl::flat_hash_map<std::string, int> index;
   for (int i = 0; i < def.node_size(); ++i) index[def.node(i).name()] = i;
@@ -382,11 +391,7 @@ absl::StatusOr<proto::GraphDef> FilterGradOfMaxPoolGrad(const proto::GraphDef& d
     fused.set_op("_Conv2DBackpropFilterOfMaxPoolGrad");
     fused.set_device(filter_grad.device());
     *fused.mutable_attr() = filter_grad.attr();
-    for (const char* key : {"ksize", "strides", "padding"}) {
-      auto it = pool_grad.attr().find(key);
-      if (it != pool_grad.attr().end())
-        (*fused.mutable_attr())[absl::StrCat("pool_", key)] = it->second;
-    }
+    CopyPoolWindow(pool_grad, &fused);
     int data = 0;
     for (const proto::NodeDef* n : {&filter_grad, &pool_grad}) {
       for (const std::string& input : n->input()) {
@@ -411,10 +416,7 @@ absl::StatusOr<proto::GraphDef> FuseConvAndMaxPool(const proto::GraphDef& def,
     proto::NodeDef fused = conv;
     fused.set_name(rewrite.NewName(conv.name(), "/with_pool"));
     fused.set_op("_FusedConv2DWithMaxPool");
-    for (const char* key : {"ksize", "strides", "padding"}) {
-      auto it = pool.attr().find(key);
-      if (it != pool.attr().end()) (*fused.mutable_attr())[absl::StrCat("pool_", key)] = it->second;
-    }
+    CopyPoolWindow(pool, &fused);
     AddControlInputs({&pool}, &fused);
     rewrite.Redirect(pool.name(), fused.name(), 1);
     rewrite.Replace(conv.name(), std::move(fused));

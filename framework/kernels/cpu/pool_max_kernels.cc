@@ -142,6 +142,22 @@ void Route2x2(const float* __restrict r0, const float* __restrict r1, const floa
   }
 }
 
+// m[ch] = the maximum of rows [y0, y1) and columns [x0, x1) of image xi [h, w, c]: -inf
+// first, so NaNs are skipped.
+void WindowMax(const PoolShape& s, const float* xi, int64_t y0, int64_t y1, int64_t x0, int64_t x1,
+               float* __restrict m) {
+  std::fill_n(m, s.c, -std::numeric_limits<float>::infinity());
+  for (int64_t yy = y0; yy < y1; ++yy) {
+    for (int64_t xx = x0; xx < x1; ++xx) {
+      const float* __restrict row = xi + (yy * s.w + xx) * s.c;
+      for (int64_t ch = 0; ch < s.c; ++ch) {
+        const float v = row[ch];
+        m[ch] = v > m[ch] ? v : m[ch];
+      }
+    }
+  }
+}
+
 // Routes the gradient of the window of (oy, ox) to its first maximum: written into dx
 // when windows are disjoint (every element of the window is written), added when
 // they overlap (dx zeroed first). `mv` and `rest` are scratch of c floats.
@@ -158,16 +174,7 @@ void RouteWindow(const PoolShape& s, const float* xi, const float* g, float* dxi
              dxi + b2 + c, c);
     return;
   }
-  std::fill_n(mv, c, -std::numeric_limits<float>::infinity());
-  for (int64_t yy = y0; yy < y1; ++yy) {
-    for (int64_t xx = x0; xx < x1; ++xx) {
-      const float* __restrict row = xi + (yy * s.w + xx) * c;
-      for (int64_t ch = 0; ch < c; ++ch) {
-        const float m = mv[ch], v = row[ch];
-        mv[ch] = v > m ? v : m;
-      }
-    }
-  }
+  WindowMax(s, xi, y0, y1, x0, x1, mv);
   std::copy_n(go, c, rest);
   for (int64_t yy = y0; yy < y1; ++yy) {
     for (int64_t xx = x0; xx < x1; ++xx) {
@@ -225,17 +232,7 @@ void MaxPoolInto(const PoolShape& s, const Tensor& input, Tensor* out) {
       for (int64_t ox = 0; ox < s.ow; ++ox) {
         int64_t y0, y1, x0, x1;
         s.Window(oy, ox, &y0, &y1, &x0, &x1);
-        float* __restrict yo = yi + (oy * s.ow + ox) * c;
-        std::fill_n(yo, c, -std::numeric_limits<float>::infinity());
-        for (int64_t yy = y0; yy < y1; ++yy) {
-          for (int64_t xx = x0; xx < x1; ++xx) {
-            const float* __restrict row = xi + (yy * s.w + xx) * c;
-            for (int64_t ch = 0; ch < c; ++ch) {
-              const float m = yo[ch], v = row[ch];
-              yo[ch] = v > m ? v : m;
-            }
-          }
-        }
+        WindowMax(s, xi, y0, y1, x0, x1, yi + (oy * s.ow + ox) * c);
       }
     }
     StoreImage(out_scratch, out, img, pooled);
