@@ -257,14 +257,14 @@ const Node* ConvUnderMaxPool(const Node& pool) {
   return pools == 1 ? &conv : nullptr;
 }
 
-// Whether nothing takes `node`'s outputs, up to `depth` readers down: no control edges
-// out, and every reader likewise (a first layer's input gradient, which no update
-// reads; the BiasAddGrad that BiasGradBeforeMaxPoolGrad replaced). Runs prune such
-// nodes unless one of them is fetched.
-bool Unread(const Node& node, int depth = 8) {
-  if (!node.out_control_edges().empty() || depth == 0) return false;
+// Whether nothing takes `node`'s outputs: no control edges out, and every reader
+// likewise (a first layer's input gradient, which no update reads; the BiasAddGrad
+// that BiasGradBeforeMaxPoolGrad replaced). Runs prune such nodes unless one of them is
+// fetched. At most `*budget` nodes are visited, in all; past it, the answer is no.
+bool Unread(const Node& node, int* budget) {
+  if (!node.out_control_edges().empty() || --*budget < 0) return false;
   for (const auto& [reader, slot] : node.out_edges()) {
-    if (!Unread(*reader, depth - 1)) return false;
+    if (!Unread(*reader, budget)) return false;
   }
   return true;
 }
@@ -283,7 +283,8 @@ const Node* PoolGradUnderFilterGrad(const Node& f) {
     return nullptr;
   }
   for (const auto& [reader, slot] : pg.out_edges()) {
-    if (reader != &f && !Unread(*reader)) return nullptr;
+    int budget = 64;  // the nodes a pruned input gradient feeds: a handful
+    if (reader != &f && !Unread(*reader, &budget)) return nullptr;
   }
   return &pg;
 }
