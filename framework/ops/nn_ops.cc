@@ -575,8 +575,6 @@ void RegisterNnOps(OpRegistry* r) {
                .max_inputs = 3,
                .default_attrs = fused_conv,
                .infer = FusedInfer<Conv2DInfer>});
-  // _FusedConv2D and the MaxPool that reads it, in one kernel that pools each image while
-  // it is in cache (remapper.h): outputs 0 (the convolution's) and 1 (the pool's).
   // A fused op's attrs with a pool's window beside: pool_ksize, pool_strides, pool_padding.
   auto with_pool_window = [&pool](AttrMap attrs) {
     for (const char* key : {"ksize", "strides", "padding"}) {
@@ -584,6 +582,8 @@ void RegisterNnOps(OpRegistry* r) {
     }
     return attrs;
   };
+  // _FusedConv2D and the MaxPool that reads it, in one kernel that pools each image while
+  // it is in cache (remapper.h): outputs 0 (the convolution's) and 1 (the pool's).
   r->Register({.name = "_FusedConv2DWithMaxPool",
                .min_inputs = 3,
                .max_inputs = 3,

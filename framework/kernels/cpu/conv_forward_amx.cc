@@ -4,7 +4,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -174,12 +173,8 @@ bool AmxForwardConvApplies(const FilterGradGeometry& g) {
 }
 
 absl::StatusOr<bool> ForwardConvByAmx(const FilterGradGeometry& g) {
-  const char* v = std::getenv("TANDEM_CONV_FORWARD");
-  const std::string choice = v == nullptr ? "" : v;
-  if (!choice.empty() && choice != "onednn" && choice != "amx") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TANDEM_CONV_FORWARD is '", choice, "'; it must be onednn or amx (or unset)"));
-  }
+  TANDEM_ASSIGN_OR_RETURN(const std::string choice,
+                          KernelChoiceFromEnv("TANDEM_CONV_FORWARD", {"onednn", "amx"}));
   return choice != "onednn" && AmxForwardConvApplies(g) && AmxForwardConvIsAvailable();
 }
 

@@ -22,7 +22,6 @@
 // forward convolution with few input channels runs on AMX tiles (conv_forward_amx.h).
 // _Conv2DBackpropFilterOfMaxPoolGrad is Conv2DBackpropFilter of a MaxPoolGrad, which the
 // remapper makes (remapper.h).
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -206,16 +205,27 @@ struct ConvFwdEntry : ConvEntryBase {
   memory::desc bias_md;  // Used by _FusedConv2D only.
 };
 
+// Runs the forward convolution of `s` (its fusion included) into `out`, and with
+// `pooled` its 2x2 pool, on AMX tiles (conv_forward_amx.h) where that path takes it;
+// whether it did. The env's choice is checked at every call.
+absl::StatusOr<bool> ForwardConvOnAmx(const OpKernelContext& ctx, const ConvShape& s,
+                                      const Tensor& input, const Tensor& filter, Tensor* out,
+                                      Tensor* pooled = nullptr) {
+  const FilterGradGeometry g = Geometry(s);
+  absl::StatusOr<bool> amx = ForwardConvByAmx(g);
+  if (!amx.ok()) return ctx.Annotate(amx.status());
+  if (!*amx || input.dtype() != DType::kBFloat16) return false;
+  const Tensor bias = s.fusion.bias ? BiasAs(ctx.input(2), input.dtype()) : Tensor();
+  TANDEM_RETURN_IF_ERROR(ConvForwardAmx(g, input, filter, s.fusion.bias ? &bias : nullptr,
+                                        s.fusion.relu, out, pooled));
+  return true;
+}
+
 // The forward convolution of `s` (its fusion included) into `out`.
 absl::Status ForwardConv(const OpKernelContext& ctx, const ConvShape& s, const Tensor& input,
                          const Tensor& filter, Tensor* out) {
-  absl::StatusOr<bool> amx = ForwardConvByAmx(Geometry(s));  // also checks the env's value
-  if (!amx.ok()) return ctx.Annotate(amx.status());
-  if (*amx && s.dt == memory::data_type::bf16) {
-    const Tensor bias = s.fusion.bias ? BiasAs(ctx.input(2), input.dtype()) : Tensor();
-    return ConvForwardAmx(Geometry(s), input, filter, s.fusion.bias ? &bias : nullptr,
-                          s.fusion.relu, out);
-  }
+  TANDEM_ASSIGN_OR_RETURN(const bool done, ForwardConvOnAmx(ctx, s, input, filter, out));
+  if (done) return absl::OkStatus();
   TANDEM_ASSIGN_OR_RETURN(auto e, onednn::Cached<ConvFwdEntry>(ctx, s.Key("conv_fwd"), [&] {
                             ConvFwdEntry e;
                             auto pd = s.ForwardPd();
@@ -305,14 +315,10 @@ class FusedConv2DWithMaxPoolKernel : public Conv2DKernel {
     Tensor* out = ctx.allocate_output(0, s.output_shape());
     TANDEM_ASSIGN_OR_RETURN(PoolShape p, MakePoolShape(ctx, pool_, out->shape()));
     Tensor* pooled = ctx.allocate_output(1, p.output_shape());
-    if (!s.empty() && ctx.input(0).dtype() == DType::kBFloat16 && IsFull2x2(p)) {
-      absl::StatusOr<bool> amx = ForwardConvByAmx(Geometry(s));
-      if (!amx.ok()) return ctx.Annotate(amx.status());
-      if (*amx) {
-        const Tensor bias = BiasAs(ctx.input(2), DType::kBFloat16);
-        return ConvForwardAmx(Geometry(s), ctx.input(0), ctx.input(1), &bias, s.fusion.relu, out,
-                              pooled);
-      }
+    if (!s.empty() && IsFull2x2(p)) {
+      TANDEM_ASSIGN_OR_RETURN(const bool done,
+                              ForwardConvOnAmx(ctx, s, ctx.input(0), ctx.input(1), out, pooled));
+      if (done) return absl::OkStatus();
     }
     TANDEM_RETURN_IF_ERROR(Convolve(ctx, s, out));
     MaxPoolInto(p, *out, pooled);
@@ -391,12 +397,9 @@ Tensor FlippedTransposedFilter(const Tensor& w) {
 // 3.92 ms in oneDNN's backward-data kernel, float32 8.0 and 9.3 against 9.0 and 10.9;
 // float32 on AVX2 within 2% either way.
 absl::StatusOr<bool> InputGradByForwardConv() {
-  const char* v = std::getenv("TANDEM_CONV_INPUT_GRAD");
-  const std::string choice = v == nullptr ? "" : v;
-  if (choice.empty()) return true;
-  if (choice == "onednn" || choice == "forward") return choice == "forward";
-  return absl::InvalidArgumentError(
-      absl::StrCat("TANDEM_CONV_INPUT_GRAD must be onednn or forward, got '", choice, "'"));
+  TANDEM_ASSIGN_OR_RETURN(const std::string choice,
+                          KernelChoiceFromEnv("TANDEM_CONV_INPUT_GRAD", {"onednn", "forward"}));
+  return choice != "onednn";
 }
 
 // Conv2DBackpropInput(input_sizes, filter, out_backprop).
@@ -542,14 +545,10 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
 
 // TANDEM_POOL_GRAD_ROUTING: per_image (unset: the default) or whole, which writes the
 // routed gradient whole first wherever (to time the two in one process).
-absl::StatusOr<bool> RoutesPerImage(const OpKernelContext& ctx) {
-  const char* v = std::getenv("TANDEM_POOL_GRAD_ROUTING");
-  const std::string choice = v == nullptr ? "per_image" : v;
-  if (choice != "per_image" && choice != "whole") {
-    return ctx.Error(absl::StrCat("TANDEM_POOL_GRAD_ROUTING is '", choice,
-                                  "'; it must be per_image or whole (or unset)"));
-  }
-  return choice == "per_image";
+absl::StatusOr<bool> RoutesPerImage() {
+  TANDEM_ASSIGN_OR_RETURN(const std::string choice,
+                          KernelChoiceFromEnv("TANDEM_POOL_GRAD_ROUTING", {"per_image", "whole"}));
+  return choice != "whole";
 }
 
 // _Conv2DBackpropFilterOfMaxPoolGrad(input, filter_sizes, orig_input, orig_output, grad):
@@ -579,17 +578,15 @@ class Conv2DBackpropFilterOfMaxPoolGradKernel : public ConvKernelBase {
     TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter_shape));
     TANDEM_RETURN_IF_ERROR(CheckOutBackprop(ctx, s, pool_input));
     TANDEM_ASSIGN_OR_RETURN(PoolShape p, MakePoolShape(ctx, pool_, pool_input.shape()));
-    if (ctx.input(3).shape() != p.output_shape() || pool_grad.shape() != p.output_shape()) {
-      return ctx.Error(absl::StrCat("orig_output and grad must have the pooled shape ",
-                                    p.output_shape().DebugString(), ": ", InputShapes(ctx)));
-    }
+    TANDEM_RETURN_IF_ERROR(ExpectPooledShape(ctx, p, {3, 4}));
     Tensor* out = ctx.allocate_output(0, filter_shape);
     if (s.empty()) {
       Zero(out);
       return absl::OkStatus();
     }
-    TANDEM_ASSIGN_OR_RETURN(const bool per_image, RoutesPerImage(ctx));
-    if (per_image && input.dtype() == DType::kBFloat16 && IsFull2x2(p)) {
+    absl::StatusOr<bool> per_image = RoutesPerImage();
+    if (!per_image.ok()) return ctx.Annotate(per_image.status());
+    if (*per_image && input.dtype() == DType::kBFloat16 && IsFull2x2(p)) {
       const FilterGradGeometry g = Geometry(s);
       absl::StatusOr<FilterGradPath> path = FilterGradPathFor(g, input.dtype());
       if (!path.ok()) return ctx.Annotate(path.status());

@@ -102,7 +102,8 @@ absl::StatusOr<MatMulRowBlocks> MatMulRowBlocks::Create(const OpKernelContext& c
   // both primitives).
   auto padded_b = [&](const Primitive& p) {
     Tensor out = onednn::ScratchFor(p.padded_b_md);
-    std::memset(out.raw_data(), 0, out.TotalBytes());
+    const size_t top = p.plain_b_md.get_size();  // the padding rows below it are zero
+    std::memset(static_cast<char*>(out.raw_data()) + top, 0, out.TotalBytes() - top);
     if (!p.b_to_plain) {
       std::memcpy(out.raw_data(), wide_b.raw_data(), p.plain_b_md.get_size());
     } else {

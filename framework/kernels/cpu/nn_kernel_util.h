@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,12 @@ struct WindowAttrs {
 };
 absl::StatusOr<WindowAttrs> ParseWindowAttrs(const Node& node, const std::string& second,
                                              const std::string& prefix = "");
+
+// The value of environment variable `name`, a kernel path choice: one of `allowed`, or
+// "" where unset; INVALID_ARGUMENT naming the variable and the values it takes
+// otherwise. Read at each call, so `train_bench --alternate` can switch it step by step.
+absl::StatusOr<std::string> KernelChoiceFromEnv(const char* name,
+                                                std::initializer_list<const char*> allowed);
 
 // UNIMPLEMENTED naming the node unless input i is float32 (the only dtype of these
 // kernels; inference already rejects non-floating inputs).

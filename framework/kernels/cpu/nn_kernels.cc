@@ -1,7 +1,9 @@
 // framework/kernels/cpu/nn_kernels.cc
 //
 // RegisterCpuNnKernels (every nn family) and the helpers of nn_kernel_util.h.
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -70,6 +72,17 @@ absl::StatusOr<WindowAttrs> ParseWindowAttrs(const Node& node, const std::string
         absl::StrCat("only data_format NHWC is supported, got '", format, "'"));
   }
   return a;
+}
+
+absl::StatusOr<std::string> KernelChoiceFromEnv(const char* name,
+                                                std::initializer_list<const char*> allowed) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::string();
+  for (const char* a : allowed) {
+    if (std::string_view(v) == a) return std::string(v);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(name, " is '", v, "'; it must be ",
+                                                 absl::StrJoin(allowed, " or "), " (or unset)"));
 }
 
 std::string InputShapes(const OpKernelContext& ctx) {

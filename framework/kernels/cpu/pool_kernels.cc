@@ -44,6 +44,17 @@ dnnl::pooling_forward::desc ForwardDesc(const PoolShape& s, dnnl::prop_kind kind
 
 }  // namespace
 
+absl::Status ExpectPooledShape(const OpKernelContext& ctx, const PoolShape& s,
+                               std::initializer_list<int> orig_output_and_grad) {
+  for (int i : orig_output_and_grad) {
+    if (ctx.input(i).shape() != s.output_shape()) {
+      return ctx.Error(absl::StrCat("orig_output and grad must have the pooled shape ",
+                                    s.output_shape().DebugString(), ": ", InputShapes(ctx)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PoolShape> MakePoolShape(const OpKernelContext& ctx, const WindowAttrs& attrs,
                                         const TensorShape& input) {
   if (input.rank() != 4) {

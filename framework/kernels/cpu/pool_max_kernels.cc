@@ -201,10 +201,7 @@ class MaxPoolGradKernel : public PoolKernelBase {
     const Tensor& input = ctx.input(0);
     const Tensor& grad = ctx.input(2);
     TANDEM_ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(ctx, attrs_, input.shape()));
-    if (grad.shape() != s.output_shape() || ctx.input(1).shape() != s.output_shape()) {
-      return ctx.Error(absl::StrCat("orig_output and grad must have the pooled shape ",
-                                    s.output_shape().DebugString(), ": ", InputShapes(ctx)));
-    }
+    TANDEM_RETURN_IF_ERROR(ExpectPooledShape(ctx, s, {1, 2}));
     Tensor* out = ctx.allocate_output(0, input.shape());
     MaxPoolGradInto(s, input, grad, out);
     return absl::OkStatus();

@@ -9,6 +9,7 @@
 #define TANDEM_FRAMEWORK_KERNELS_CPU_POOL_UTIL_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,11 @@ struct PoolShape {
 // node and the shape.
 absl::StatusOr<PoolShape> MakePoolShape(const OpKernelContext& ctx, const WindowAttrs& attrs,
                                         const TensorShape& input);
+
+// An error naming the node unless the inputs `orig_output_and_grad` have s's pooled
+// shape (MaxPoolGrad's orig_output and grad).
+absl::Status ExpectPooledShape(const OpKernelContext& ctx, const PoolShape& s,
+                               std::initializer_list<int> orig_output_and_grad);
 
 // Reads "ksize", "strides", "padding" at Init.
 class PoolKernelBase : public OpKernel {

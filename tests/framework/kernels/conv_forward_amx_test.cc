@@ -190,9 +190,7 @@ TEST(ForwardAmxTest, MatchesTheNaiveSumAtAnyThreadCount) {
     const std::vector<float> w = RandomBf16(k.kh * k.kw * k.c * k.o, 5);
     const std::vector<float> bias = RandomBf16(k.o, 6);
     auto bf16 = [](const std::vector<float>& v, const TensorShape& shape) {
-      Tensor t(DType::kBFloat16, shape);
-      for (size_t i = 0; i < v.size(); ++i) t.data<bfloat16>()[i] = bfloat16(v[i]);
-      return t;
+      return Tensor::FromVector<bfloat16>(std::vector<bfloat16>(v.begin(), v.end()), shape);
     };
     const Tensor xt = bf16(x, TensorShape({k.n, k.h, k.w, k.c}));
     const Tensor wt = bf16(w, TensorShape({k.kh, k.kw, k.c, k.o}));

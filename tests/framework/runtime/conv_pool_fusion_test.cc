@@ -287,11 +287,8 @@ TEST(ConvPoolFusionTest, RoutingPerImageEqualsTheWholeGradient) {
     }
     auto bf16 = [](const TensorShape& shape, float scale, float offset) {
       const Tensor f = Ramp(shape, scale, offset);
-      Tensor t(DType::kBFloat16, shape);
-      for (int64_t i = 0; i < f.NumElements(); ++i) {
-        t.data<bfloat16>()[i] = bfloat16(f.data<float>()[i]);
-      }
-      return t;
+      const float* v = f.data<float>();
+      return Tensor::FromVector<bfloat16>(std::vector<bfloat16>(v, v + f.NumElements()), shape);
     };
     const Tensor x = bf16(TensorShape({5, h, w, 1}), 0.61f, 0.0f);
     const Tensor a = bf16(TensorShape({5, h, w, 32}), 0.37f, 0.2f);
