@@ -1,5 +1,7 @@
 #include "framework/tensor/allocator.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <new>
 #include <vector>
@@ -26,6 +28,21 @@ struct Pool {
   size_t cached ABSL_GUARDED_BY(mu) = 0;
   int64_t system_allocations ABSL_GUARDED_BY(mu) = 0;
 };
+
+// A new block of `bytes` (a size class) from the C library; large ones in huge pages.
+void* SystemAllocate(size_t bytes) {
+  if (bytes < kHugePageBytes) {
+    void* p = std::aligned_alloc(kTensorAlignment, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+  }
+  void* p = nullptr;
+  if (posix_memalign(&p, kHugePageBytes, bytes) != 0) throw std::bad_alloc();
+  // Advice only: a kernel without transparent huge pages refuses it, and the block
+  // then lives in small pages as it would have anyway.
+  madvise(p, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+  return p;
+}
 
 Pool& GetPool() {
   static Pool* pool = new Pool;  // Never destroyed: tensors may outlive main's statics.
@@ -54,9 +71,7 @@ void* HostAllocator::Allocate(size_t bytes, size_t* capacity) {
     }
     ++pool.system_allocations;
   }
-  void* p = std::aligned_alloc(kTensorAlignment, cls);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
+  return SystemAllocate(cls);
 }
 
 void HostAllocator::Deallocate(void* p, size_t capacity) {

@@ -5,6 +5,14 @@
 // from the system. Sizes round up to a class (multiples of 64 bytes up to 4 KiB,
 // then quarter powers of two); at most kMaxCachedBytes are held in free lists.
 //
+// Blocks of kHugePageBytes or more start on a 2 MiB boundary and ask the kernel for
+// transparent huge pages (madvise MADV_HUGEPAGE; what the system's
+// /sys/kernel/mm/transparent_hugepage/enabled allows: "never" turns them off). Such
+// blocks are a data set, weights, optimizer slots and large activations: read at
+// random (a shuffled batch's rows) or alongside several others, their 4 KiB pages
+// miss the TLB. On the AMX Xeon VM, gathering 128 random rows of Fashion-MNIST's
+// float32 training set (188 MB) took 48-51 us in huge pages against 64-70 us.
+//
 // Thread safety: Allocate and Deallocate may be called from any thread.
 #ifndef TANDEM_FRAMEWORK_TENSOR_ALLOCATOR_H_
 #define TANDEM_FRAMEWORK_TENSOR_ALLOCATOR_H_
@@ -19,6 +27,7 @@
 namespace tandem {
 
 constexpr size_t kTensorAlignment = 64;
+constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 class HostAllocator {
  public:

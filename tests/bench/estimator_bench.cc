@@ -8,11 +8,17 @@
 //              summaries, checkpoints)
 // in interleaved rounds, and prints steady-state examples/second of each (after
 // `--warmup` untimed steps per run) and the overhead = 1 - estimator / bare, per round
-// and as the median over rounds. Run by tests/bench/run.sh.
+// and as the median over rounds. `--only pipeline` times the input pipeline alone, and
+// the gather of a shuffled batch's rows from huge and from small pages. Run by
+// tests/bench/run.sh.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -111,6 +117,34 @@ class EstimatorRunner {
   int64_t done_ = 0;
 };
 
+// The cost of the page size in a shuffled batch's gather: microseconds per batch of
+// `batch` random rows copied out of `source` (float32 [n, d], as the allocator placed it:
+// huge pages for a block this large) and out of a copy in memory from malloc (small
+// pages unless the system backs all memory with huge ones), alternated batch by batch
+// over `batches` batches each. Returns {tensor, malloc copy}.
+std::pair<double, double> GatherMicrosPerBatch(const Tensor& source, int64_t batch,
+                                               int64_t batches) {
+  const int64_t n = source.dim(0), d = source.dim(1);
+  const size_t row_bytes = static_cast<size_t>(d) * sizeof(float);
+  std::unique_ptr<float, decltype(&std::free)> copy(
+      static_cast<float*>(std::malloc(static_cast<size_t>(n) * row_bytes)), &std::free);
+  CHECK(copy != nullptr);
+  std::memcpy(copy.get(), source.data<float>(), static_cast<size_t>(n) * row_bytes);
+  std::vector<float> out(static_cast<size_t>(batch * d));
+  std::mt19937_64 rng(1);
+  std::vector<int64_t> rows(batch);
+  double micros[2] = {0, 0};
+  for (int64_t b = 0; b < 2 * batches; ++b) {
+    for (int64_t& r : rows) r = static_cast<int64_t>(rng() % static_cast<uint64_t>(n));
+    const float* from = b % 2 == 0 ? source.data<float>() : copy.get();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < batch; ++i) std::memcpy(&out[i * d], from + rows[i] * d, row_bytes);
+    micros[b % 2] +=
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return {micros[0] / static_cast<double>(batches), micros[1] / static_cast<double>(batches)};
+}
+
 // The pooled rate of runs of equal step counts: total examples over total time, the
 // harmonic mean of their rates. Periodic costs (a checkpoint every N steps) land in
 // some rounds and not others; pooling charges them at their real frequency.
@@ -158,8 +192,9 @@ int Main(int argc, char** argv) {
   app.add_option("--threads", threads, "intra-op threads (0 = per core); one inter-op thread")
       ->capture_default_str();
   app.add_option("--set", sets, "config override KEY=VALUE for the Estimator (repeatable)");
-  app.add_option("--only", only,
-                 "run one contender (bare, estimator) or time the input pipeline alone")
+  app.add_option(
+         "--only", only,
+         "run one contender (bare, estimator), or time the input pipeline and its row gather")
       ->check(CLI::IsMember({"bare", "estimator", "pipeline"}));
   CLI11_PARSE(app, argc, argv);
   FLAGS_logtostderr = true;
@@ -173,9 +208,14 @@ int Main(int argc, char** argv) {
   if (only == "pipeline") {
     auto us = (*est)->PipelineMicrosPerBatch(steps);
     if (!us.ok()) return Fail(us.status());
+    const int64_t batch = (*est)->job().train.batch_size;
     std::printf("input pipeline: %.1f us per batch of %lld (%lld batches)\n", *us,
-                static_cast<long long>((*est)->job().train.batch_size),
-                static_cast<long long>(steps));
+                static_cast<long long>(batch), static_cast<long long>(steps));
+    const auto [huge, small] = GatherMicrosPerBatch(data->train.images, batch, steps);
+    std::printf(
+        "row gather: %.1f us per batch of %lld from the tensor (huge pages), %.1f from a "
+        "malloc copy (small pages), small_over_huge=%.2f\n",
+        huge, static_cast<long long>(batch), small, small / huge);
     return 0;
   }
   auto bare_or = BareOptionsFor((*est)->job());

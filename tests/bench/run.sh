@@ -167,6 +167,9 @@ config="$configs/fashion_mlp.toml"
 for threads in 1 2; do
   OMP_NUM_THREADS=$threads "$build/tests/bench/estimator_bench" --config "$config" --threads "$threads"
 done
+# The input pipeline alone, and its gather of shuffled rows from the allocator's huge
+# pages against a copy in small pages (small_over_huge near 1: the huge pages are gone).
+"$build/tests/bench/estimator_bench" --config "$config" --only pipeline --steps 5000
 
 # The distributed runtime: RecvTensor vs raw TCP, and the 1 ps + 1 worker MLP step vs
 # DirectSession (no PyTorch peer).

@@ -1,5 +1,13 @@
 #include "framework/tensor/tensor.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "framework/tensor/allocator.h"
 #include "framework/tensor/tensor_codec.h"
 #include "gmock/gmock.h"
@@ -61,6 +69,42 @@ TEST(AllocatorTest, SteadyStateReusesBlocks) {
   int64_t before = HostAllocator::Get()->GetStats().system_allocations;
   for (int i = 0; i < 100; ++i) Tensor t(DType::kFloat, TensorShape({1000, 37}));
   EXPECT_EQ(HostAllocator::Get()->GetStats().system_allocations, before);
+}
+
+// The VmFlags line of the /proc/self/smaps mapping that holds `p` ("" if none).
+std::string VmFlagsOf(const void* p) {
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    const std::string range = line.substr(0, line.find(' '));
+    const std::vector<std::string> ends = absl::StrSplit(range, '-');
+    uint64_t begin = 0, end = 0;
+    if (ends.size() == 2 && absl::SimpleHexAtoi(ends[0], &begin) &&
+        absl::SimpleHexAtoi(ends[1], &end)) {
+      inside = begin <= addr && addr < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+TEST(HostAllocatorTest, LargeBlocksAskForHugePages) {
+  // Whether this kernel takes the advice at all (it refuses it without THP support).
+  void* probe = nullptr;
+  ASSERT_EQ(posix_memalign(&probe, kHugePageBytes, kHugePageBytes), 0);
+  const bool supported = madvise(probe, kHugePageBytes, MADV_HUGEPAGE) == 0;
+  free(probe);
+  if (!supported) GTEST_SKIP() << "this kernel has no transparent huge pages";
+
+  Tensor large(DType::kFloat, TensorShape({3, 1 << 18}));  // 3 MiB: 1.5 huge pages.
+  const char* data = large.raw_data();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % kHugePageBytes, 0u);
+  EXPECT_THAT(VmFlagsOf(data), HasSubstr(" hg"));
+  // The part past the last whole huge page is not advised.
+  EXPECT_THAT(VmFlagsOf(data + kHugePageBytes + 4096), ::testing::Not(HasSubstr(" hg")));
 }
 
 TEST(TensorCodecTest, RoundTrip) {
