@@ -1,8 +1,14 @@
 // framework/kernels/cpu/pool_2x2.cc
 #include "framework/kernels/cpu/pool_2x2.h"
 
+#include <immintrin.h>
+
 #include <cstring>
 #include <limits>
+
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_* as the masked-off source, which
+// -Wmaybe-uninitialized takes for an uninitialized read.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace tandem::nn {
 namespace {
@@ -91,6 +97,140 @@ TANDEM_INLINE void RouteRow(const T* r0, const T* r1, const T* g, T* d0, T* d1, 
   }
 }
 
+// ---- AVX-512 rows: 16 float32 or 32 bfloat16 channels a vector (c a multiple of that).
+// The same choices as the loops above, lane by lane: MAXPS(x, m) is `x > m ? x : m`
+// (m where either is NaN), and the masks of `x == m` route as RouteWindow's selects.
+
+#define TANDEM_AVX512 __attribute__((target("avx512f,avx512bw"), always_inline)) inline
+
+// The 16 channels of a float32 vector, or 32 bfloat16 channels as two float32 halves,
+// one window's four elements and their maximum.
+struct Window16 {
+  __m512 x[4], m;
+};
+
+TANDEM_AVX512 __mmask16 EqualMask(const Window16& w, int k) {
+  return _mm512_cmp_ps_mask(w.x[k], w.m, _CMP_EQ_OQ);
+}
+
+TANDEM_AVX512 void TakeMax(Window16* w) {
+  w->m = _mm512_max_ps(w->x[0], _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
+  for (int k = 1; k < 4; ++k) w->m = _mm512_max_ps(w->x[k], w->m);
+}
+
+// bfloat16 lanes [16 * half, 16 * half + 16) of v widened to float32.
+TANDEM_AVX512 __m512 WidenHalf(__m512i v, int half) {
+  const __m256i h = half == 0 ? _mm512_castsi512_si256(v) : _mm512_extracti64x4_epi64(v, 1);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// Masks of the window's first maximum, per element: first[k] has the lanes where element
+// k is the first (in row-major order) equal to the maximum.
+template <typename Mask>
+TANDEM_AVX512 void FirstMaxima(const Mask (&equal)[4], Mask (&first)[4]) {
+  Mask taken = 0;
+  for (int k = 0; k < 4; ++k) {
+    first[k] = static_cast<Mask>(equal[k] & ~taken);
+    taken = static_cast<Mask>(taken | equal[k]);
+  }
+}
+
+__attribute__((target("avx512f,avx512bw"))) void MaxRowAvx512(const float* r0, const float* r1,
+                                                              float* out, int64_t ow, int64_t c) {
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    const float* p[4] = {r0 + 2 * ox * c, r0 + (2 * ox + 1) * c, r1 + 2 * ox * c,
+                         r1 + (2 * ox + 1) * c};
+    for (int64_t ch = 0; ch < c; ch += 16) {
+      Window16 w;
+      for (int k = 0; k < 4; ++k) w.x[k] = _mm512_loadu_ps(p[k] + ch);
+      TakeMax(&w);
+      _mm512_storeu_ps(out + ox * c + ch, w.m);
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512bw"))) void MaxRowAvx512(const uint16_t* r0,
+                                                              const uint16_t* r1, uint16_t* out,
+                                                              int64_t ow, int64_t c) {
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    const uint16_t* p[4] = {r0 + 2 * ox * c, r0 + (2 * ox + 1) * c, r1 + 2 * ox * c,
+                            r1 + (2 * ox + 1) * c};
+    for (int64_t ch = 0; ch < c; ch += 32) {
+      __m512i v[4];
+      for (int k = 0; k < 4; ++k) v[k] = _mm512_loadu_si512(p[k] + ch);
+      __m256i halves[2];
+      for (int half = 0; half < 2; ++half) {
+        Window16 w;
+        for (int k = 0; k < 4; ++k) w.x[k] = WidenHalf(v[k], half);
+        TakeMax(&w);
+        // The maximum is one of the widened inputs (or -inf): its top 16 bits are exact.
+        halves[half] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(w.m), 16));
+      }
+      _mm512_storeu_si512(out + ox * c + ch,
+                          _mm512_inserti64x4(_mm512_castsi256_si512(halves[0]), halves[1], 1));
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512bw"))) void RouteRowAvx512(const float* r0, const float* r1,
+                                                                const float* g, float* d0,
+                                                                float* d1, int64_t ow, int64_t c) {
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    const int64_t at = 2 * ox * c;
+    const float* p[4] = {r0 + at, r0 + at + c, r1 + at, r1 + at + c};
+    float* o[4] = {d0 + at, d0 + at + c, d1 + at, d1 + at + c};
+    for (int64_t ch = 0; ch < c; ch += 16) {
+      Window16 w;
+      for (int k = 0; k < 4; ++k) w.x[k] = _mm512_loadu_ps(p[k] + ch);
+      TakeMax(&w);
+      const __mmask16 equal[4] = {EqualMask(w, 0), EqualMask(w, 1), EqualMask(w, 2),
+                                  EqualMask(w, 3)};
+      __mmask16 first[4];
+      FirstMaxima(equal, first);
+      const __m512 gv = _mm512_loadu_ps(g + ox * c + ch);
+      for (int k = 0; k < 4; ++k) _mm512_storeu_ps(o[k] + ch, _mm512_maskz_mov_ps(first[k], gv));
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512bw"))) void RouteRowAvx512(const uint16_t* r0,
+                                                                const uint16_t* r1,
+                                                                const uint16_t* g, uint16_t* d0,
+                                                                uint16_t* d1, int64_t ow,
+                                                                int64_t c) {
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    const int64_t at = 2 * ox * c;
+    const uint16_t* p[4] = {r0 + at, r0 + at + c, r1 + at, r1 + at + c};
+    uint16_t* o[4] = {d0 + at, d0 + at + c, d1 + at, d1 + at + c};
+    for (int64_t ch = 0; ch < c; ch += 32) {
+      __m512i v[4];
+      for (int k = 0; k < 4; ++k) v[k] = _mm512_loadu_si512(p[k] + ch);
+      __mmask32 equal[4] = {0, 0, 0, 0};
+      for (int half = 0; half < 2; ++half) {
+        Window16 w;
+        for (int k = 0; k < 4; ++k) w.x[k] = WidenHalf(v[k], half);
+        TakeMax(&w);
+        for (int k = 0; k < 4; ++k) {
+          equal[k] |= static_cast<__mmask32>(EqualMask(w, k)) << (16 * half);
+        }
+      }
+      __mmask32 first[4];
+      FirstMaxima(equal, first);
+      const __m512i gv = _mm512_loadu_si512(g + ox * c + ch);
+      for (int k = 0; k < 4; ++k) {
+        _mm512_storeu_si512(o[k] + ch, _mm512_maskz_mov_epi16(first[k], gv));
+      }
+    }
+  }
+}
+
+// Whether the AVX-512 rows run: the CPU has AVX-512BW and c fills whole vectors of T.
+template <typename T>
+bool UseAvx512(int64_t c) {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return has && c % (64 / static_cast<int64_t>(sizeof(T))) == 0;
+}
+
 }  // namespace
 
 bool IsFull2x2(const PoolShape& s) {
@@ -101,18 +241,22 @@ bool IsFull2x2(const PoolShape& s) {
 
 TANDEM_POOL_CLONES void MaxPool2x2Row(const float* r0, const float* r1, float* out, int64_t ow,
                                       int64_t c) {
+  if (UseAvx512<float>(c)) return MaxRowAvx512(r0, r1, out, ow, c);
   MaxRow(r0, r1, out, ow, c);
 }
 TANDEM_POOL_CLONES void MaxPool2x2Row(const uint16_t* r0, const uint16_t* r1, uint16_t* out,
                                       int64_t ow, int64_t c) {
+  if (UseAvx512<uint16_t>(c)) return MaxRowAvx512(r0, r1, out, ow, c);
   MaxRow(r0, r1, out, ow, c);
 }
 TANDEM_POOL_CLONES void MaxPoolGrad2x2Row(const float* r0, const float* r1, const float* g,
                                           float* d0, float* d1, int64_t ow, int64_t c) {
+  if (UseAvx512<float>(c)) return RouteRowAvx512(r0, r1, g, d0, d1, ow, c);
   RouteRow(r0, r1, g, d0, d1, ow, c);
 }
 TANDEM_POOL_CLONES void MaxPoolGrad2x2Row(const uint16_t* r0, const uint16_t* r1, const uint16_t* g,
                                           uint16_t* d0, uint16_t* d1, int64_t ow, int64_t c) {
+  if (UseAvx512<uint16_t>(c)) return RouteRowAvx512(r0, r1, g, d0, d1, ow, c);
   RouteRow(r0, r1, g, d0, d1, ow, c);
 }
 
