@@ -72,15 +72,16 @@ for threads in 1 2; do
     set -- $cfg
     for precision in float32 mixed_bfloat16; do
       n=$([[ "$1" == cnn ]] && echo "$reps" || echo 1)
-      oursl="" theirsl="" gflopsl="" sharel="" atl="" ceill=""
+      oursl="" theirsl="" gflopsl="" sharel="" atl="" ceill="" interl=""
       for ((i = 0; i < n; i++)); do
         out=$(OMP_NUM_THREADS=$threads "$bench" --model "$1" --threads "$threads" --batch "$2" \
-              --steps "$3" --precision "$precision" --floor 2>/dev/null)
+              --steps "$3" --precision "$precision" --floor --peak_rounds 5 2>/dev/null)
         oursl="$oursl $(echo "$out" | rate)"
         gflopsl="$gflopsl $(echo "$out" | sed -n 's/^tandem .*gflops=\([0-9.]*\).*/\1/p')"
         sharel="$sharel $(echo "$out" | sed -n 's/^floor .*peak_share=\([0-9.]*\).*/\1/p')"
         atl="$atl $(echo "$out" | sed -n 's/^floor .*step_at_floor=\([0-9.]*\).*/\1/p')"
         ceill="$ceill $(echo "$out" | sed -n 's/^floor .*peak_share_ceiling=\([0-9.]*\).*/\1/p')"
+        interl="$interl $(echo "$out" | sed -n 's/^interleaved_peak .*share_median=\([0-9.]*\).*/\1/p')"
         if (( have_peer )); then
           theirsl="$theirsl $(peer_best "$threads" --model "$1" --batch "$2" --steps "$3" --precision "$precision")"
         fi
@@ -94,6 +95,9 @@ for threads in 1 2; do
       # its steps, the higher), and against its floor there (train_bench --floor),
       # medians over the runs.
       line="$line of_peak_in_process=$(echo "$sharel" | median) step_at_floor=$(echo "$atl" | median)"
+      # And against the peak's product alternated with its steps call by call
+      # (train_bench --peak_rounds: the same weather for both), the median of the rounds.
+      line="$line of_peak_interleaved=$(echo "$interl" | median)"
       echo "$line peak_share_ceiling=$(echo "$ceill" | median) examples/s"
     done
   done

@@ -19,6 +19,9 @@
 //     machine: its products at the matmul peak of its precision (measured before and
 //     after the steps, the higher), plus one pass of the Adam update's memory traffic
 //     over the model's trainable weights (StepFloor).
+//   --peak_rounds N: after the mlp or cnn steps, N rounds of half a second of steps,
+//     each followed at once by the matmul peak, and each round's share of its own peak
+//     (InterleavedPeakShare).
 //   --alternate VAR=A,B: the mlp and cnn steps (and --profile's traced steps) set the
 //     environment variable VAR to A, B, ... in turn, and each value's steps are timed
 //     apart: an A/B of kernel paths chosen by the environment (TANDEM_CONV_FILTER_GRAD)
@@ -85,12 +88,82 @@ struct Alternation {
 };
 
 double PeakRate(int threads, bool bf16);
+
+// The matmul peak's product (2048^3, as PeakRate) ready to run at 1 .. `threads`
+// threads, one primitive per thread count, each made and run with that count.
+class PeakProduct {
+ public:
+  PeakProduct(int threads, bool bf16);
+  int threads() const { return static_cast<int>(prims_.size()); }
+  double flops() const { return 2.0 * kN * kN * kN; }
+  // Seconds of one product at t threads (1 <= t <= threads()).
+  double Run(int t);
+
+ private:
+  static constexpr int64_t kN = 2048;
+  dnnl::engine eng_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm_{eng_};
+  std::vector<dnnl::matmul> prims_;
+  std::vector<dnnl::memory> mem_;  // a, b, c
+};
+
+// --peak_rounds: `rounds` rounds of about a second each in which steps (`step` runs
+// one) and the peak's product (at 1 .. `threads` threads in turn) alternate, as many
+// steps at a time as take as long as one product. A round's share is the step's rate over the
+// product's at its best thread count, both summed over the round: on a host whose matmul rate moves
+// by a factor of two to three within a second (the AMX Xeon VM shares its cores), a peak measured
+// once, or as the best of many calls, meets other weather than the steps do; alternated, both meet
+// the same.
+template <typename F>
+bool InterleavedPeakShare(int rounds, double step_flops, int threads, bool bf16, const F& step) {
+  PeakProduct peak(threads, bf16);
+  std::vector<double> shares;
+  for (int r = 0; r < rounds; ++r) {
+    double step_secs = 0, total = 0;
+    int steps = 0;
+    std::vector<double> product_secs(threads, 0.0);
+    std::vector<int> products(threads, 0);
+    double last_product = 0;
+    for (int i = 0; steps < 5 || total < 1.0; ++i) {
+      // Steps back to back for as long as the last product took (one at least), so that
+      // both get half the round and the steps mostly meet warm caches.
+      double s = 0;
+      do {
+        const Clock::time_point t0 = Clock::now();
+        if (!step()) return false;
+        s += std::chrono::duration<double>(Clock::now() - t0).count();
+        ++steps;
+      } while (s < last_product);
+      step_secs += s;
+      const int t = i % threads;
+      last_product = peak.Run(t + 1);
+      product_secs[t] += last_product;
+      ++products[t];
+      total += s + last_product;
+    }
+    double peak_gflops = 0;
+    for (int t = 0; t < threads; ++t) {
+      if (products[t] > 0) {
+        peak_gflops = std::max(peak_gflops, peak.flops() * products[t] / product_secs[t] / 1e9);
+      }
+    }
+    const double step_gflops = step_flops * steps / step_secs / 1e9;
+    shares.push_back(step_gflops / peak_gflops);
+    std::printf("peak_round %d steps=%d step_gflops=%.0f peak_gflops=%.0f share=%.2f\n", r + 1,
+                steps, step_gflops, peak_gflops, shares.back());
+  }
+  std::sort(shares.begin(), shares.end());
+  std::printf("interleaved_peak rounds=%d share_median=%.2f share_min=%.2f share_max=%.2f\n",
+              rounds, shares[shares.size() / 2], shares.front(), shares.back());
+  return true;
+}
+
 void StepFloor(const Graph& graph, double step_flops, double step_secs, int threads,
                Precision precision, double peak_before);
 
 int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int threads,
                int inter_op, int64_t batch, int steps, int warmup, int profile, Precision precision,
-               int gpus, const Alternation& alternate, bool floor) {
+               int gpus, const Alternation& alternate, bool floor, int peak_rounds) {
   Scope root = Scope::NewRootScope();
   root.graph()->set_seed(1);
   Output images =
@@ -231,6 +304,13 @@ int TrainBench(const std::string& model, const std::vector<int64_t>& hidden, int
   if (floor) {
     StepFloor(*root.graph(), flops * batch, secs / steps, threads, precision, peak_before);
   }
+  if (peak_rounds > 0 &&
+      !InterleavedPeakShare(
+          peak_rounds, flops * batch, threads, precision == Precision::kMixedBfloat16,
+          [&] { return (*session)->Run(feeds, {loss.name()}, {(*train)->name()}).ok(); })) {
+    std::fprintf(stderr, "step failed in --peak_rounds\n");
+    return 1;
+  }
   return 0;
 }
 
@@ -262,6 +342,32 @@ double GemmRate(int64_t n, dnnl::memory::data_type dt) {
       },
       3);
   return 2.0 * n * n * n / secs / 1e9;
+}
+
+PeakProduct::PeakProduct(int threads, bool bf16) {
+  const auto dt = bf16 && onednn::HasBf16Kernels() ? dnnl::memory::data_type::bf16
+                                                   : dnnl::memory::data_type::f32;
+  const dnnl::memory::desc md({kN, kN}, dt, dnnl::memory::dims{kN, 1});
+  for (int i = 0; i < 3; ++i) {
+    mem_.emplace_back(md, eng_);
+    std::memset(mem_.back().get_data_handle(), 0, md.get_size());
+  }
+  for (int t = 1; t <= threads; ++t) {
+    omp_set_num_threads(t);
+    prims_.emplace_back(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng_));
+    Run(t);  // Untimed: the first call of each packs and warms.
+  }
+}
+
+double PeakProduct::Run(int t) {
+  omp_set_num_threads(t);
+  const Clock::time_point start = Clock::now();
+  prims_[t - 1].execute(
+      strm_, {{DNNL_ARG_SRC, mem_[0]}, {DNNL_ARG_WEIGHTS, mem_[1]}, {DNNL_ARG_DST, mem_[2]}});
+  strm_.wait();
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  omp_set_num_threads(static_cast<int>(prims_.size()));
+  return secs;
 }
 
 // The peak with up to `threads` threads: the best rate over 1..threads threads, since a
@@ -531,7 +637,7 @@ int main(int argc, char** argv) {
   std::string model = "mlp";
   int threads = 1, steps = 200, warmup = 10, inter_op = 1;
   bool profile = false, floor = false;
-  int profile_steps = 1;
+  int profile_steps = 1, peak_rounds = 0;
   int64_t batch = 128;
   std::string precision = "float32";
   int gpus = 0;
@@ -552,6 +658,11 @@ int main(int argc, char** argv) {
   app.add_flag("--floor", floor,
                "mlp and cnn: after timing, the step's floor here (its products at the matmul "
                "peak plus the Adam update's memory traffic), measured in the same process");
+  app.add_option("--peak_rounds", peak_rounds,
+                 "mlp and cnn: after timing, rounds of half a second of steps each followed by "
+                 "the matmul peak, and each round's share of its own peak")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   app.add_option("--profile_steps", profile_steps, "--profile: the traced steps to average")
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
@@ -589,5 +700,5 @@ int main(int argc, char** argv) {
   if (model == "gpu_matmul") return tandem::GpuMatMulBench(n, steps);
   return tandem::TrainBench(model, hidden, threads, inter_op, batch, steps, warmup,
                             profile ? profile_steps : 0, *tandem::ParsePrecision(precision), gpus,
-                            alternation, floor);
+                            alternation, floor, peak_rounds);
 }
