@@ -31,7 +31,7 @@ struct Pool {
 
 // A new block of `bytes` (a size class) from the C library; large ones in huge pages.
 void* SystemAllocate(size_t bytes) {
-  if (bytes < kHugePageBytes) {
+  if (bytes < kHugePagesFromBytes) {
     void* p = std::aligned_alloc(kTensorAlignment, bytes);
     if (p == nullptr) throw std::bad_alloc();
     return p;

@@ -5,14 +5,16 @@
 // from the system. Sizes round up to a class (multiples of 64 bytes up to 4 KiB,
 // then quarter powers of two); at most kMaxCachedBytes are held in free lists.
 //
-// Blocks of kHugePageBytes or more start on a 2 MiB boundary and ask the kernel for
-// transparent huge pages (madvise MADV_HUGEPAGE; what the system's
-// /sys/kernel/mm/transparent_hugepage/enabled allows: "never" turns them off). Such
-// blocks are a data set, weights, optimizer slots and large activations: read at
-// random (a shuffled batch's rows) or alongside several others, their 4 KiB pages
-// miss the TLB. On the AMX Xeon VM, gathering 128 random rows of Fashion-MNIST's
-// float32 training set (188 MB) took 69 us a batch in huge pages against 86 us in small ones
-// (estimator_bench --only pipeline).
+// Blocks of kHugePagesFromBytes (32 MiB) or more start on a 2 MiB boundary and ask the
+// kernel for transparent huge pages (madvise MADV_HUGEPAGE; what the system's
+// /sys/kernel/mm/transparent_hugepage/enabled allows: "never" turns them off). Such a
+// block is a data set or a model's largest tensors, beyond what the TLB reaches in
+// 4 KiB pages (2,048 entries, 8 MiB, on Sapphire Rapids): a shuffled batch's rows, read
+// from anywhere in Fashion-MNIST's 188 MB float32 training set, each miss it. On the
+// AMX Xeon VM the gather took 69 us a batch in huge pages against 86 us in small ones
+// (estimator_bench --only pipeline). Smaller blocks stay in small pages: they gain
+// little, and where the system's defrag setting is "madvise" (the common default)
+// advised memory may stall its first touch compacting memory.
 //
 // Thread safety: Allocate and Deallocate may be called from any thread.
 #ifndef TANDEM_FRAMEWORK_TENSOR_ALLOCATOR_H_
@@ -29,6 +31,7 @@ namespace tandem {
 
 constexpr size_t kTensorAlignment = 64;
 constexpr size_t kHugePageBytes = size_t{2} << 20;
+constexpr size_t kHugePagesFromBytes = size_t{32} << 20;
 
 class HostAllocator {
  public:

@@ -124,6 +124,27 @@ TANDEM_AVX512 __m512 WidenHalf(__m512i v, int half) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+// The four elements of window ox in rows r0, r1 (row-major window order), of an input
+// or of a gradient being written.
+template <typename P>
+TANDEM_AVX512 void Corners(P r0, P r1, int64_t ox, int64_t c, P (&p)[4]) {
+  const int64_t at = 2 * ox * c;
+  p[0] = r0 + at;
+  p[1] = r0 + at + c;
+  p[2] = r1 + at;
+  p[3] = r1 + at + c;
+}
+
+// Channels [ch, ch + 32) of a bfloat16 window as two float32 windows with their maxima.
+TANDEM_AVX512 void Bf16Windows(const uint16_t* const* p, int64_t ch, Window16 (&w)[2]) {
+  __m512i v[4];
+  for (int k = 0; k < 4; ++k) v[k] = _mm512_loadu_si512(p[k] + ch);
+  for (int half = 0; half < 2; ++half) {
+    for (int k = 0; k < 4; ++k) w[half].x[k] = WidenHalf(v[k], half);
+    TakeMax(&w[half]);
+  }
+}
+
 // Masks of the window's first maximum, per element: first[k] has the lanes where element
 // k is the first (in row-major order) equal to the maximum.
 template <typename Mask>
@@ -138,8 +159,8 @@ TANDEM_AVX512 void FirstMaxima(const Mask (&equal)[4], Mask (&first)[4]) {
 __attribute__((target("avx512f,avx512bw"))) void MaxRowAvx512(const float* r0, const float* r1,
                                                               float* out, int64_t ow, int64_t c) {
   for (int64_t ox = 0; ox < ow; ++ox) {
-    const float* p[4] = {r0 + 2 * ox * c, r0 + (2 * ox + 1) * c, r1 + 2 * ox * c,
-                         r1 + (2 * ox + 1) * c};
+    const float* p[4];
+    Corners(r0, r1, ox, c, p);
     for (int64_t ch = 0; ch < c; ch += 16) {
       Window16 w;
       for (int k = 0; k < 4; ++k) w.x[k] = _mm512_loadu_ps(p[k] + ch);
@@ -153,18 +174,15 @@ __attribute__((target("avx512f,avx512bw"))) void MaxRowAvx512(const uint16_t* r0
                                                               const uint16_t* r1, uint16_t* out,
                                                               int64_t ow, int64_t c) {
   for (int64_t ox = 0; ox < ow; ++ox) {
-    const uint16_t* p[4] = {r0 + 2 * ox * c, r0 + (2 * ox + 1) * c, r1 + 2 * ox * c,
-                            r1 + (2 * ox + 1) * c};
+    const uint16_t* p[4];
+    Corners(r0, r1, ox, c, p);
     for (int64_t ch = 0; ch < c; ch += 32) {
-      __m512i v[4];
-      for (int k = 0; k < 4; ++k) v[k] = _mm512_loadu_si512(p[k] + ch);
+      Window16 w[2];
+      Bf16Windows(p, ch, w);
+      // The maximum is one of the widened inputs (or -inf): its top 16 bits are exact.
       __m256i halves[2];
       for (int half = 0; half < 2; ++half) {
-        Window16 w;
-        for (int k = 0; k < 4; ++k) w.x[k] = WidenHalf(v[k], half);
-        TakeMax(&w);
-        // The maximum is one of the widened inputs (or -inf): its top 16 bits are exact.
-        halves[half] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(w.m), 16));
+        halves[half] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(w[half].m), 16));
       }
       _mm512_storeu_si512(out + ox * c + ch,
                           _mm512_inserti64x4(_mm512_castsi256_si512(halves[0]), halves[1], 1));
@@ -176,16 +194,16 @@ __attribute__((target("avx512f,avx512bw"))) void RouteRowAvx512(const float* r0,
                                                                 const float* g, float* d0,
                                                                 float* d1, int64_t ow, int64_t c) {
   for (int64_t ox = 0; ox < ow; ++ox) {
-    const int64_t at = 2 * ox * c;
-    const float* p[4] = {r0 + at, r0 + at + c, r1 + at, r1 + at + c};
-    float* o[4] = {d0 + at, d0 + at + c, d1 + at, d1 + at + c};
+    const float* p[4];
+    Corners(r0, r1, ox, c, p);
+    float* o[4];
+    Corners(d0, d1, ox, c, o);
     for (int64_t ch = 0; ch < c; ch += 16) {
       Window16 w;
       for (int k = 0; k < 4; ++k) w.x[k] = _mm512_loadu_ps(p[k] + ch);
       TakeMax(&w);
-      const __mmask16 equal[4] = {EqualMask(w, 0), EqualMask(w, 1), EqualMask(w, 2),
-                                  EqualMask(w, 3)};
-      __mmask16 first[4];
+      __mmask16 equal[4], first[4];
+      for (int k = 0; k < 4; ++k) equal[k] = EqualMask(w, k);
       FirstMaxima(equal, first);
       const __m512 gv = _mm512_loadu_ps(g + ox * c + ch);
       for (int k = 0; k < 4; ++k) _mm512_storeu_ps(o[k] + ch, _mm512_maskz_mov_ps(first[k], gv));
@@ -199,22 +217,18 @@ __attribute__((target("avx512f,avx512bw"))) void RouteRowAvx512(const uint16_t* 
                                                                 uint16_t* d1, int64_t ow,
                                                                 int64_t c) {
   for (int64_t ox = 0; ox < ow; ++ox) {
-    const int64_t at = 2 * ox * c;
-    const uint16_t* p[4] = {r0 + at, r0 + at + c, r1 + at, r1 + at + c};
-    uint16_t* o[4] = {d0 + at, d0 + at + c, d1 + at, d1 + at + c};
+    const uint16_t* p[4];
+    Corners(r0, r1, ox, c, p);
+    uint16_t* o[4];
+    Corners(d0, d1, ox, c, o);
     for (int64_t ch = 0; ch < c; ch += 32) {
-      __m512i v[4];
-      for (int k = 0; k < 4; ++k) v[k] = _mm512_loadu_si512(p[k] + ch);
-      __mmask32 equal[4] = {0, 0, 0, 0};
-      for (int half = 0; half < 2; ++half) {
-        Window16 w;
-        for (int k = 0; k < 4; ++k) w.x[k] = WidenHalf(v[k], half);
-        TakeMax(&w);
-        for (int k = 0; k < 4; ++k) {
-          equal[k] |= static_cast<__mmask32>(EqualMask(w, k)) << (16 * half);
-        }
+      Window16 w[2];
+      Bf16Windows(p, ch, w);
+      __mmask32 equal[4], first[4];
+      for (int k = 0; k < 4; ++k) {
+        equal[k] = static_cast<__mmask32>(EqualMask(w[0], k)) |
+                   static_cast<__mmask32>(EqualMask(w[1], k)) << 16;
       }
-      __mmask32 first[4];
       FirstMaxima(equal, first);
       const __m512i gv = _mm512_loadu_si512(g + ox * c + ch);
       for (int k = 0; k < 4; ++k) {

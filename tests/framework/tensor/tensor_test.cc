@@ -99,12 +99,17 @@ TEST(HostAllocatorTest, LargeBlocksAskForHugePages) {
   free(probe);
   if (!supported) GTEST_SKIP() << "this kernel has no transparent huge pages";
 
-  Tensor large(DType::kFloat, TensorShape({3, 1 << 18}));  // 3 MiB: 1.5 huge pages.
+  // kHugePagesFromBytes and one more MiB (never touched: no memory is used).
+  const int64_t floats = static_cast<int64_t>((kHugePagesFromBytes + (1 << 20)) / sizeof(float));
+  Tensor large(DType::kFloat, TensorShape({floats}));
   const char* data = large.raw_data();
   EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % kHugePageBytes, 0u);
   EXPECT_THAT(VmFlagsOf(data), HasSubstr(" hg"));
-  // The part past the last whole huge page is not advised.
-  EXPECT_THAT(VmFlagsOf(data + kHugePageBytes + 4096), ::testing::Not(HasSubstr(" hg")));
+  // Size classes this large are whole huge pages (steps of 8 MiB and up): all advised.
+  EXPECT_THAT(VmFlagsOf(data + kHugePagesFromBytes + 4096), HasSubstr(" hg"));
+  // A block below the threshold is not advised.
+  Tensor small(DType::kFloat, TensorShape({static_cast<int64_t>(kHugePagesFromBytes / 8)}));
+  EXPECT_THAT(VmFlagsOf(small.raw_data()), ::testing::Not(HasSubstr(" hg")));
 }
 
 TEST(TensorCodecTest, RoundTrip) {
