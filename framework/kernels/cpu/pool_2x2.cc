@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_* as the masked-off source, which
 // -Wmaybe-uninitialized takes for an uninitialized read.
@@ -156,84 +157,86 @@ TANDEM_AVX512 void FirstMaxima(const Mask (&equal)[4], Mask (&first)[4]) {
   }
 }
 
-__attribute__((target("avx512f,avx512bw"))) void MaxRowAvx512(const float* r0, const float* r1,
-                                                              float* out, int64_t ow, int64_t c) {
-  for (int64_t ox = 0; ox < ow; ++ox) {
-    const float* p[4];
-    Corners(r0, r1, ox, c, p);
-    for (int64_t ch = 0; ch < c; ch += 16) {
-      Window16 w;
-      for (int k = 0; k < 4; ++k) w.x[k] = _mm512_loadu_ps(p[k] + ch);
-      TakeMax(&w);
-      _mm512_storeu_ps(out + ox * c + ch, w.m);
-    }
+// One vector of channels [ch, ch + 64 bytes) of window p with its maximum: float32 as
+// one float32 window, bfloat16 as two (Bf16Windows).
+TANDEM_AVX512 void LoadWindows(const float* const* p, int64_t ch, Window16 (&w)[1]) {
+  for (int k = 0; k < 4; ++k) w[0].x[k] = _mm512_loadu_ps(p[k] + ch);
+  TakeMax(&w[0]);
+}
+TANDEM_AVX512 void LoadWindows(const uint16_t* const* p, int64_t ch, Window16 (&w)[2]) {
+  Bf16Windows(p, ch, w);
+}
+
+// Per element k of the windows, the lanes equal to the maximum.
+TANDEM_AVX512 void EqualMasks(const Window16 (&w)[1], __mmask16 (&equal)[4]) {
+  for (int k = 0; k < 4; ++k) equal[k] = EqualMask(w[0], k);
+}
+TANDEM_AVX512 void EqualMasks(const Window16 (&w)[2], __mmask32 (&equal)[4]) {
+  for (int k = 0; k < 4; ++k) {
+    equal[k] = static_cast<__mmask32>(EqualMask(w[0], k)) |
+               static_cast<__mmask32>(EqualMask(w[1], k)) << 16;
   }
 }
 
-__attribute__((target("avx512f,avx512bw"))) void MaxRowAvx512(const uint16_t* r0,
-                                                              const uint16_t* r1, uint16_t* out,
+// A vector's lanes of T: 16 float32 (one float32 window) or 32 bfloat16 (two).
+template <typename T>
+struct Lanes {
+  static constexpr int64_t kCount = 64 / sizeof(T);
+  static constexpr int kWindows = sizeof(T) == 2 ? 2 : 1;
+  using Mask = std::conditional_t<sizeof(T) == 2, __mmask32, __mmask16>;
+};
+
+// The maxima of windows w as T: float32 as they are; bfloat16 as the top 16 bits of
+// each widened maximum, which are exact (the maximum is one of the inputs, or -inf).
+TANDEM_AVX512 void StoreMax(const Window16 (&w)[1], float* out) { _mm512_storeu_ps(out, w[0].m); }
+TANDEM_AVX512 void StoreMax(const Window16 (&w)[2], uint16_t* out) {
+  __m256i halves[2];
+  for (int half = 0; half < 2; ++half) {
+    halves[half] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(w[half].m), 16));
+  }
+  _mm512_storeu_si512(out, _mm512_inserti64x4(_mm512_castsi256_si512(halves[0]), halves[1], 1));
+}
+
+// g's lanes where `mask` is set, zero elsewhere.
+TANDEM_AVX512 void StoreMasked(__mmask16 mask, const float* g, float* out) {
+  _mm512_storeu_ps(out, _mm512_maskz_mov_ps(mask, _mm512_loadu_ps(g)));
+}
+TANDEM_AVX512 void StoreMasked(__mmask32 mask, const uint16_t* g, uint16_t* out) {
+  _mm512_storeu_si512(out, _mm512_maskz_mov_epi16(mask, _mm512_loadu_si512(g)));
+}
+
+template <typename T>
+__attribute__((target("avx512f,avx512bw"))) void MaxRowAvx512(const T* r0, const T* r1, T* out,
                                                               int64_t ow, int64_t c) {
+  using L = Lanes<T>;
   for (int64_t ox = 0; ox < ow; ++ox) {
-    const uint16_t* p[4];
+    const T* p[4];
     Corners(r0, r1, ox, c, p);
-    for (int64_t ch = 0; ch < c; ch += 32) {
-      Window16 w[2];
-      Bf16Windows(p, ch, w);
-      // The maximum is one of the widened inputs (or -inf): its top 16 bits are exact.
-      __m256i halves[2];
-      for (int half = 0; half < 2; ++half) {
-        halves[half] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(w[half].m), 16));
-      }
-      _mm512_storeu_si512(out + ox * c + ch,
-                          _mm512_inserti64x4(_mm512_castsi256_si512(halves[0]), halves[1], 1));
+    for (int64_t ch = 0; ch < c; ch += L::kCount) {
+      Window16 w[L::kWindows];
+      LoadWindows(p, ch, w);
+      StoreMax(w, out + ox * c + ch);
     }
   }
 }
 
-__attribute__((target("avx512f,avx512bw"))) void RouteRowAvx512(const float* r0, const float* r1,
-                                                                const float* g, float* d0,
-                                                                float* d1, int64_t ow, int64_t c) {
+template <typename T>
+__attribute__((target("avx512f,avx512bw"))) void RouteRowAvx512(const T* r0, const T* r1,
+                                                                const T* g, T* d0, T* d1,
+                                                                int64_t ow, int64_t c) {
+  using L = Lanes<T>;
   for (int64_t ox = 0; ox < ow; ++ox) {
-    const float* p[4];
+    const T* p[4];
     Corners(r0, r1, ox, c, p);
-    float* o[4];
+    T* o[4];
     Corners(d0, d1, ox, c, o);
-    for (int64_t ch = 0; ch < c; ch += 16) {
-      Window16 w;
-      for (int k = 0; k < 4; ++k) w.x[k] = _mm512_loadu_ps(p[k] + ch);
-      TakeMax(&w);
-      __mmask16 equal[4], first[4];
-      for (int k = 0; k < 4; ++k) equal[k] = EqualMask(w, k);
+    for (int64_t ch = 0; ch < c; ch += L::kCount) {
+      Window16 w[L::kWindows];
+      LoadWindows(p, ch, w);
+      typename L::Mask equal[4], first[4];
+      EqualMasks(w, equal);
       FirstMaxima(equal, first);
-      const __m512 gv = _mm512_loadu_ps(g + ox * c + ch);
-      for (int k = 0; k < 4; ++k) _mm512_storeu_ps(o[k] + ch, _mm512_maskz_mov_ps(first[k], gv));
-    }
-  }
-}
-
-__attribute__((target("avx512f,avx512bw"))) void RouteRowAvx512(const uint16_t* r0,
-                                                                const uint16_t* r1,
-                                                                const uint16_t* g, uint16_t* d0,
-                                                                uint16_t* d1, int64_t ow,
-                                                                int64_t c) {
-  for (int64_t ox = 0; ox < ow; ++ox) {
-    const uint16_t* p[4];
-    Corners(r0, r1, ox, c, p);
-    uint16_t* o[4];
-    Corners(d0, d1, ox, c, o);
-    for (int64_t ch = 0; ch < c; ch += 32) {
-      Window16 w[2];
-      Bf16Windows(p, ch, w);
-      __mmask32 equal[4], first[4];
-      for (int k = 0; k < 4; ++k) {
-        equal[k] = static_cast<__mmask32>(EqualMask(w[0], k)) |
-                   static_cast<__mmask32>(EqualMask(w[1], k)) << 16;
-      }
-      FirstMaxima(equal, first);
-      const __m512i gv = _mm512_loadu_si512(g + ox * c + ch);
-      for (int k = 0; k < 4; ++k) {
-        _mm512_storeu_si512(o[k] + ch, _mm512_maskz_mov_epi16(first[k], gv));
-      }
+      for (int k = 0; k < 4; ++k) StoreMasked(first[k], g + ox * c + ch, o[k] + ch);
     }
   }
 }
