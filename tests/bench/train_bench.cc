@@ -19,9 +19,9 @@
 //     machine: its products at the matmul peak of its precision (measured before and
 //     after the steps, the higher), plus one pass of the Adam update's memory traffic
 //     over the model's trainable weights (StepFloor).
-//   --peak_rounds N: after the mlp or cnn steps, N rounds of half a second of steps,
-//     each followed at once by the matmul peak, and each round's share of its own peak
-//     (InterleavedPeakShare).
+//   --peak_rounds N: after the mlp or cnn steps, N rounds of about a second in which
+//     steps alternate with the matmul peak's product, and each round's share of the
+//     peak measured in it (InterleavedPeakShare).
 //   --alternate VAR=A,B: the mlp and cnn steps (and --profile's traced steps) set the
 //     environment variable VAR to A, B, ... in turn, and each value's steps are timed
 //     apart: an A/B of kernel paths chosen by the environment (TANDEM_CONV_FILTER_GRAD)
@@ -94,9 +94,8 @@ double PeakRate(int threads, bool bf16);
 class PeakProduct {
  public:
   PeakProduct(int threads, bool bf16);
-  int threads() const { return static_cast<int>(prims_.size()); }
   double flops() const { return 2.0 * kN * kN * kN; }
-  // Seconds of one product at t threads (1 <= t <= threads()).
+  // Seconds of one product at t threads, 1 <= t <= the threads it was made for.
   double Run(int t);
 
  private:
@@ -109,11 +108,11 @@ class PeakProduct {
 
 // --peak_rounds: `rounds` rounds of about a second each in which steps (`step` runs
 // one) and the peak's product (at 1 .. `threads` threads in turn) alternate, as many
-// steps at a time as take as long as one product. A round's share is the step's rate over the
-// product's at its best thread count, both summed over the round: on a host whose matmul rate moves
-// by a factor of two to three within a second (the AMX Xeon VM shares its cores), a peak measured
-// once, or as the best of many calls, meets other weather than the steps do; alternated, both meet
-// the same.
+// steps at a time as take as long as one product. A round's share is the step's rate
+// over the product's at its best thread count, both summed over the round. On a host
+// whose matmul rate moves by a factor of two to three within a second (the AMX Xeon
+// VM shares its cores), a peak measured once, or as the best of many calls, meets
+// other weather than the steps do; alternated, both meet the same.
 template <typename F>
 bool InterleavedPeakShare(int rounds, double step_flops, int threads, bool bf16, const F& step) {
   PeakProduct peak(threads, bf16);
@@ -326,24 +325,6 @@ double Time(F&& fn, int iters) {
   return best;
 }
 
-// GFLOP/s of a bare oneDNN matmul of n x n x n in `dt`.
-double GemmRate(int64_t n, dnnl::memory::data_type dt) {
-  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  dnnl::stream strm(eng);
-  dnnl::memory::desc md({n, n}, dt, dnnl::memory::dims{n, 1});
-  dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng));
-  dnnl::memory a(md, eng), b(md, eng), c(md, eng);
-  std::memset(a.get_data_handle(), 0, md.get_size());
-  std::memset(b.get_data_handle(), 0, md.get_size());
-  const double secs = Time(
-      [&] {
-        prim.execute(strm, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-        strm.wait();
-      },
-      3);
-  return 2.0 * n * n * n / secs / 1e9;
-}
-
 PeakProduct::PeakProduct(int threads, bool bf16) {
   const auto dt = bf16 && onednn::HasBf16Kernels() ? dnnl::memory::data_type::bf16
                                                    : dnnl::memory::data_type::f32;
@@ -376,14 +357,11 @@ double PeakProduct::Run(int t) {
 // bfloat16 kernels, tandem computes bfloat16 ops in float32 (onednn::HasBf16Kernels), so
 // the bfloat16 peak there is the float32 one, and the line says so.
 double PeakRate(int threads, bool bf16) {
-  const auto dt = bf16 && onednn::HasBf16Kernels() ? dnnl::memory::data_type::bf16
-                                                   : dnnl::memory::data_type::f32;
+  PeakProduct product(threads, bf16);
   double best = 0;
   for (int t = 1; t <= threads; ++t) {
-    omp_set_num_threads(t);
-    best = std::max(best, GemmRate(2048, dt));
+    best = std::max(best, product.flops() / Time([&] { product.Run(t); }, 3) / 1e9);
   }
-  omp_set_num_threads(threads);
   return best;
 }
 
@@ -659,8 +637,8 @@ int main(int argc, char** argv) {
                "mlp and cnn: after timing, the step's floor here (its products at the matmul "
                "peak plus the Adam update's memory traffic), measured in the same process");
   app.add_option("--peak_rounds", peak_rounds,
-                 "mlp and cnn: after timing, rounds of half a second of steps each followed by "
-                 "the matmul peak, and each round's share of its own peak")
+                 "mlp and cnn: after timing, rounds of about a second alternating steps with "
+                 "the matmul peak's product, and each round's share of the peak measured in it")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   app.add_option("--profile_steps", profile_steps, "--profile: the traced steps to average")
