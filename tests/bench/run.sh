@@ -95,8 +95,9 @@ for threads in 1 2; do
       # its steps, the higher), and against its floor there (train_bench --floor),
       # medians over the runs.
       line="$line of_peak_in_process=$(echo "$sharel" | median) step_at_floor=$(echo "$atl" | median)"
-      # And against the peak's product alternated with its steps call by call
-      # (train_bench --peak_rounds: the same weather for both), the median of the rounds.
+      # And against the peak's product alternated with its steps, as many steps as one
+      # product takes (train_bench --peak_rounds: the same weather for both), the median
+      # of the rounds.
       line="$line of_peak_interleaved=$(echo "$interl" | median)"
       echo "$line peak_share_ceiling=$(echo "$ceill" | median) examples/s"
     done

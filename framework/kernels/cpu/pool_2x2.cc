@@ -136,16 +136,6 @@ TANDEM_AVX512 void Corners(P r0, P r1, int64_t ox, int64_t c, P (&p)[4]) {
   p[3] = r1 + at + c;
 }
 
-// Channels [ch, ch + 32) of a bfloat16 window as two float32 windows with their maxima.
-TANDEM_AVX512 void Bf16Windows(const uint16_t* const* p, int64_t ch, Window16 (&w)[2]) {
-  __m512i v[4];
-  for (int k = 0; k < 4; ++k) v[k] = _mm512_loadu_si512(p[k] + ch);
-  for (int half = 0; half < 2; ++half) {
-    for (int k = 0; k < 4; ++k) w[half].x[k] = WidenHalf(v[k], half);
-    TakeMax(&w[half]);
-  }
-}
-
 // Masks of the window's first maximum, per element: first[k] has the lanes where element
 // k is the first (in row-major order) equal to the maximum.
 template <typename Mask>
@@ -158,13 +148,18 @@ TANDEM_AVX512 void FirstMaxima(const Mask (&equal)[4], Mask (&first)[4]) {
 }
 
 // One vector of channels [ch, ch + 64 bytes) of window p with its maximum: float32 as
-// one float32 window, bfloat16 as two (Bf16Windows).
+// one float32 window, bfloat16 as two (its lower and upper 16 lanes widened).
 TANDEM_AVX512 void LoadWindows(const float* const* p, int64_t ch, Window16 (&w)[1]) {
   for (int k = 0; k < 4; ++k) w[0].x[k] = _mm512_loadu_ps(p[k] + ch);
   TakeMax(&w[0]);
 }
 TANDEM_AVX512 void LoadWindows(const uint16_t* const* p, int64_t ch, Window16 (&w)[2]) {
-  Bf16Windows(p, ch, w);
+  __m512i v[4];
+  for (int k = 0; k < 4; ++k) v[k] = _mm512_loadu_si512(p[k] + ch);
+  for (int half = 0; half < 2; ++half) {
+    for (int k = 0; k < 4; ++k) w[half].x[k] = WidenHalf(v[k], half);
+    TakeMax(&w[half]);
+  }
 }
 
 // Per element k of the windows, the lanes equal to the maximum.
@@ -245,7 +240,7 @@ __attribute__((target("avx512f,avx512bw"))) void RouteRowAvx512(const T* r0, con
 template <typename T>
 bool UseAvx512(int64_t c) {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  return has && c % (64 / static_cast<int64_t>(sizeof(T))) == 0;
+  return has && c % Lanes<T>::kCount == 0;
 }
 
 }  // namespace
