@@ -82,6 +82,8 @@ class InferenceContext {
     outputs_.push_back({dtype, std::move(shape), nullptr, std::move(handle)});
   }
   const std::vector<Input>& outputs() const { return outputs_; }
+  // Removes output i: for an op whose outputs are another op's less one.
+  void EraseOutput(int i) { outputs_.erase(outputs_.begin() + i); }
 
   // INVALID_ARGUMENT naming the node, the op and the input dtypes and shapes.
   absl::Status Error(absl::string_view message) const;

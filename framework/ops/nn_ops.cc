@@ -329,6 +329,19 @@ absl::Status FusedConvWithMaxPoolInfer(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
+// _FusedConv2DWithMaxPoolArgmax(x, w, bias): the pool of _FusedConv2DWithMaxPool and
+// its argmax codes (uint8, the pool's shape), for 2x2 windows of stride 2.
+absl::Status FusedConvWithMaxPoolArgmaxInfer(InferenceContext& ctx) {
+  TANDEM_RETURN_IF_ERROR(FusedConvWithMaxPoolInfer(ctx));
+  TANDEM_ASSIGN_OR_RETURN(WindowAttrs a, ParseWindowAttrs(ctx, "pool_ksize", "pool_"));
+  if (a.second[1] != 2 || a.second[2] != 2 || a.strides[1] != 2 || a.strides[2] != 2) {
+    return ctx.Error("the argmax is kept for 2x2 windows of stride 2 only");
+  }
+  ctx.EraseOutput(0);
+  ctx.AddOutput(DType::kUInt8, ctx.outputs()[0].shape);
+  return absl::OkStatus();
+}
+
 // Conv2DBackpropInput(input_sizes, filter, out_backprop).
 absl::Status Conv2DBackpropInputInfer(InferenceContext& ctx) {
   TANDEM_RETURN_IF_ERROR(ExpectFloat(ctx, 1));
@@ -373,6 +386,25 @@ absl::Status FilterGradOfMaxPoolGradInfer(InferenceContext& ctx) {
   if (!ctx.input_shape(3).IsCompatibleWith(ctx.input_shape(4))) {
     return ctx.Error("orig_output and grad shapes differ");
   }
+  return absl::OkStatus();
+}
+
+// _Conv2DBackpropFilterOfMaxPoolArgmax(input, filter_sizes, argmax, grad): the same with
+// the pool's argmax codes (uint8) in place of orig_input and orig_output.
+absl::Status FilterGradOfMaxPoolArgmaxInfer(InferenceContext& ctx) {
+  TANDEM_RETURN_IF_ERROR(ExpectFloat(ctx, 0));
+  TANDEM_RETURN_IF_ERROR(ctx.ExpectSameDType(0, 3));
+  TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(2, DType::kUInt8));
+  for (int i : {0, 2, 3}) TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(i, 4));
+  TANDEM_RETURN_IF_ERROR(ParseWindowAttrs(ctx, "dilations").status());
+  TANDEM_RETURN_IF_ERROR(ParseWindowAttrs(ctx, "pool_ksize", "pool_").status());
+  if (!ctx.input_shape(2).IsCompatibleWith(ctx.input_shape(3))) {
+    return ctx.Error("argmax and grad shapes differ");
+  }
+  TANDEM_ASSIGN_OR_RETURN(PartialShape out, ShapeFromInput(ctx, 1, 4));
+  if (!out.IsFullyDefined()) out = PartialShape({-1, -1, DimOf(ctx, 0, 3), DimOf(ctx, 3, 3)});
+  TANDEM_ASSIGN_OR_RETURN(DType dtype, OutputDType(ctx, ctx.input_dtype(0)));
+  ctx.AddOutput(dtype, out);
   return absl::OkStatus();
 }
 
@@ -589,6 +621,14 @@ void RegisterNnOps(OpRegistry* r) {
                .max_inputs = 3,
                .default_attrs = with_pool_window(fused_conv),
                .infer = FusedConvWithMaxPoolInfer});
+  // The same keeping the pool's argmax in place of the convolution's output, for a
+  // filter gradient that routes by it (remapper.h): outputs 0 (the pool's) and 1 (its
+  // argmax codes).
+  r->Register({.name = "_FusedConv2DWithMaxPoolArgmax",
+               .min_inputs = 3,
+               .max_inputs = 3,
+               .default_attrs = with_pool_window(fused_conv),
+               .infer = FusedConvWithMaxPoolArgmaxInfer});
   r->Register({.name = "_FusedMatMul",
                .min_inputs = 3,
                .max_inputs = 3,
@@ -614,6 +654,11 @@ void RegisterNnOps(OpRegistry* r) {
                .max_inputs = 5,
                .default_attrs = with_pool_window(conv),
                .infer = FilterGradOfMaxPoolGradInfer});
+  r->Register({.name = "_Conv2DBackpropFilterOfMaxPoolArgmax",
+               .min_inputs = 4,
+               .max_inputs = 4,
+               .default_attrs = with_pool_window(conv),
+               .infer = FilterGradOfMaxPoolArgmaxInfer});
   for (const char* op : {"MaxPool", "AvgPool"}) {
     r->Register(
         {.name = op, .min_inputs = 1, .max_inputs = 1, .default_attrs = pool, .infer = PoolInfer});

@@ -45,6 +45,10 @@ std::string Summary(const RemapReport& report) {
     parts.push_back(
         absl::StrCat("MaxPools computed inside their convolutions: ", report.pools_inside_convs));
   }
+  if (report.pool_argmaxes_kept > 0) {
+    parts.push_back(absl::StrCat("MaxPools keeping their argmax in place of the convolution: ",
+                                 report.pool_argmaxes_kept));
+  }
   if (report.gradients_computed_in_updates > 0) {
     parts.push_back(absl::StrCat("gradient MatMuls computed inside their updates: ",
                                  report.gradients_computed_in_updates));
@@ -66,6 +70,7 @@ absl::StatusOr<proto::GraphDef> PrepareGraph(const proto::GraphDef& def, Precisi
   if (variables_on_cpu) {
     TANDEM_ASSIGN_OR_RETURN(out, FilterGradOfMaxPoolGrad(out, OpRegistry::Global(), &report));
     TANDEM_ASSIGN_OR_RETURN(out, FuseConvAndMaxPool(out, OpRegistry::Global(), &report));
+    TANDEM_ASSIGN_OR_RETURN(out, KeepPoolArgmax(out, OpRegistry::Global(), &report));
     TANDEM_ASSIGN_OR_RETURN(out, ReadVariablesAsBfloat16(out, OpRegistry::Global(), &report));
     TANDEM_ASSIGN_OR_RETURN(out, FuseGradientMatMulIntoApply(out, OpRegistry::Global(), &report));
   }

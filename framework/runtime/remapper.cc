@@ -114,6 +114,8 @@ struct Rewrite {
   absl::flat_hash_set<std::string> taken;  // names in use
   absl::flat_hash_map<std::string, std::vector<proto::NodeDef>> added_after;
   absl::flat_hash_map<std::string, std::string> renamed;
+  absl::flat_hash_map<std::string, std::string> renamed_outputs;   // "node:k" -> "node:j"
+  absl::flat_hash_map<std::string, std::string> renamed_controls;  // node -> node
 
   explicit Rewrite(const proto::GraphDef& def) {
     for (const proto::NodeDef& n : def.node()) taken.insert(n.name());
@@ -136,11 +138,32 @@ struct Rewrite {
   void Redirect(const std::string& original, const std::string& replacement, int index) {
     renamed[original] = absl::StrCat(replacement, ":", index);
   }
+  // Points every reader of output `index` of `original` at `replacement` ("node:k"), and
+  // its control readers at that node; readers of its other outputs keep reading it.
+  void RedirectOutput(const std::string& original, int index, const std::string& replacement) {
+    renamed_outputs[absl::StrCat(original, ":", index)] = replacement;
+    renamed_controls[original] = std::string(InputNode(replacement));
+  }
   proto::GraphDef Apply(const proto::GraphDef& def) {
     proto::GraphDef out;
     out.set_version(def.version());
     auto emit = [&](proto::NodeDef node) {
       for (std::string& input : *node.mutable_input()) {
+        if (input.empty()) continue;
+        if (input[0] == '^') {
+          auto c = renamed_controls.find(InputNode(input));
+          if (c != renamed_controls.end()) {
+            input = absl::StrCat("^", c->second);
+            continue;
+          }
+        } else {
+          auto o = renamed_outputs.find(absl::StrContains(input, ':') ? input
+                                                                      : absl::StrCat(input, ":0"));
+          if (o != renamed_outputs.end()) {
+            input = o->second;
+            continue;
+          }
+        }
         auto it = renamed.find(InputNode(input));
         if (it == renamed.end()) continue;
         const bool indexed = absl::StrContains(input, ':');
@@ -289,6 +312,26 @@ const Node* PoolGradUnderFilterGrad(const Node& f) {
   return &pg;
 }
 
+// When `conv` is a _FusedConv2DWithMaxPool whose output 0 (the convolution's) is read,
+// apart from Unread readers, only by _Conv2DBackpropFilterOfMaxPoolGrad nodes requested
+// on its device, as their orig_input beside its output 1 as their orig_output: true, and
+// those nodes in `*filter_grads` (none in a graph without gradients). Else false.
+bool ArgmaxServesConvOutput(const Node& conv, std::vector<const Node*>* filter_grads) {
+  if (conv.op() != "_FusedConv2DWithMaxPool" || conv.num_outputs() != 2) return false;
+  for (const auto& [reader, slot] : conv.out_edges()) {
+    if (reader->input(slot).index != 0) continue;  // The pool's readers: any.
+    if (reader->op() == "_Conv2DBackpropFilterOfMaxPoolGrad" && reader->num_inputs() == 5 &&
+        slot == 2 && reader->input(3).node == &conv && reader->input(3).index == 1 &&
+        reader->requested_device() == conv.requested_device()) {
+      filter_grads->push_back(reader);
+      continue;
+    }
+    int budget = 64;  // the nodes the earlier rewrites left unread: a handful
+    if (!Unread(*reader, &budget)) return false;
+  }
+  return true;
+}
+
 // When `cast` is Cast(ReadVariableOp(handle)) from float32 to bfloat16 on one device,
 // with nothing ordered after the read by a control edge, the read; else null.
 const Node* CastVariableRead(const Node& cast) {
@@ -422,6 +465,41 @@ absl::StatusOr<proto::GraphDef> FuseConvAndMaxPool(const proto::GraphDef& def,
     rewrite.Redirect(pool.name(), fused.name(), 1);
     rewrite.Replace(conv.name(), std::move(fused));
     if (report != nullptr) ++report->pools_inside_convs;
+  });
+}
+
+absl::StatusOr<proto::GraphDef> KeepPoolArgmax(const proto::GraphDef& def,
+                                               const OpRegistry* registry, RemapReport* report) {
+  return RewriteEachNode(def, registry, [&](const Node& node, const auto& index, Rewrite& rewrite) {
+    std::vector<const Node*> filter_grads;
+    if (!ArgmaxServesConvOutput(node, &filter_grads)) return;
+    const proto::NodeDef& conv = DefOf(index, def, node);
+    proto::NodeDef argmax = conv;
+    argmax.set_name(rewrite.NewName(conv.name(), "/argmax"));
+    argmax.set_op("_FusedConv2DWithMaxPoolArgmax");
+    const std::string codes = absl::StrCat(argmax.name(), ":1");
+    for (const Node* f : filter_grads) {
+      const proto::NodeDef& grad = DefOf(index, def, *f);
+      proto::NodeDef routed;
+      routed.set_name(rewrite.NewName(grad.name(), "/by_argmax"));
+      routed.set_op("_Conv2DBackpropFilterOfMaxPoolArgmax");
+      routed.set_device(grad.device());
+      *routed.mutable_attr() = grad.attr();
+      // (input, filter_sizes, orig_input, orig_output, grad) -> (input, filter_sizes,
+      // codes, grad).
+      int data = 0;
+      for (const std::string& input : grad.input()) {
+        if (input.empty() || input[0] == '^') continue;
+        if (data == 2) routed.add_input(codes);
+        if (data != 2 && data != 3) routed.add_input(input);
+        ++data;
+      }
+      AddControlInputs({&grad}, &routed);
+      rewrite.Replace(grad.name(), std::move(routed));
+    }
+    rewrite.RedirectOutput(conv.name(), 1, absl::StrCat(argmax.name(), ":0"));
+    rewrite.added_after[conv.name()].push_back(std::move(argmax));
+    if (report != nullptr) ++report->pool_argmaxes_kept;
   });
 }
 

@@ -119,6 +119,11 @@ absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& in
 absl::Status FilterGradAmxUnfoldedOfMaxPool(const FilterGradGeometry& g, const Tensor& input,
                                             const Tensor& pool_input, const Tensor& pool_grad,
                                             Tensor* out);
+// The same with the pool's argmax codes (uint8 [n,oh/2,ow/2,o], MaxPoolArgmaxInto) in
+// place of its input: each image's gradient routed by them.
+absl::Status FilterGradAmxUnfoldedOfMaxPoolArgmax(const FilterGradGeometry& g, const Tensor& input,
+                                                  const Tensor& argmax, const Tensor& pool_grad,
+                                                  Tensor* out);
 // Whether kAmxImages runs fewer products than kAmxPositions for `g` (at least 32
 // images, and padding columns or rounding in kAmxPositions), with a chunk's operands
 // (32 images' input planes and output gradients) within 2 MiB.

@@ -151,32 +151,40 @@ bool AmxUnfoldedFilterGradApplies(const FilterGradGeometry& g) {
 namespace {
 
 // Image b's output gradient as rows [oh][ow][o] of bfloat16 bits: the tensor's own, or
-// one routed from a 2x2 max pool's gradient (pool_2x2.h: to each window's first maximum
-// of the pool's input, which is the convolution's output) into the calling thread's
-// scratch, valid until its next call.
+// one routed from a 2x2 max pool's gradient into the calling thread's scratch, valid
+// until its next call: to each window's first maximum of the pool's input (pool_2x2.h),
+// which is the convolution's output, or to the place its argmax code names.
 class GradImages {
  public:
-  explicit GradImages(const FilterGradGeometry& g, const Tensor& grad) : g_(g), dy_(Bits(grad)) {}
+  GradImages(const FilterGradGeometry& g, const Tensor& grad) : g_(g), dy_(Bits(grad)) {}
+  // `pool_input`: the pool's input (bfloat16) or its argmax codes (uint8).
   GradImages(const FilterGradGeometry& g, const Tensor& pool_input, const Tensor& pool_grad)
-      : g_(g), a_(Bits(pool_input)), pooled_(Bits(pool_grad)) {
-    ph_ = pool_grad.dim(1);
-    pw_ = pool_grad.dim(2);
+      : g_(g), pooled_(Bits(pool_grad)), ph_(pool_grad.dim(1)), pw_(pool_grad.dim(2)) {
+    if (pool_input.dtype() == DType::kUInt8) {
+      codes_ = pool_input.data<uint8_t>();
+    } else {
+      a_ = Bits(pool_input);
+    }
   }
 
   const uint16_t* Image(int64_t b) const {
     const int64_t image = g_.oh * g_.ow * g_.o;
-    if (a_ == nullptr) return dy_ + b * image;
+    if (pooled_ == nullptr) return dy_ + b * image;
     thread_local std::vector<uint16_t> routed;
     routed.resize(image);
     // Rows and columns past the last window (odd sizes) get no gradient.
     if (2 * ph_ != g_.oh || 2 * pw_ != g_.ow) std::fill(routed.begin(), routed.end(), 0);
-    const int64_t row = g_.ow * g_.o;
-    const uint16_t* a = a_ + b * image;
-    const uint16_t* pg = pooled_ + b * ph_ * pw_ * g_.o;
+    const int64_t row = g_.ow * g_.o, pooled_row = pw_ * g_.o;
+    const uint16_t* pg = pooled_ + b * ph_ * pooled_row;
     for (int64_t py = 0; py < ph_; ++py) {
-      MaxPoolGrad2x2Row(a + 2 * py * row, a + (2 * py + 1) * row, pg + py * pw_ * g_.o,
-                        routed.data() + 2 * py * row, routed.data() + (2 * py + 1) * row, pw_,
-                        g_.o);
+      uint16_t* d0 = routed.data() + 2 * py * row;
+      if (codes_ != nullptr) {
+        RouteByArgmax2x2Row(codes_ + (b * ph_ + py) * pooled_row, pg + py * pooled_row, d0,
+                            d0 + row, pw_, g_.o);
+      } else {
+        const uint16_t* r0 = a_ + b * image + 2 * py * row;
+        MaxPoolGrad2x2Row(r0, r0 + row, pg + py * pooled_row, d0, d0 + row, pw_, g_.o);
+      }
     }
     return routed.data();
   }
@@ -188,6 +196,7 @@ class GradImages {
   const FilterGradGeometry& g_;
   const uint16_t* dy_ = nullptr;
   const uint16_t *a_ = nullptr, *pooled_ = nullptr;
+  const uint8_t* codes_ = nullptr;
   int64_t ph_ = 0, pw_ = 0;
 };
 
@@ -250,6 +259,25 @@ absl::Status CheckUnfolded(const FilterGradGeometry& g, std::initializer_list<co
   return absl::OkStatus();
 }
 
+// The checks of both entries that route a pool's gradient; `pool_input` [n,oh,ow,o] or
+// the codes [n,oh/2,ow/2,o].
+absl::Status CheckPooled(const FilterGradGeometry& g, const Tensor& input, const Tensor& pool_input,
+                         const Tensor& pool_grad) {
+  TANDEM_RETURN_IF_ERROR(CheckUnfolded(g, {&input, &pool_grad}));
+  const TensorShape pooled({g.n, g.oh / 2, g.ow / 2, g.o});
+  const bool codes = pool_input.dtype() == DType::kUInt8;
+  if (!codes) TANDEM_RETURN_IF_ERROR(CheckUnfolded(g, {&pool_input}));
+  if (pool_input.shape() != (codes ? pooled : TensorShape({g.n, g.oh, g.ow, g.o})) ||
+      pool_grad.shape() != pooled) {
+    return absl::InternalError(
+        absl::StrCat("a 2x2 max pool of stride 2 over the output gradient's shape takes ",
+                     TensorShape({g.n, g.oh, g.ow, g.o}).DebugString(), " to ",
+                     pooled.DebugString(), ", not ", pool_grad.shape().DebugString(),
+                     codes ? " with codes " : " from ", pool_input.shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& input,
@@ -261,15 +289,21 @@ absl::Status FilterGradAmxUnfolded(const FilterGradGeometry& g, const Tensor& in
 absl::Status FilterGradAmxUnfoldedOfMaxPool(const FilterGradGeometry& g, const Tensor& input,
                                             const Tensor& pool_input, const Tensor& pool_grad,
                                             Tensor* out) {
-  TANDEM_RETURN_IF_ERROR(CheckUnfolded(g, {&input, &pool_input, &pool_grad}));
-  if (pool_input.shape() != TensorShape({g.n, g.oh, g.ow, g.o}) || pool_grad.rank() != 4 ||
-      pool_grad.dim(0) != g.n || pool_grad.dim(1) != g.oh / 2 || pool_grad.dim(2) != g.ow / 2 ||
-      pool_grad.dim(3) != g.o) {
-    return absl::InternalError(
-        absl::StrCat("a 2x2 max pool of stride 2 over the output gradient's shape takes ",
-                     pool_input.shape().DebugString(), " to ", pool_grad.shape().DebugString()));
+  if (pool_input.dtype() == DType::kUInt8) {
+    return absl::InternalError("the pool's input must be the convolution's output, not codes");
   }
+  TANDEM_RETURN_IF_ERROR(CheckPooled(g, input, pool_input, pool_grad));
   return UnfoldedFilterGrad(g, input, GradImages(g, pool_input, pool_grad), out);
+}
+
+absl::Status FilterGradAmxUnfoldedOfMaxPoolArgmax(const FilterGradGeometry& g, const Tensor& input,
+                                                  const Tensor& argmax, const Tensor& pool_grad,
+                                                  Tensor* out) {
+  if (argmax.dtype() != DType::kUInt8) {
+    return absl::InternalError("the pool's argmax codes must be uint8");
+  }
+  TANDEM_RETURN_IF_ERROR(CheckPooled(g, input, argmax, pool_grad));
+  return UnfoldedFilterGrad(g, input, GradImages(g, argmax, pool_grad), out);
 }
 
 }  // namespace tandem::nn

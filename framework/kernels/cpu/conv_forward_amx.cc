@@ -159,9 +159,10 @@ ConvolveImage(const FilterGradGeometry& g, const ForwardLayout& l, const uint16_
   }
 }
 
-// A thread's scratch: the padded plane, the runs and one C block; grow-only.
+// A thread's scratch: the padded plane, the runs, one C block and, where the output is
+// not kept, one image of it; grow-only.
 struct ForwardScratch {
-  std::vector<uint16_t> plane, runs;
+  std::vector<uint16_t> plane, runs, image;
   std::vector<float> c;
 };
 
@@ -183,17 +184,19 @@ bool AmxForwardConvIsAvailable() {
 }
 
 absl::Status ConvForwardAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& filter,
-                            const Tensor* bias, bool relu, Tensor* out, Tensor* pooled) {
+                            const Tensor* bias, bool relu, Tensor* out, Tensor* pooled,
+                            Tensor* argmax) {
   const ForwardLayout l(g);
   const auto* x = reinterpret_cast<const uint16_t*>(input.raw_data());
   const std::vector<uint16_t> b =
       FilterTiles(g, l, reinterpret_cast<const uint16_t*>(filter.raw_data()));
   std::vector<float> bias_f(l.o_pad + 16, 0.0f);  // read 32 channels at a time
   if (bias != nullptr) WidenBf16(bias->data<bfloat16>(), bias_f.data(), g.o);
-  auto* y = reinterpret_cast<uint16_t*>(out->raw_data());
+  auto* y = out == nullptr ? nullptr : reinterpret_cast<uint16_t*>(out->raw_data());
   auto* pool = pooled == nullptr ? nullptr : reinterpret_cast<uint16_t*>(pooled->raw_data());
   const int64_t ph = pooled == nullptr ? 0 : pooled->dim(1),
                 pw = pooled == nullptr ? 0 : pooled->dim(2);
+  uint8_t* codes = argmax == nullptr ? nullptr : argmax->data<uint8_t>();
   const int64_t row = g.ow * g.o, image = g.oh * row;
   OmpParallelFor(g.n, 1, [&](int64_t begin, int64_t end) {
     thread_local ForwardScratch scratch;
@@ -203,12 +206,17 @@ absl::Status ConvForwardAmx(const FilterGradGeometry& g, const Tensor& input, co
     LoadForwardTileConfig(l.taps);
     for (int64_t i = begin; i < end; ++i) {
       LayOutImage(g, l, x, i, plane, runs);
-      uint16_t* yi = y + i * image;
+      uint16_t* yi = y != nullptr ? y + i * image : amx::AmxScratch::Aligned(&scratch.image, image);
       ConvolveImage(g, l, runs, b.data(), bias_f.data(), relu, c, yi);
       // The image's pool while its output is in cache.
       for (int64_t py = 0; py < ph; ++py) {
-        MaxPool2x2Row(yi + 2 * py * row, yi + (2 * py + 1) * row, pool + (i * ph + py) * pw * g.o,
-                      pw, g.o);
+        const uint16_t* r0 = yi + 2 * py * row;
+        const int64_t at = (i * ph + py) * pw * g.o;
+        if (codes != nullptr) {
+          MaxPoolArgmax2x2Row(r0, r0 + row, pool + at, codes + at, pw, g.o);
+        } else {
+          MaxPool2x2Row(r0, r0 + row, pool + at, pw, g.o);
+        }
       }
     }
     amx::ReleaseTiles();

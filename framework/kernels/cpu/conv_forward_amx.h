@@ -47,10 +47,13 @@ absl::StatusOr<bool> ForwardConvByAmx(const FilterGradGeometry& g);
 // out [n,oh,ow,o] = relu?(conv(input [n,h,w,c], filter [kh,kw,c,o]) + bias [o]), all
 // bfloat16, float32 sums rounded once; bias may be null and relu false. With `pooled`
 // [n,oh/2,ow/2,o], also its 2x2 max pool of stride 2 (pool_2x2.h), each image pooled
-// while its output is in cache. On the calling thread's OpenMP team, images split over
-// its threads. REQUIRES: AmxForwardConvApplies(g) and AmxForwardConvIsAvailable().
+// while its output is in cache; then `out` may be null (each image only in a thread's
+// scratch), and `argmax` (uint8, pooled's shape), where given, gets each window's code
+// (MaxPoolArgmax2x2Row). On the calling thread's OpenMP team, images split over its
+// threads. REQUIRES: AmxForwardConvApplies(g) and AmxForwardConvIsAvailable().
 absl::Status ConvForwardAmx(const FilterGradGeometry& g, const Tensor& input, const Tensor& filter,
-                            const Tensor* bias, bool relu, Tensor* out, Tensor* pooled = nullptr);
+                            const Tensor* bias, bool relu, Tensor* out, Tensor* pooled = nullptr,
+                            Tensor* argmax = nullptr);
 
 }  // namespace tandem::nn
 

@@ -21,7 +21,8 @@
 // TANDEM_CONV_INPUT_GRAD=onednn asks, on oneDNN's backward-data primitive. A bfloat16
 // forward convolution with few input channels runs on AMX tiles (conv_forward_amx.h).
 // _Conv2DBackpropFilterOfMaxPoolGrad is Conv2DBackpropFilter of a MaxPoolGrad, which the
-// remapper makes (remapper.h).
+// remapper makes (remapper.h), as it makes the _...Argmax forms, which route by the
+// pool's argmax codes.
 #include <cstring>
 #include <optional>
 #include <string>
@@ -210,14 +211,14 @@ struct ConvFwdEntry : ConvEntryBase {
 // whether it did. The env's choice is checked at every call.
 absl::StatusOr<bool> ForwardConvOnAmx(const OpKernelContext& ctx, const ConvShape& s,
                                       const Tensor& input, const Tensor& filter, Tensor* out,
-                                      Tensor* pooled = nullptr) {
+                                      Tensor* pooled = nullptr, Tensor* argmax = nullptr) {
   const FilterGradGeometry g = Geometry(s);
   absl::StatusOr<bool> amx = ForwardConvByAmx(g);
   if (!amx.ok()) return ctx.Annotate(amx.status());
   if (!*amx || input.dtype() != DType::kBFloat16) return false;
   const Tensor bias = s.fusion.bias ? BiasAs(ctx.input(2), input.dtype()) : Tensor();
   TANDEM_RETURN_IF_ERROR(ConvForwardAmx(g, input, filter, s.fusion.bias ? &bias : nullptr,
-                                        s.fusion.relu, out, pooled));
+                                        s.fusion.relu, out, pooled, argmax));
   return true;
 }
 
@@ -300,33 +301,50 @@ class Conv2DKernel : public ConvKernelBase {
 // (remapper.h). Where the AMX forward takes the layer (conv_forward_amx.h) and the pool
 // is 2x2 of stride 2 inside its input, each image is pooled as it leaves the tiles,
 // while it is in cache; else the pool runs after the convolution. Either way the bits
-// are the two ops'.
+// are the two ops'. _FusedConv2DWithMaxPoolArgmax: the pool (0) and its argmax codes (1,
+// uint8: MaxPoolArgmaxInto), for 2x2 windows of stride 2 only; the convolution's output
+// is not kept (on the AMX forward, each image lives in a thread's scratch).
 class FusedConv2DWithMaxPoolKernel : public Conv2DKernel {
  public:
   absl::Status Init(const Node& node) override {
     TANDEM_RETURN_IF_ERROR(ConvKernelBase::Init(node));
-    TANDEM_ASSIGN_OR_RETURN(fusion_, ParseFusion(node, "_FusedConv2DWithMaxPool"));
+    TANDEM_ASSIGN_OR_RETURN(fusion_, ParseFusion(node, node.op()));
     TANDEM_ASSIGN_OR_RETURN(pool_, ParseWindowAttrs(node, "pool_ksize", "pool_"));
+    argmax_ = node.op() == "_FusedConv2DWithMaxPoolArgmax";
     return absl::OkStatus();
   }
 
   absl::Status Compute(OpKernelContext& ctx) override {
     TANDEM_ASSIGN_OR_RETURN(ConvShape s, Shape(ctx));
-    Tensor* out = ctx.allocate_output(0, s.output_shape());
-    TANDEM_ASSIGN_OR_RETURN(PoolShape p, MakePoolShape(ctx, pool_, out->shape()));
-    Tensor* pooled = ctx.allocate_output(1, p.output_shape());
+    TANDEM_ASSIGN_OR_RETURN(PoolShape p, MakePoolShape(ctx, pool_, s.output_shape()));
+    if (argmax_ && !PoolsByArgmax(p)) {
+      return ctx.Error("the argmax is kept for 2x2 windows of stride 2 only");
+    }
+    Tensor conv;  // The convolution's output where the op does not return it.
+    Tensor* out = argmax_ ? nullptr : ctx.allocate_output(0, s.output_shape());
+    Tensor* pooled = ctx.allocate_output(argmax_ ? 0 : 1, p.output_shape());
+    Tensor* argmax = argmax_ ? ctx.allocate_output(1, p.output_shape()) : nullptr;
     if (!s.empty() && IsFull2x2(p)) {
-      TANDEM_ASSIGN_OR_RETURN(const bool done,
-                              ForwardConvOnAmx(ctx, s, ctx.input(0), ctx.input(1), out, pooled));
+      TANDEM_ASSIGN_OR_RETURN(const bool done, ForwardConvOnAmx(ctx, s, ctx.input(0), ctx.input(1),
+                                                                out, pooled, argmax));
       if (done) return absl::OkStatus();
     }
+    if (out == nullptr) {
+      conv = Tensor(ctx.input(0).dtype(), s.output_shape());
+      out = &conv;
+    }
     TANDEM_RETURN_IF_ERROR(Convolve(ctx, s, out));
-    MaxPoolInto(p, *out, pooled);
+    if (argmax != nullptr) {
+      MaxPoolArgmaxInto(p, *out, pooled, argmax);
+    } else {
+      MaxPoolInto(p, *out, pooled);
+    }
     return absl::OkStatus();
   }
 
  private:
   WindowAttrs pool_;
+  bool argmax_ = false;
 };
 
 // Checks out_backprop has the shape the forward convolution would produce.
@@ -554,31 +572,46 @@ absl::StatusOr<bool> RoutesPerImage() {
 // _Conv2DBackpropFilterOfMaxPoolGrad(input, filter_sizes, orig_input, orig_output, grad):
 // Conv2DBackpropFilter(input, filter_sizes, MaxPoolGrad(orig_input, orig_output, grad)),
 // the pool's window in attrs pool_ksize, pool_strides and pool_padding (remapper.h).
+// _Conv2DBackpropFilterOfMaxPoolArgmax(input, filter_sizes, argmax, grad): the same with
+// the pool's argmax codes (MaxPoolArgmaxInto) in place of orig_input and orig_output,
+// for 2x2 windows of stride 2 only.
 // Where the unfolded AMX path takes the layer (conv_filter_grad.h) and the pool is 2x2 of
 // stride 2 inside its input, each image's routed gradient is made as the path reads it
-// (FilterGradAmxUnfoldedOfMaxPool), never written whole; else the routed gradient is
-// written (MaxPoolGradInto) and goes through Conv2DBackpropFilter's paths, as
-// TANDEM_POOL_GRAD_ROUTING=whole asks everywhere. Either way the bits are the two ops'.
-// On the AMX Xeon (fashion_cnn, bfloat16, 2 threads, alternated in one process) the
-// first layer's took 0.82 and 1.02 ms per image against 1.05 and 1.19 ms whole.
+// (FilterGradAmxUnfoldedOfMaxPool[Argmax]), never written whole; else the routed
+// gradient is written (MaxPoolGradInto, MaxPoolGradByArgmaxInto) and goes through
+// Conv2DBackpropFilter's paths, as TANDEM_POOL_GRAD_ROUTING=whole asks everywhere.
+// Either way the bits are the two ops'. On the AMX Xeon (fashion_cnn, bfloat16, 2
+// threads, alternated in one process) the first layer's took 0.82 and 1.02 ms per image
+// against 1.05 and 1.19 ms whole.
 class Conv2DBackpropFilterOfMaxPoolGradKernel : public ConvKernelBase {
  public:
   absl::Status Init(const Node& node) override {
     TANDEM_RETURN_IF_ERROR(ConvKernelBase::Init(node));
     TANDEM_ASSIGN_OR_RETURN(pool_, ParseWindowAttrs(node, "pool_ksize", "pool_"));
+    argmax_ = node.op() == "_Conv2DBackpropFilterOfMaxPoolArgmax";
     return absl::OkStatus();
   }
 
   absl::Status Compute(OpKernelContext& ctx) override {
-    for (int i : {2, 3, 4}) TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 0, i));
+    // Inputs: the pool's input (or codes) and its gradient.
+    const int pool_input_at = 2, grad_at = argmax_ ? 3 : 4;
+    TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 0, grad_at));
+    if (!argmax_) {
+      for (int i : {2, 3}) TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 0, i));
+    }
     const Tensor& input = ctx.input(0);
     TANDEM_ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromTensor(ctx, 1));
-    const Tensor& pool_input = ctx.input(2);
-    const Tensor& pool_grad = ctx.input(4);
+    const Tensor& pool_input = ctx.input(pool_input_at);
+    const Tensor& pool_grad = ctx.input(grad_at);
     TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter_shape));
-    TANDEM_RETURN_IF_ERROR(CheckOutBackprop(ctx, s, pool_input));
-    TANDEM_ASSIGN_OR_RETURN(PoolShape p, MakePoolShape(ctx, pool_, pool_input.shape()));
-    TANDEM_RETURN_IF_ERROR(ExpectPooledShape(ctx, p, {3, 4}));
+    TANDEM_ASSIGN_OR_RETURN(PoolShape p, MakePoolShape(ctx, pool_, s.output_shape()));
+    if (argmax_) {
+      TANDEM_RETURN_IF_ERROR(CheckCodes(ctx, p, pool_input));
+      TANDEM_RETURN_IF_ERROR(ExpectPooledShape(ctx, p, {grad_at}));
+    } else {
+      TANDEM_RETURN_IF_ERROR(CheckOutBackprop(ctx, s, pool_input));
+      TANDEM_RETURN_IF_ERROR(ExpectPooledShape(ctx, p, {3, 4}));
+    }
     Tensor* out = ctx.allocate_output(0, filter_shape);
     if (s.empty()) {
       Zero(out);
@@ -591,16 +624,35 @@ class Conv2DBackpropFilterOfMaxPoolGradKernel : public ConvKernelBase {
       absl::StatusOr<FilterGradPath> path = FilterGradPathFor(g, input.dtype());
       if (!path.ok()) return ctx.Annotate(path.status());
       if (*path == FilterGradPath::kAmxUnfolded) {
-        return FilterGradAmxUnfoldedOfMaxPool(g, input, pool_input, pool_grad, out);
+        return argmax_ ? FilterGradAmxUnfoldedOfMaxPoolArgmax(g, input, pool_input, pool_grad, out)
+                       : FilterGradAmxUnfoldedOfMaxPool(g, input, pool_input, pool_grad, out);
       }
     }
-    Tensor routed(pool_input.dtype(), pool_input.shape());
-    MaxPoolGradInto(p, pool_input, pool_grad, &routed);
+    Tensor routed(pool_grad.dtype(), s.output_shape());
+    if (argmax_) {
+      MaxPoolGradByArgmaxInto(p, pool_input, pool_grad, &routed);
+    } else {
+      MaxPoolGradInto(p, pool_input, pool_grad, &routed);
+    }
     return FilterGradOf(ctx, s, input, routed, out);
   }
 
  private:
+  // An error naming the node unless `codes` are uint8 codes of p's pooled shape, for
+  // windows MaxPoolArgmaxInto takes.
+  static absl::Status CheckCodes(const OpKernelContext& ctx, const PoolShape& p,
+                                 const Tensor& codes) {
+    if (!PoolsByArgmax(p)) return ctx.Error("the argmax routes 2x2 windows of stride 2 only");
+    if (codes.dtype() != DType::kUInt8 || codes.shape() != p.output_shape()) {
+      return ctx.Error(absl::StrCat("argmax must be uint8 of the pool's shape ",
+                                    p.output_shape().DebugString(), ", not ",
+                                    DTypeName(codes.dtype()), codes.shape().DebugString()));
+    }
+    return absl::OkStatus();
+  }
+
   WindowAttrs pool_;
+  bool argmax_ = false;
 };
 
 }  // namespace
@@ -609,9 +661,12 @@ void RegisterCpuConvKernels(KernelRegistry* r) {
   r->Register<Conv2DKernel>("Conv2D", kDeviceCpu);
   r->Register<Conv2DKernel>("_FusedConv2D", kDeviceCpu);
   r->Register<FusedConv2DWithMaxPoolKernel>("_FusedConv2DWithMaxPool", kDeviceCpu);
+  r->Register<FusedConv2DWithMaxPoolKernel>("_FusedConv2DWithMaxPoolArgmax", kDeviceCpu);
   r->Register<Conv2DBackpropInputKernel>("Conv2DBackpropInput", kDeviceCpu);
   r->Register<Conv2DBackpropFilterKernel>("Conv2DBackpropFilter", kDeviceCpu);
   r->Register<Conv2DBackpropFilterOfMaxPoolGradKernel>("_Conv2DBackpropFilterOfMaxPoolGrad",
+                                                       kDeviceCpu);
+  r->Register<Conv2DBackpropFilterOfMaxPoolGradKernel>("_Conv2DBackpropFilterOfMaxPoolArgmax",
                                                        kDeviceCpu);
 }
 

@@ -39,9 +39,11 @@ T NegativeInfinity() {
   }
 }
 
-template <typename T>
+// Each window's maximum and, with kCodes, the code of its first maximum: the first
+// element equal to the maximum, as RouteWindow routes.
+template <typename T, bool kCodes>
 TANDEM_INLINE void MaxRow(const T* __restrict r0, const T* __restrict r1, T* __restrict out,
-                          int64_t ow, int64_t c) {
+                          uint8_t* __restrict code, int64_t ow, int64_t c) {
   const T start = NegativeInfinity<T>();
   for (int64_t ox = 0; ox < ow; ++ox) {
     const T* __restrict a = r0 + 2 * ox * c;
@@ -56,6 +58,14 @@ TANDEM_INLINE void MaxRow(const T* __restrict r0, const T* __restrict r1, T* __r
       m = Wide(cc[ch]) > Wide(m) ? cc[ch] : m;
       m = Wide(d[ch]) > Wide(m) ? d[ch] : m;
       o[ch] = m;
+      if constexpr (kCodes) {
+        const float mw = Wide(m);
+        code[ox * c + ch] = Wide(a[ch]) == mw    ? 0
+                            : Wide(b[ch]) == mw  ? 1
+                            : Wide(cc[ch]) == mw ? 2
+                            : Wide(d[ch]) == mw  ? 3
+                                                 : kNoArgmax;
+      }
     }
   }
 }
@@ -98,11 +108,33 @@ TANDEM_INLINE void RouteRow(const T* r0, const T* r1, const T* g, T* d0, T* d1, 
   }
 }
 
+// Each window's gradient g to the place its code names, zero elsewhere.
+template <typename T>
+TANDEM_INLINE void RouteByCodeRow(const uint8_t* __restrict code, const T* __restrict g,
+                                  T* __restrict d0, T* __restrict d1, int64_t ow, int64_t c) {
+  const T zero = Zero<T>();
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    const uint8_t* __restrict k = code + ox * c;
+    const T* __restrict gv = g + ox * c;
+    T* __restrict o0 = d0 + 2 * ox * c;
+    T* __restrict o1 = o0 + c;
+    T* __restrict o2 = d1 + 2 * ox * c;
+    T* __restrict o3 = o2 + c;
+    for (int64_t ch = 0; ch < c; ++ch) {
+      o0[ch] = k[ch] == 0 ? gv[ch] : zero;
+      o1[ch] = k[ch] == 1 ? gv[ch] : zero;
+      o2[ch] = k[ch] == 2 ? gv[ch] : zero;
+      o3[ch] = k[ch] == 3 ? gv[ch] : zero;
+    }
+  }
+}
+
 // ---- AVX-512 rows: 16 float32 or 32 bfloat16 channels a vector (c a multiple of that).
 // The same choices as the loops above, lane by lane: MAXPS(x, m) is `x > m ? x : m`
 // (m where either is NaN), and the masks of `x == m` route as RouteWindow's selects.
 
-#define TANDEM_AVX512 __attribute__((target("avx512f,avx512bw"), always_inline)) inline
+#define TANDEM_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define TANDEM_AVX512 TANDEM_AVX512_TARGET __attribute__((always_inline)) inline
 
 // The 16 channels of a float32 vector, or 32 bfloat16 channels as two float32 halves,
 // one window's four elements and their maximum.
@@ -200,9 +232,32 @@ TANDEM_AVX512 void StoreMasked(__mmask32 mask, const uint16_t* g, uint16_t* out)
   _mm512_storeu_si512(out, _mm512_maskz_mov_epi16(mask, _mm512_loadu_si512(g)));
 }
 
-template <typename T>
-__attribute__((target("avx512f,avx512bw"))) void MaxRowAvx512(const T* r0, const T* r1, T* out,
-                                                              int64_t ow, int64_t c) {
+// The codes of a vector's lanes from their exclusive first-maximum masks: k where
+// first[k] has the lane, kNoArgmax where none has it.
+TANDEM_AVX512 void StoreCodes(const __mmask16 (&first)[4], uint8_t* code) {
+  __m128i v = _mm_set1_epi8(kNoArgmax);
+  for (int k = 0; k < 4; ++k) v = _mm_mask_blend_epi8(first[k], v, _mm_set1_epi8(k));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(code), v);
+}
+TANDEM_AVX512 void StoreCodes(const __mmask32 (&first)[4], uint8_t* code) {
+  __m256i v = _mm256_set1_epi8(kNoArgmax);
+  for (int k = 0; k < 4; ++k) v = _mm256_mask_blend_epi8(first[k], v, _mm256_set1_epi8(k));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(code), v);
+}
+
+// Per k, the lanes whose code is k.
+TANDEM_AVX512 void CodeMasks(const uint8_t* code, __mmask16 (&masks)[4]) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(code));
+  for (int k = 0; k < 4; ++k) masks[k] = _mm_cmpeq_epi8_mask(v, _mm_set1_epi8(k));
+}
+TANDEM_AVX512 void CodeMasks(const uint8_t* code, __mmask32 (&masks)[4]) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(code));
+  for (int k = 0; k < 4; ++k) masks[k] = _mm256_cmpeq_epi8_mask(v, _mm256_set1_epi8(k));
+}
+
+template <typename T, bool kCodes>
+TANDEM_AVX512_TARGET void MaxRowAvx512(const T* r0, const T* r1, T* out, uint8_t* code, int64_t ow,
+                                       int64_t c) {
   using L = Lanes<T>;
   for (int64_t ox = 0; ox < ow; ++ox) {
     const T* p[4];
@@ -211,14 +266,19 @@ __attribute__((target("avx512f,avx512bw"))) void MaxRowAvx512(const T* r0, const
       Window16 w[L::kWindows];
       LoadWindows(p, ch, w);
       StoreMax(w, out + ox * c + ch);
+      if constexpr (kCodes) {
+        typename L::Mask equal[4], first[4];
+        EqualMasks(w, equal);
+        FirstMaxima(equal, first);
+        StoreCodes(first, code + ox * c + ch);
+      }
     }
   }
 }
 
 template <typename T>
-__attribute__((target("avx512f,avx512bw"))) void RouteRowAvx512(const T* r0, const T* r1,
-                                                                const T* g, T* d0, T* d1,
-                                                                int64_t ow, int64_t c) {
+TANDEM_AVX512_TARGET void RouteRowAvx512(const T* r0, const T* r1, const T* g, T* d0, T* d1,
+                                         int64_t ow, int64_t c) {
   using L = Lanes<T>;
   for (int64_t ox = 0; ox < ow; ++ox) {
     const T* p[4];
@@ -236,10 +296,27 @@ __attribute__((target("avx512f,avx512bw"))) void RouteRowAvx512(const T* r0, con
   }
 }
 
-// Whether the AVX-512 rows run: the CPU has AVX-512BW and c fills whole vectors of T.
+template <typename T>
+TANDEM_AVX512_TARGET void RouteByCodeRowAvx512(const uint8_t* code, const T* g, T* d0, T* d1,
+                                               int64_t ow, int64_t c) {
+  using L = Lanes<T>;
+  for (int64_t ox = 0; ox < ow; ++ox) {
+    T* o[4];
+    Corners(d0, d1, ox, c, o);
+    for (int64_t ch = 0; ch < c; ch += L::kCount) {
+      typename L::Mask masks[4];
+      CodeMasks(code + ox * c + ch, masks);
+      for (int k = 0; k < 4; ++k) StoreMasked(masks[k], g + ox * c + ch, o[k] + ch);
+    }
+  }
+}
+
+// Whether the AVX-512 rows run: the CPU has AVX-512BW and VL, and c fills whole
+// vectors of T.
 template <typename T>
 bool UseAvx512(int64_t c) {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
   return has && c % Lanes<T>::kCount == 0;
 }
 
@@ -253,13 +330,23 @@ bool IsFull2x2(const PoolShape& s) {
 
 TANDEM_POOL_CLONES void MaxPool2x2Row(const float* r0, const float* r1, float* out, int64_t ow,
                                       int64_t c) {
-  if (UseAvx512<float>(c)) return MaxRowAvx512(r0, r1, out, ow, c);
-  MaxRow(r0, r1, out, ow, c);
+  if (UseAvx512<float>(c)) return MaxRowAvx512<float, false>(r0, r1, out, nullptr, ow, c);
+  MaxRow<float, false>(r0, r1, out, nullptr, ow, c);
 }
 TANDEM_POOL_CLONES void MaxPool2x2Row(const uint16_t* r0, const uint16_t* r1, uint16_t* out,
                                       int64_t ow, int64_t c) {
-  if (UseAvx512<uint16_t>(c)) return MaxRowAvx512(r0, r1, out, ow, c);
-  MaxRow(r0, r1, out, ow, c);
+  if (UseAvx512<uint16_t>(c)) return MaxRowAvx512<uint16_t, false>(r0, r1, out, nullptr, ow, c);
+  MaxRow<uint16_t, false>(r0, r1, out, nullptr, ow, c);
+}
+TANDEM_POOL_CLONES void MaxPoolArgmax2x2Row(const float* r0, const float* r1, float* out,
+                                            uint8_t* code, int64_t ow, int64_t c) {
+  if (UseAvx512<float>(c)) return MaxRowAvx512<float, true>(r0, r1, out, code, ow, c);
+  MaxRow<float, true>(r0, r1, out, code, ow, c);
+}
+TANDEM_POOL_CLONES void MaxPoolArgmax2x2Row(const uint16_t* r0, const uint16_t* r1, uint16_t* out,
+                                            uint8_t* code, int64_t ow, int64_t c) {
+  if (UseAvx512<uint16_t>(c)) return MaxRowAvx512<uint16_t, true>(r0, r1, out, code, ow, c);
+  MaxRow<uint16_t, true>(r0, r1, out, code, ow, c);
 }
 TANDEM_POOL_CLONES void MaxPoolGrad2x2Row(const float* r0, const float* r1, const float* g,
                                           float* d0, float* d1, int64_t ow, int64_t c) {
@@ -270,6 +357,16 @@ TANDEM_POOL_CLONES void MaxPoolGrad2x2Row(const uint16_t* r0, const uint16_t* r1
                                           uint16_t* d0, uint16_t* d1, int64_t ow, int64_t c) {
   if (UseAvx512<uint16_t>(c)) return RouteRowAvx512(r0, r1, g, d0, d1, ow, c);
   RouteRow(r0, r1, g, d0, d1, ow, c);
+}
+TANDEM_POOL_CLONES void RouteByArgmax2x2Row(const uint8_t* code, const float* g, float* d0,
+                                            float* d1, int64_t ow, int64_t c) {
+  if (UseAvx512<float>(c)) return RouteByCodeRowAvx512(code, g, d0, d1, ow, c);
+  RouteByCodeRow(code, g, d0, d1, ow, c);
+}
+TANDEM_POOL_CLONES void RouteByArgmax2x2Row(const uint8_t* code, const uint16_t* g, uint16_t* d0,
+                                            uint16_t* d1, int64_t ow, int64_t c) {
+  if (UseAvx512<uint16_t>(c)) return RouteByCodeRowAvx512(code, g, d0, d1, ow, c);
+  RouteByCodeRow(code, g, d0, d1, ow, c);
 }
 
 }  // namespace tandem::nn

@@ -4,12 +4,13 @@
 // vectorised over channels. The gradient goes to the first maximum of each window in
 // row-major window order, as in TensorFlow's CPU kernel; it is recomputed from
 // orig_input, so no workspace is needed. Disjoint windows (stride >= window, the usual
-// 2x2/2) write each input element once; a full 2x2 window takes a single fused pass.
-// Overlapping windows accumulate. Images run in parallel. Full 2x2 windows of stride 2
+// 2x2/2) write each input element once; a full 2x2 window takes pool_2x2.h's row on
+// that window. Overlapping windows accumulate. Images run in parallel. Full 2x2 windows of stride 2
 // take the row kernels of pool_2x2.h, on float32 or directly on bfloat16. Other
 // geometries on bfloat16 (the mixed-precision path) widen each image to float32, pool
 // it with the same loops and narrow it back: max and routing only compare and copy,
-// so the values are exact.
+// so the values are exact. MaxPoolArgmaxInto and MaxPoolGradByArgmaxInto keep each 2x2
+// window's choice as a byte (pool_util.h), for gradients routed without the input.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -68,16 +69,22 @@ T* Data(const Tensor& t) {
   }
 }
 
-// Full 2x2 windows of stride 2 (pool_2x2.h): row by row, float32 or bfloat16 directly.
+// Full 2x2 windows of stride 2 (pool_2x2.h): row by row, float32 or bfloat16 directly;
+// with `codes`, each window's argmax code too.
 template <typename T>
-void MaxPool2x2(const PoolShape& s, const Tensor& input, Tensor* out) {
+void MaxPool2x2(const PoolShape& s, const Tensor& input, Tensor* out, uint8_t* codes) {
   const int64_t c = s.c, row = s.w * c, image = s.h * row, pooled = s.oh * s.ow * c;
   const T* x = Data<T>(input);
   T* y = Data<T>(*out);
   ForEachImage(s, image, [&](int64_t img) {
     for (int64_t oy = 0; oy < s.oh; ++oy) {
       const T* r0 = x + img * image + 2 * oy * row;
-      MaxPool2x2Row(r0, r0 + row, y + img * pooled + oy * s.ow * c, s.ow, c);
+      const int64_t at = img * pooled + oy * s.ow * c;
+      if (codes != nullptr) {
+        MaxPoolArgmax2x2Row(r0, r0 + row, y + at, codes + at, s.ow, c);
+      } else {
+        MaxPool2x2Row(r0, r0 + row, y + at, s.ow, c);
+      }
     }
   });
 }
@@ -126,22 +133,6 @@ class MaxPoolKernel : public PoolKernelBase {
 // The loops below keep every conditional a select between values already loaded, so
 // that they vectorise over channels.
 
-// A full 2x2 window (rows r0 r1 / r2 r3): dx of the first maximum is g, the rest 0.
-void Route2x2(const float* __restrict r0, const float* __restrict r1, const float* __restrict r2,
-              const float* __restrict r3, const float* __restrict g, float* __restrict d0,
-              float* __restrict d1, float* __restrict d2, float* __restrict d3, int64_t c) {
-  for (int64_t ch = 0; ch < c; ++ch) {
-    const float a = r0[ch], b = r1[ch], cc = r2[ch], d = r3[ch], gv = g[ch];
-    const float ab = a > b ? a : b, cd = cc > d ? cc : d, m = ab > cd ? ab : cd;
-    const float rest_a = a == m ? 0.0f : gv;  // Not yet routed after a.
-    const float rest_b = b == m ? 0.0f : rest_a;
-    d0[ch] = a == m ? gv : 0.0f;
-    d1[ch] = b == m ? rest_a : 0.0f;
-    d2[ch] = cc == m ? rest_b : 0.0f;
-    d3[ch] = cc == m ? 0.0f : rest_b;
-  }
-}
-
 // m[ch] = the maximum of rows [y0, y1) and columns [x0, x1) of image xi [h, w, c]: -inf
 // first, so NaNs are skipped.
 void WindowMax(const PoolShape& s, const float* xi, int64_t y0, int64_t y1, int64_t x0, int64_t x1,
@@ -168,10 +159,9 @@ void RouteWindow(const PoolShape& s, const float* xi, const float* g, float* dxi
   int64_t y0, y1, x0, x1;
   s.Window(oy, ox, &y0, &y1, &x0, &x1);
   const float* __restrict go = g + (oy * s.ow + ox) * c;
-  if (!kAccumulate && y1 - y0 == 2 && x1 - x0 == 2) {
+  if (!kAccumulate && y1 - y0 == 2 && x1 - x0 == 2) {  // One window of a 2x2 row.
     const int64_t b0 = (y0 * s.w + x0) * c, b2 = b0 + s.w * c;
-    Route2x2(xi + b0, xi + b0 + c, xi + b2, xi + b2 + c, go, dxi + b0, dxi + b0 + c, dxi + b2,
-             dxi + b2 + c, c);
+    MaxPoolGrad2x2Row(xi + b0, xi + b2, go, dxi + b0, dxi + b2, 1, c);
     return;
   }
   WindowMax(s, xi, y0, y1, x0, x1, mv);
@@ -214,9 +204,9 @@ void MaxPoolInto(const PoolShape& s, const Tensor& input, Tensor* out) {
   if (out->NumElements() == 0) return;
   if (IsFull2x2(s)) {
     if (input.dtype() == DType::kFloat) {
-      MaxPool2x2<float>(s, input, out);
+      MaxPool2x2<float>(s, input, out, nullptr);
     } else {
-      MaxPool2x2<uint16_t>(s, input, out);
+      MaxPool2x2<uint16_t>(s, input, out, nullptr);
     }
     return;
   }
@@ -271,6 +261,91 @@ void MaxPoolGradInto(const PoolShape& s, const Tensor& input, const Tensor& grad
     }
     StoreImage(dx_scratch, out, img, image);
   });
+}
+
+bool PoolsByArgmax(const PoolShape& s) {
+  const WindowAttrs& a = s.attrs;
+  return a.second_h == 2 && a.second_w == 2 && a.stride_h == 2 && a.stride_w == 2 &&
+         s.dim_h.pad_before == 0 && s.dim_w.pad_before == 0;
+}
+
+void MaxPoolArgmaxInto(const PoolShape& s, const Tensor& input, Tensor* out, Tensor* argmax) {
+  if (out->NumElements() == 0) return;
+  uint8_t* codes = argmax->data<uint8_t>();
+  if (IsFull2x2(s)) {
+    if (input.dtype() == DType::kFloat) {
+      MaxPool2x2<float>(s, input, out, codes);
+    } else {
+      MaxPool2x2<uint16_t>(s, input, out, codes);
+    }
+    return;
+  }
+  MaxPoolInto(s, input, out);
+  // Each window's code: its first element, in row-major order, equal to the maximum.
+  const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
+  ForEachImage(s, image, [&](int64_t img) {
+    thread_local std::vector<float> x_scratch, m_scratch;
+    const float* xi = ImageAsFloat(input, img, image, &x_scratch);
+    const float* mi = ImageAsFloat(*out, img, pooled, &m_scratch);
+    for (int64_t oy = 0; oy < s.oh; ++oy) {
+      for (int64_t ox = 0; ox < s.ow; ++ox) {
+        int64_t y0, y1, x0, x1;
+        s.Window(oy, ox, &y0, &y1, &x0, &x1);  // Clipped at the end only: no padding before.
+        const float* __restrict m = mi + (oy * s.ow + ox) * c;
+        uint8_t* __restrict k = codes + img * pooled + (oy * s.ow + ox) * c;
+        std::fill_n(k, c, kNoArgmax);
+        for (int64_t yy = y1 - 1; yy >= y0; --yy) {  // Backwards: the first equal one stays.
+          for (int64_t xx = x1 - 1; xx >= x0; --xx) {
+            const float* __restrict v = xi + (yy * s.w + xx) * c;
+            const uint8_t code = static_cast<uint8_t>(2 * (yy - y0) + (xx - x0));
+            for (int64_t ch = 0; ch < c; ++ch) k[ch] = v[ch] == m[ch] ? code : k[ch];
+          }
+        }
+      }
+    }
+  });
+}
+
+namespace {
+
+template <typename T>
+void MaxPoolGradByArgmax(const PoolShape& s, const uint8_t* codes, const Tensor& grad,
+                         Tensor* out) {
+  const int64_t c = s.c, row = s.w * c, image = s.h * row, pooled = s.oh * s.ow * c;
+  const T* g = Data<T>(grad);
+  T* dx = Data<T>(*out);
+  const bool full = IsFull2x2(s), covers = full && 2 * s.oh == s.h && 2 * s.ow == s.w;
+  ForEachImage(s, image + pooled, [&](int64_t img) {
+    T* di = dx + img * image;
+    const uint8_t* ki = codes + img * pooled;
+    const T* gi = g + img * pooled;
+    if (!covers) std::fill_n(di, image, T{0});  // All-zero bits are 0.0 in both types.
+    for (int64_t oy = 0; oy < s.oh; ++oy) {
+      const int64_t at = oy * s.ow * c;
+      if (full) {
+        RouteByArgmax2x2Row(ki + at, gi + at, di + 2 * oy * row, di + (2 * oy + 1) * row, s.ow, c);
+        continue;
+      }
+      for (int64_t ox = 0; ox < s.ow; ++ox) {  // Windows clipped at the end.
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const int64_t i = at + ox * c + ch, yy = 2 * oy + ki[i] / 2, xx = 2 * ox + ki[i] % 2;
+          if (ki[i] < kNoArgmax && yy < s.h && xx < s.w) di[(yy * s.w + xx) * c + ch] = gi[i];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void MaxPoolGradByArgmaxInto(const PoolShape& s, const Tensor& argmax, const Tensor& grad,
+                             Tensor* out) {
+  if (out->NumElements() == 0) return;
+  if (grad.dtype() == DType::kFloat) {
+    MaxPoolGradByArgmax<float>(s, argmax.data<uint8_t>(), grad, out);
+  } else {
+    MaxPoolGradByArgmax<uint16_t>(s, argmax.data<uint8_t>(), grad, out);
+  }
 }
 
 void RegisterCpuMaxPoolKernels(KernelRegistry* r) {

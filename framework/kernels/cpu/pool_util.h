@@ -71,6 +71,20 @@ void MaxPoolInto(const PoolShape& s, const Tensor& input, Tensor* out);
 // shapes.
 void MaxPoolGradInto(const PoolShape& s, const Tensor& input, const Tensor& grad, Tensor* out);
 
+// The argmax of 2x2 windows of stride 2 with no padding before (TensorFlow's SAME and
+// VALID both pad at the end only): `out` as MaxPoolInto, and `argmax` (uint8, out's
+// shape) each window's first maximum as its code (pool_2x2.h: 2 * dy + dx from the
+// window's origin, kNoArgmax where every element is NaN). MaxPoolGradByArgmaxInto routes
+// `grad` by those codes into `out` [n,h,w,c], zero elsewhere: MaxPoolGradInto's result,
+// without the pool's input. Images on the calling thread's OpenMP team. REQUIRES: s's
+// windows as above; input, out and grad float32, or bfloat16, with s's shapes.
+void MaxPoolArgmaxInto(const PoolShape& s, const Tensor& input, Tensor* out, Tensor* argmax);
+void MaxPoolGradByArgmaxInto(const PoolShape& s, const Tensor& argmax, const Tensor& grad,
+                             Tensor* out);
+
+// Whether MaxPoolArgmaxInto takes `s`: 2x2 windows of stride 2, no padding before.
+bool PoolsByArgmax(const PoolShape& s);
+
 // MaxPool and MaxPoolGrad (pool_max_kernels.cc).
 void RegisterCpuMaxPoolKernels(KernelRegistry* r);
 

@@ -1,7 +1,8 @@
 // The 2x2 max-pool rows (pool_2x2.h), float32 and bfloat16, against a scalar
 // reference of the rule every pooling kernel shares: the window's first maximum in
 // row-major order, NaNs skipped (a -inf start), the maximum's own bits (+0 and -0
-// kept apart). Channel counts that fill whole AVX-512 vectors take the vector rows
+// kept apart); the argmax rows' codes name that maximum, and routing by them gives the
+// same gradient. Channel counts that fill whole AVX-512 vectors take the vector rows
 // where the CPU has AVX-512BW; the others take the loops.
 #include "framework/kernels/cpu/pool_2x2.h"
 
@@ -76,12 +77,25 @@ void CheckRows(int64_t ow, int64_t c, uint32_t seed) {
   std::vector<T> pooled(ow * c), d0(w * c, T{1}), d1(w * c, T{1});
   MaxPool2x2Row(r0.data(), r1.data(), pooled.data(), ow, c);
   MaxPoolGrad2x2Row(r0.data(), r1.data(), g.data(), d0.data(), d1.data(), ow, c);
+  // The argmax rows: the same maxima, codes, and the same gradient routed by the codes.
+  std::vector<T> pooled_too(ow * c), e0(w * c, T{1}), e1(w * c, T{1});
+  std::vector<uint8_t> codes(ow * c, 0xee);
+  MaxPoolArgmax2x2Row(r0.data(), r1.data(), pooled_too.data(), codes.data(), ow, c);
+  RouteByArgmax2x2Row(codes.data(), g.data(), e0.data(), e1.data(), ow, c);
+  for (int64_t i = 0; i < ow * c; ++i) {
+    ASSERT_TRUE(SameBits(pooled[i], pooled_too[i])) << "argmax row's max " << i << " c=" << c;
+  }
+  for (int64_t i = 0; i < w * c; ++i) {
+    ASSERT_TRUE(SameBits(d0[i], e0[i]) && SameBits(d1[i], e1[i]))
+        << "gradient routed by codes, element " << i << " c=" << c;
+  }
   for (int64_t ox = 0; ox < ow; ++ox) {
     for (int64_t ch = 0; ch < c; ++ch) {
       const T* e[4] = {&r0[2 * ox * c + ch], &r0[(2 * ox + 1) * c + ch], &r1[2 * ox * c + ch],
                        &r1[(2 * ox + 1) * c + ch]};
       const float x[4] = {Wide(*e[0]), Wide(*e[1]), Wide(*e[2]), Wide(*e[3])};
       const int k = FirstMax(x);
+      ASSERT_EQ(codes[ox * c + ch], k >= 0 ? k : kNoArgmax) << "code at ox=" << ox << " ch=" << ch;
       const float expected_max = k >= 0 ? x[k] : -std::numeric_limits<float>::infinity();
       const float got = Wide(pooled[ox * c + ch]);
       ASSERT_TRUE(std::signbit(got) == std::signbit(expected_max) &&

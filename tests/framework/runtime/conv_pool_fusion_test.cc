@@ -8,10 +8,13 @@
 // and pooled as it leaves the tiles), odd sizes (rows and columns no window covers),
 // SAME pooling that pads (pooled after the convolution), overlapping 3x3 windows (the
 // pool not fused, the routed gradient written whole), with TANDEM_POOL_GRAD_ROUTING=whole
-// and TANDEM_CONV_FORWARD=onednn. The per-image routing is also called directly against
-// the whole routed gradient. Graphs each pass must leave alone.
+// and TANDEM_CONV_FORWARD=onednn. KeepPoolArgmax: the fused pair keeps the pool's argmax
+// in place of the convolution's output, and the filter gradient routes by it; equal too.
+// The per-image routing is also called directly against the whole routed gradient.
+// Graphs each pass must leave alone.
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -119,9 +122,17 @@ void ExpectBitForBit(const Layer& layer, Precision precision, bool pool_fused,
     // The MaxPool node itself (under mixed_bfloat16, "pool" is its float32 view, which
     // now reads the fused node), reading the fused node's output 0.
     const std::string pool = OnlyNodeOf(*prepared, "MaxPool");
-    fetches.insert(fetches.end(), {conv, conv_pool + ":0", pool, conv_pool + ":1"});
+    // KeepPoolArgmax: the argmax forms of both, which "dw" now reads.
+    EXPECT_EQ(OnlyNodeOf(*prepared, "_FusedConv2DWithMaxPoolArgmax"), conv_pool + "/argmax");
+    EXPECT_EQ(OnlyNodeOf(*prepared, "_Conv2DBackpropFilterOfMaxPoolArgmax"),
+              filter_grad + "/by_argmax");
+    fetches.insert(fetches.end(), {conv, conv_pool + ":0", pool, conv_pool + ":1",
+                                   conv_pool + "/argmax:0", filter_grad + "/by_argmax:0"});
   } else {
-    for (const auto& n : prepared->node()) EXPECT_NE(n.op(), "_FusedConv2DWithMaxPool");
+    for (const auto& n : prepared->node()) {
+      EXPECT_NE(n.op(), "_FusedConv2DWithMaxPool");
+      EXPECT_NE(n.op(), "_FusedConv2DWithMaxPoolArgmax");
+    }
   }
   SessionOptions so;
   so.precision = precision;
@@ -137,6 +148,8 @@ void ExpectBitForBit(const Layer& layer, Precision precision, bool pool_fused,
   if (pool_fused) {
     EXPECT_GT(ExpectEqual((*out)[3], (*out)[4], "convolution"), 0);
     EXPECT_GT(ExpectEqual((*out)[5], (*out)[6], "pool"), 0);
+    ExpectEqual((*out)[5], (*out)[7], "pool beside its argmax");
+    ExpectEqual(want, (*out)[8], "filter gradient routed by the argmax");
   }
 }
 
@@ -275,9 +288,71 @@ TEST(FuseConvAndMaxPoolTest, OnlyA2x2PoolOfAFusedConvolution) {
   }
 }
 
+// x -> _FusedConv2DWithMaxPool variants and their readers: which KeepPoolArgmax
+// rewrites, and what the rewritten nodes read.
+TEST(KeepPoolArgmaxTest, OnlyWhereNothingLiveReadsTheConvolution) {
+  ops::EnsureStandardOps();
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DType::kFloat, PartialShape({1, 8, 8, 1}));
+  Output f = ops::Const(root.WithOpName("f"), Ramp(TensorShape({3, 3, 1, 4}), 0.7f, 0.0f));
+  Output b = ops::Const(root.WithOpName("b"), Ramp(TensorShape({4}), 1.3f, 0.0f));
+  Output g = ops::Placeholder(root.WithOpName("g"), DType::kFloat, PartialShape({1, 4, 4, 4}));
+  Output sizes = ops::ConstInt32(root.WithOpName("sizes"), {3, 3, 1, 4});
+  const AttrMap attrs = {{"T", DType::kFloat}, {"activation", std::string("relu")}};
+  auto conv = [&](const std::string& name) {
+    return ops::internal::AllOutputs(ops::internal::BuildNode(
+        root.WithOpName(name), "_FusedConv2DWithMaxPool", {x, f, b}, attrs));
+  };
+  auto filter_grad = [&](const Scope& scope, const std::string& name,
+                         const std::vector<Output>& c) {
+    return ops::internal::Build(scope.WithOpName(name), "_Conv2DBackpropFilterOfMaxPoolGrad",
+                                {x, sizes, c[0], c[1], g}, {{"T", DType::kFloat}});
+  };
+  // Rewritten: a training layer (its pool read, its output only by the filter gradient
+  // and an unread Identity) and an inference one (only the pool read).
+  std::vector<Output> kept = conv("kept");
+  ops::Identity(root.WithOpName("reads_pool"), kept[1]);
+  ops::Identity(root.WithOpName("dw"), filter_grad(root, "kept_grad", kept));
+  ops::Identity(root.WithOpName("unread"), kept[0]);
+  ops::Identity(root.WithOpName("reads_inference_pool"), conv("inference")[1]);
+  // Not rewritten: the convolution also read by a node an update waits for; a filter
+  // gradient, which an update waits for, on another device.
+  std::vector<Output> shared = conv("shared");
+  filter_grad(root, "shared_grad", shared);
+  Output used = ops::Identity(root.WithOpName("used"), shared[0]);
+  Output there = filter_grad(root.WithDevice("/job:localhost/replica:0/task:0/device:CPU:1"),
+                             "there_grad", conv("there"));
+  ops::NoOp(root.WithOpName("train").WithControlDependencies({used, there}));
+
+  RemapReport report;
+  auto out = KeepPoolArgmax(DefOf(root), OpRegistry::Global(), &report);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(report.pool_argmaxes_kept, 2);
+  std::vector<std::string> convs, grads;
+  for (const auto& n : out->node()) {
+    if (n.op() == "_FusedConv2DWithMaxPoolArgmax") convs.push_back(n.name());
+    if (n.op() == "_Conv2DBackpropFilterOfMaxPoolArgmax") {
+      grads.push_back(n.name());
+      EXPECT_EQ(std::vector<std::string>(n.input().begin(), n.input().end()),
+                (std::vector<std::string>{"x", "sizes", "kept/argmax:1", "g"}));
+    }
+    const std::map<std::string, std::string> reads = {
+        {"reads_pool", "kept/argmax:0"},
+        {"reads_inference_pool", "inference/argmax:0"},
+        {"dw", "kept_grad/by_argmax"},
+        {"unread", "kept"}};  // the original's output 0
+    auto it = reads.find(n.name());
+    if (it != reads.end()) {
+      EXPECT_EQ(n.input(0), it->second) << n.name();
+    }
+  }
+  EXPECT_EQ(convs, (std::vector<std::string>{"kept/argmax", "inference/argmax"}));
+  EXPECT_EQ(grads, std::vector<std::string>{"kept_grad/by_argmax"});
+}
+
 // The per-image routing called directly (the session tests reach it only where the
-// process has AMX): equal bit for bit to the unfolded path on the whole routed gradient,
-// for even and odd sizes.
+// process has AMX), from the pool's input and from its argmax codes: equal bit for bit
+// to the unfolded path on the whole routed gradient, for even and odd sizes.
 TEST(ConvPoolFusionTest, RoutingPerImageEqualsTheWholeGradient) {
   for (const auto& [h, w] : {std::pair<int64_t, int64_t>{28, 28}, {9, 7}}) {
     SCOPED_TRACE(absl::StrCat(h, "x", w));
@@ -301,6 +376,12 @@ TEST(ConvPoolFusionTest, RoutingPerImageEqualsTheWholeGradient) {
     ASSERT_TRUE(nn::FilterGradAmxUnfolded(g, x, routed, &want).ok());
     ASSERT_TRUE(nn::FilterGradAmxUnfoldedOfMaxPool(g, x, a, pg, &got).ok());
     EXPECT_EQ(std::memcmp(want.raw_data(), got.raw_data(), want.TotalBytes()), 0);
+    // Routed by the pool's argmax codes.
+    Tensor pooled(DType::kBFloat16, pg.shape()), codes(DType::kUInt8, pg.shape());
+    nn::MaxPoolArgmaxInto(p, a, &pooled, &codes);
+    Tensor by_codes(DType::kFloat, TensorShape({5, 5, 1, 32}));
+    ASSERT_TRUE(nn::FilterGradAmxUnfoldedOfMaxPoolArgmax(g, x, codes, pg, &by_codes).ok());
+    EXPECT_EQ(std::memcmp(want.raw_data(), by_codes.raw_data(), want.TotalBytes()), 0);
     int nonzero = 0;
     for (int64_t i = 0; i < want.NumElements(); ++i) nonzero += want.data<float>()[i] != 0;
     EXPECT_EQ(nonzero, want.NumElements());
