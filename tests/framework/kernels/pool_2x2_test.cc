@@ -3,7 +3,8 @@
 // row-major order, NaNs skipped (a -inf start), the maximum's own bits (+0 and -0
 // kept apart); the argmax rows' codes name that maximum, and routing by them gives the
 // same gradient. Channel counts that fill whole AVX-512 vectors take the vector rows
-// where the CPU has AVX-512BW; the others take the loops.
+// where the CPU has AVX-512BW; the others take the loops. The general loops of
+// pool_util.h follow the same rule where a window holds NaNs.
 #include "framework/kernels/cpu/pool_2x2.h"
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "framework/kernels/cpu/pool_util.h"
 #include "gtest/gtest.h"
 
 namespace tandem::nn {
@@ -126,6 +128,37 @@ TEST(Pool2x2Test, Bfloat16RowsMatchTheReference) {
   for (int64_t c : {32, 64, 96, 16, 3, 33}) {
     for (int64_t ow : {1, 5, 14}) CheckRows<uint16_t>(ow, c, seed += 3);
   }
+}
+
+// The general loops (SAME padding over an odd size: a clipped last window) route a
+// window holding NaNs to its maximum, NaNs skipped, and an all-NaN window nowhere, as
+// the rows do; the argmax codes say the same.
+TEST(Pool2x2Test, GeneralLoopsRouteWindowsWithNaNsAsTheRowsDo) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // 3x3, one channel: window (0,0) {1, NaN / 0.5, 0.2}; window (0,1) {NaN / NaN} (clipped).
+  const std::vector<float> x = {1.0f, nan, nan, 0.5f, 0.2f, nan, -1.0f, -2.0f, 3.0f};
+  const PoolShape s{1, 3, 3, 1, 2, 2, {2, 0, 1}, {2, 0, 1}, {2, 2, 2, 2, true}};
+  ASSERT_FALSE(IsFull2x2(s));
+  ASSERT_TRUE(PoolsByArgmax(s));
+  const Tensor input = Tensor::FromVector<float>(x, TensorShape({1, 3, 3, 1}));
+  const Tensor grad =
+      Tensor::FromVector<float>(std::vector<float>{10, 20, 30, 40}, TensorShape({1, 2, 2, 1}));
+  Tensor pooled(DType::kFloat, s.output_shape()), pooled_too(DType::kFloat, s.output_shape());
+  Tensor codes(DType::kUInt8, s.output_shape());
+  Tensor routed(DType::kFloat, s.input_shape()), by_codes(DType::kFloat, s.input_shape());
+  MaxPoolInto(s, input, &pooled);
+  MaxPoolGradInto(s, input, grad, &routed);
+  MaxPoolArgmaxInto(s, input, &pooled_too, &codes);
+  MaxPoolGradByArgmaxInto(s, codes, grad, &by_codes);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(std::vector<float>(pooled.data<float>(), pooled.data<float>() + 4),
+            (std::vector<float>{1.0f, -inf, -1.0f, 3.0f}));
+  EXPECT_EQ(std::vector<uint8_t>(codes.data<uint8_t>(), codes.data<uint8_t>() + 4),
+            (std::vector<uint8_t>{0, kNoArgmax, 0, 0}));
+  const std::vector<float> want = {10, 0, 0, 0, 0, 0, 30, 0, 40};
+  EXPECT_EQ(std::vector<float>(routed.data<float>(), routed.data<float>() + 9), want);
+  EXPECT_EQ(std::vector<float>(by_codes.data<float>(), by_codes.data<float>() + 9), want);
+  EXPECT_EQ(std::memcmp(pooled.raw_data(), pooled_too.raw_data(), pooled.TotalBytes()), 0);
 }
 
 }  // namespace
