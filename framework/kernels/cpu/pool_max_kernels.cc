@@ -72,7 +72,7 @@ T* Data(const Tensor& t) {
 // Full 2x2 windows of stride 2 (pool_2x2.h): row by row, float32 or bfloat16 directly;
 // with `codes`, each window's argmax code too.
 template <typename T>
-void MaxPool2x2(const PoolShape& s, const Tensor& input, Tensor* out, uint8_t* codes) {
+void MaxPool2x2Rows(const PoolShape& s, const Tensor& input, Tensor* out, uint8_t* codes) {
   const int64_t c = s.c, row = s.w * c, image = s.h * row, pooled = s.oh * s.ow * c;
   const T* x = Data<T>(input);
   T* y = Data<T>(*out);
@@ -87,6 +87,14 @@ void MaxPool2x2(const PoolShape& s, const Tensor& input, Tensor* out, uint8_t* c
       }
     }
   });
+}
+
+void MaxPool2x2(const PoolShape& s, const Tensor& input, Tensor* out, uint8_t* codes) {
+  if (input.dtype() == DType::kFloat) {
+    MaxPool2x2Rows<float>(s, input, out, codes);
+  } else {
+    MaxPool2x2Rows<uint16_t>(s, input, out, codes);
+  }
 }
 
 template <typename T>
@@ -202,14 +210,7 @@ class MaxPoolGradKernel : public PoolKernelBase {
 
 void MaxPoolInto(const PoolShape& s, const Tensor& input, Tensor* out) {
   if (out->NumElements() == 0) return;
-  if (IsFull2x2(s)) {
-    if (input.dtype() == DType::kFloat) {
-      MaxPool2x2<float>(s, input, out, nullptr);
-    } else {
-      MaxPool2x2<uint16_t>(s, input, out, nullptr);
-    }
-    return;
-  }
+  if (IsFull2x2(s)) return MaxPool2x2(s, input, out, nullptr);
   const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
   ForEachImage(s, image, [&](int64_t img) {
     thread_local std::vector<float> in_scratch, out_scratch;
@@ -272,14 +273,7 @@ bool PoolsByArgmax(const PoolShape& s) {
 void MaxPoolArgmaxInto(const PoolShape& s, const Tensor& input, Tensor* out, Tensor* argmax) {
   if (out->NumElements() == 0) return;
   uint8_t* codes = argmax->data<uint8_t>();
-  if (IsFull2x2(s)) {
-    if (input.dtype() == DType::kFloat) {
-      MaxPool2x2<float>(s, input, out, codes);
-    } else {
-      MaxPool2x2<uint16_t>(s, input, out, codes);
-    }
-    return;
-  }
+  if (IsFull2x2(s)) return MaxPool2x2(s, input, out, codes);
   MaxPoolInto(s, input, out);
   // Each window's code: its first element, in row-major order, equal to the maximum.
   const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;

@@ -243,14 +243,25 @@ TEST(FilterGradOfMaxPoolGradTest, OnlyWhereNothingElseTakesTheMaxPoolGrad) {
   EXPECT_EQ(rewritten, std::vector<std::string>{"of_alone/of_pool_grad"});
 }
 
+// A graph's x [1,8,8,1], 3x3 filter f to 4 channels and bias b: the rewrite tests'
+// convolution operands.
+struct ConvOperands {
+  Scope root = Scope::NewRootScope();
+  Output x, f, b;
+  ConvOperands() {
+    ops::EnsureStandardOps();
+    x = ops::Placeholder(root.WithOpName("x"), DType::kFloat, PartialShape({1, 8, 8, 1}));
+    f = ops::Const(root.WithOpName("f"), Ramp(TensorShape({3, 3, 1, 4}), 0.7f, 0.0f));
+    b = ops::Const(root.WithOpName("b"), Ramp(TensorShape({4}), 1.3f, 0.0f));
+  }
+};
+
 // x -> _FusedConv2D variants -> MaxPool: which FuseConvAndMaxPool rewrites, and that the
 // pool's readers then read output 1 and the convolution's output 0.
 TEST(FuseConvAndMaxPoolTest, OnlyA2x2PoolOfAFusedConvolution) {
-  ops::EnsureStandardOps();
-  Scope root = Scope::NewRootScope();
-  Output x = ops::Placeholder(root.WithOpName("x"), DType::kFloat, PartialShape({1, 8, 8, 1}));
-  Output f = ops::Const(root.WithOpName("f"), Ramp(TensorShape({3, 3, 1, 4}), 0.7f, 0.0f));
-  Output b = ops::Const(root.WithOpName("b"), Ramp(TensorShape({4}), 1.3f, 0.0f));
+  const ConvOperands operands;
+  const Scope& root = operands.root;
+  const Output &x = operands.x, &f = operands.f, &b = operands.b;
   auto conv = [&](const Scope& scope, const std::string& name) {
     return ops::internal::Build(scope.WithOpName(name), "_FusedConv2D", {x, f, b},
                                 {{"T", DType::kFloat}, {"activation", std::string("relu")}});
@@ -291,11 +302,9 @@ TEST(FuseConvAndMaxPoolTest, OnlyA2x2PoolOfAFusedConvolution) {
 // x -> _FusedConv2DWithMaxPool variants and their readers: which KeepPoolArgmax
 // rewrites, and what the rewritten nodes read.
 TEST(KeepPoolArgmaxTest, OnlyWhereNothingLiveReadsTheConvolution) {
-  ops::EnsureStandardOps();
-  Scope root = Scope::NewRootScope();
-  Output x = ops::Placeholder(root.WithOpName("x"), DType::kFloat, PartialShape({1, 8, 8, 1}));
-  Output f = ops::Const(root.WithOpName("f"), Ramp(TensorShape({3, 3, 1, 4}), 0.7f, 0.0f));
-  Output b = ops::Const(root.WithOpName("b"), Ramp(TensorShape({4}), 1.3f, 0.0f));
+  const ConvOperands operands;
+  const Scope& root = operands.root;
+  const Output &x = operands.x, &f = operands.f, &b = operands.b;
   Output g = ops::Placeholder(root.WithOpName("g"), DType::kFloat, PartialShape({1, 4, 4, 4}));
   Output sizes = ops::ConstInt32(root.WithOpName("sizes"), {3, 3, 1, 4});
   const AttrMap attrs = {{"T", DType::kFloat}, {"activation", std::string("relu")}};
