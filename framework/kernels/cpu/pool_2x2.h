@@ -7,7 +7,7 @@
 // loops compare widened lanes and copy the 16-bit values. Same choices as the general
 // loops in pool_max_kernels.cc (first maximum in row-major window order; -inf start,
 // so NaNs are skipped). Where the channels fill whole AVX-512 vectors (16 float32 or
-// 32 bfloat16) and the CPU has AVX-512BW, rows run on intrinsics that make the same
+// 32 bfloat16) and the CPU has AVX-512BW and VL, rows run on intrinsics that make the same
 // choices lane by lane; other rows run loops compiled for AVX-512, AVX2 and the
 // baseline (target_clones). fashion_cnn's bf16 step, AMX Xeon VM, `perf`: the rows'
 // share of the step's samples went from 3.1% to 2.6% (gradient) and 1.3% to 1.1%

@@ -3,7 +3,7 @@
 // row-major order, NaNs skipped (a -inf start), the maximum's own bits (+0 and -0
 // kept apart); the argmax rows' codes name that maximum, and routing by them gives the
 // same gradient. Channel counts that fill whole AVX-512 vectors take the vector rows
-// where the CPU has AVX-512BW; the others take the loops. The general loops of
+// where the CPU has AVX-512BW and VL; the others take the loops. The general loops of
 // pool_util.h follow the same rule where a window holds NaNs.
 #include "framework/kernels/cpu/pool_2x2.h"
 
