@@ -203,10 +203,12 @@ absl::Status ConvForwardAmx(const FilterGradGeometry& g, const Tensor& input, co
     uint16_t* plane = amx::AmxScratch::Aligned(&scratch.plane, l.rows * l.plane_w * g.c + 32);
     uint16_t* runs = amx::AmxScratch::Aligned(&scratch.runs, l.runs() + 32);
     float* c = amx::AmxScratch::Aligned(&scratch.c, 16 * 32);
+    // Where the output is not kept, each image's goes to the thread's scratch.
+    uint16_t* own = y == nullptr ? amx::AmxScratch::Aligned(&scratch.image, image) : nullptr;
     LoadForwardTileConfig(l.taps);
     for (int64_t i = begin; i < end; ++i) {
       LayOutImage(g, l, x, i, plane, runs);
-      uint16_t* yi = y != nullptr ? y + i * image : amx::AmxScratch::Aligned(&scratch.image, image);
+      uint16_t* yi = y != nullptr ? y + i * image : own;
       ConvolveImage(g, l, runs, b.data(), bias_f.data(), relu, c, yi);
       // The image's pool while its output is in cache.
       for (int64_t py = 0; py < ph; ++py) {

@@ -5,8 +5,9 @@
 // row-major window order, as in TensorFlow's CPU kernel; it is recomputed from
 // orig_input, so no workspace is needed. Disjoint windows (stride >= window, the usual
 // 2x2/2) write each input element once; a full 2x2 window takes pool_2x2.h's row on
-// that window. Overlapping windows accumulate. Images run in parallel. Full 2x2 windows of stride 2
-// take the row kernels of pool_2x2.h, on float32 or directly on bfloat16. Other
+// that window. Overlapping windows accumulate. Images run in parallel. Full 2x2
+// windows of stride 2 take the row kernels of pool_2x2.h, on float32 or directly on
+// bfloat16. Other
 // geometries on bfloat16 (the mixed-precision path) widen each image to float32, pool
 // it with the same loops and narrow it back: max and routing only compare and copy,
 // so the values are exact. MaxPoolArgmaxInto and MaxPoolGradByArgmaxInto keep each 2x2
@@ -208,9 +209,27 @@ class MaxPoolGradKernel : public PoolKernelBase {
 
 }  // namespace
 
-void MaxPoolInto(const PoolShape& s, const Tensor& input, Tensor* out) {
+namespace {
+
+// Codes k[ch] of the window of rows [y0, y1), columns [x0, x1) of image xi, whose
+// maxima are m: 2 * (y - y0) + (x - x0) of its first element, in row-major order, equal
+// to the maximum; kNoArgmax where none is (every element NaN).
+void WindowCodes(const PoolShape& s, const float* xi, int64_t y0, int64_t y1, int64_t x0,
+                 int64_t x1, const float* __restrict m, uint8_t* __restrict k) {
+  std::fill_n(k, s.c, kNoArgmax);
+  for (int64_t yy = y1 - 1; yy >= y0; --yy) {  // Backwards: the first equal one stays.
+    for (int64_t xx = x1 - 1; xx >= x0; --xx) {
+      const float* __restrict v = xi + (yy * s.w + xx) * s.c;
+      const uint8_t code = static_cast<uint8_t>(2 * (yy - y0) + (xx - x0));
+      for (int64_t ch = 0; ch < s.c; ++ch) k[ch] = v[ch] == m[ch] ? code : k[ch];
+    }
+  }
+}
+
+// MaxPoolInto and, with `codes`, MaxPoolArgmaxInto.
+void MaxPoolWithCodes(const PoolShape& s, const Tensor& input, Tensor* out, uint8_t* codes) {
   if (out->NumElements() == 0) return;
-  if (IsFull2x2(s)) return MaxPool2x2(s, input, out, nullptr);
+  if (IsFull2x2(s)) return MaxPool2x2(s, input, out, codes);
   const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
   ForEachImage(s, image, [&](int64_t img) {
     thread_local std::vector<float> in_scratch, out_scratch;
@@ -220,11 +239,21 @@ void MaxPoolInto(const PoolShape& s, const Tensor& input, Tensor* out) {
       for (int64_t ox = 0; ox < s.ow; ++ox) {
         int64_t y0, y1, x0, x1;
         s.Window(oy, ox, &y0, &y1, &x0, &x1);
-        WindowMax(s, xi, y0, y1, x0, x1, yi + (oy * s.ow + ox) * c);
+        const int64_t at = (oy * s.ow + ox) * c;
+        WindowMax(s, xi, y0, y1, x0, x1, yi + at);
+        // No padding before (REQUIRES): y0, x0 are the window's origin.
+        if (codes != nullptr)
+          WindowCodes(s, xi, y0, y1, x0, x1, yi + at, codes + img * pooled + at);
       }
     }
     StoreImage(out_scratch, out, img, pooled);
   });
+}
+
+}  // namespace
+
+void MaxPoolInto(const PoolShape& s, const Tensor& input, Tensor* out) {
+  MaxPoolWithCodes(s, input, out, nullptr);
 }
 
 void MaxPoolGradInto(const PoolShape& s, const Tensor& input, const Tensor& grad, Tensor* out) {
@@ -271,33 +300,7 @@ bool PoolsByArgmax(const PoolShape& s) {
 }
 
 void MaxPoolArgmaxInto(const PoolShape& s, const Tensor& input, Tensor* out, Tensor* argmax) {
-  if (out->NumElements() == 0) return;
-  uint8_t* codes = argmax->data<uint8_t>();
-  if (IsFull2x2(s)) return MaxPool2x2(s, input, out, codes);
-  MaxPoolInto(s, input, out);
-  // Each window's code: its first element, in row-major order, equal to the maximum.
-  const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
-  ForEachImage(s, image, [&](int64_t img) {
-    thread_local std::vector<float> x_scratch, m_scratch;
-    const float* xi = ImageAsFloat(input, img, image, &x_scratch);
-    const float* mi = ImageAsFloat(*out, img, pooled, &m_scratch);
-    for (int64_t oy = 0; oy < s.oh; ++oy) {
-      for (int64_t ox = 0; ox < s.ow; ++ox) {
-        int64_t y0, y1, x0, x1;
-        s.Window(oy, ox, &y0, &y1, &x0, &x1);  // Clipped at the end only: no padding before.
-        const float* __restrict m = mi + (oy * s.ow + ox) * c;
-        uint8_t* __restrict k = codes + img * pooled + (oy * s.ow + ox) * c;
-        std::fill_n(k, c, kNoArgmax);
-        for (int64_t yy = y1 - 1; yy >= y0; --yy) {  // Backwards: the first equal one stays.
-          for (int64_t xx = x1 - 1; xx >= x0; --xx) {
-            const float* __restrict v = xi + (yy * s.w + xx) * c;
-            const uint8_t code = static_cast<uint8_t>(2 * (yy - y0) + (xx - x0));
-            for (int64_t ch = 0; ch < c; ++ch) k[ch] = v[ch] == m[ch] ? code : k[ch];
-          }
-        }
-      }
-    }
-  });
+  MaxPoolWithCodes(s, input, out, argmax->data<uint8_t>());
 }
 
 namespace {
