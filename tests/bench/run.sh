@@ -34,6 +34,16 @@ paired() {
     awk -v o="$o" -v t="$t" '{ r = $1 / $2; lo = (NR == 1 || r < lo) ? r : lo; hi = (NR == 1 || r > hi) ? r : hi }
       END { printf "tandem=%.0f pytorch=%.0f ratio=%.2f ratio_range=%.2f-%.2f", o, t, o / t, lo, hi }'
 }
+# pair_ratios A_LIST B_LIST NAME: "NAME=M NAME_range=LO-HI", the median and range of the
+# pairs' ratios A/B (each pair ran back to back, so the host's drift between pairs
+# cancels in its ratio).
+pair_ratios() {
+  local r
+  r=$(paste <(echo "$1" | tr ' ' '\n' | sed '/^$/d') <(echo "$2" | tr ' ' '\n' | sed '/^$/d') |
+    awk '{ printf "%.4f\n", $1 / $2 }' | sort -g)
+  echo "$r" | awk -v m="$(echo "$r" | median)" -v n="$3" \
+    '{ v[NR] = $1 } END { printf "%s=%.2f %s_range=%.2f-%.2f", n, m, n, v[1], v[NR] }'
+}
 # peer_best THREADS ARGS...: the PyTorch peer's best rate of two BLAS settings
 # (OpenBLAS's own threads can fight PyTorch's OpenMP threads, so give it the faster).
 # TANDEM_BENCH_PEER_BF16_STEPS=N caps the peer's timed mixed_bfloat16 steps at N and its
@@ -132,8 +142,9 @@ trainer="$build/apps/trainer"
 configs="$(dirname "$0")/../../configs"
 # e2e NAME BATCH STEPS PRECISION THREADS: also times train_bench's bare step of the same
 # model, batch, threads and number of steps in each pair (so both see the host's
-# weather for as long), and prints e2e_over_step, the share of the step's speed that
-# the trainer keeps end to end (input pipeline, hooks, summaries).
+# weather for as long), and prints e2e_over_step, the median over the pairs of the share
+# of the step's speed that the trainer keeps end to end (input pipeline, hooks,
+# summaries), and the pairs' range.
 e2e() {
   local name=$1 batch=$2 steps=$3 precision=$4 threads=$5 dir rate oursl="" theirsl="" stepl="" i
   for ((i = 0; i < reps; i++)); do
@@ -153,8 +164,7 @@ e2e() {
     fi
   done
   echo "trainer $name e2e threads=$threads precision=$precision $(paired "$oursl" "$theirsl")" \
-    "e2e_over_step=$(awk -v a="$(echo "$oursl" | median)" -v b="$(echo "$stepl" | median)" \
-      'BEGIN { printf "%.2f", a / b }') examples/s"
+    "$(pair_ratios "$oursl" "$stepl" e2e_over_step) examples/s"
 }
 # TANDEM_BENCH_E2E: the rows to run, as MODEL:PRECISION:THREADS (default: all six).
 rows=${TANDEM_BENCH_E2E:-"fashion_mlp:float32:1 fashion_cnn:float32:1 fashion_cnn:mixed_bfloat16:1
