@@ -244,12 +244,33 @@ absl::StatusOr<DatasetPtr> IdxDataset(absl::StatusOr<LabeledImages> split) {
 
 }  // namespace
 
-absl::StatusOr<DatasetPtr> FromIdx(const std::string& images_path, const std::string& labels_path) {
-  return IdxDataset(LoadIdxPair(images_path, labels_path));
+absl::StatusOr<DatasetPtr> FromIdx(const std::string& images_path, const std::string& labels_path,
+                                   PixelFormat pixels) {
+  return IdxDataset(LoadIdxPair(images_path, labels_path, pixels));
 }
 
-absl::StatusOr<DatasetPtr> FromIdxSplit(std::string dir, const std::string& prefix) {
-  return IdxDataset(LoadIdxSplit(std::move(dir), prefix));
+absl::StatusOr<DatasetPtr> FromIdxSplit(std::string dir, const std::string& prefix,
+                                        PixelFormat pixels) {
+  return IdxDataset(LoadIdxSplit(std::move(dir), prefix, pixels));
+}
+
+MapFn PixelsToUnitFloat(size_t component) {
+  return [component](Element e) -> absl::StatusOr<Element> {
+    if (component >= e.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PixelsToUnitFloat: component ", component, " of an element of ", e.size()));
+    }
+    const Tensor& bytes = e[component];
+    if (bytes.dtype() != DType::kUInt8) {
+      return absl::InvalidArgumentError(absl::StrCat("PixelsToUnitFloat: component ", component,
+                                                     " is ", DTypeName(bytes.dtype()),
+                                                     ", not uint8"));
+    }
+    Tensor unit(DType::kFloat, bytes.shape());
+    BytesToUnitFloat(bytes.data<uint8_t>(), unit.data<float>(), bytes.NumElements());
+    e[component] = std::move(unit);
+    return e;
+  };
 }
 
 absl::StatusOr<DatasetPtr> FromCsv(const std::string& path, std::vector<DType> column_types,

@@ -2,6 +2,7 @@
 //
 // Dataset sources that read files (see dataset.h for the Dataset API):
 //   FromIdx          (Fashion-)MNIST IDX image + label files -> {float32[784], int32[]}
+//                    (or {uint8[784], int32[]}, scaled per batch by PixelsToUnitFloat)
 //   CsvDataset       a CSV file with a header line -> one scalar tensor per column
 //   TFRecordDataset  TFRecord files (record_io.h) -> {uint8[n]} per record
 //
@@ -18,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "framework/data/dataset.h"
+#include "framework/data/fashion_mnist.h"
 #include "framework/tensor/dtype.h"
 
 namespace tandem::data {
@@ -25,11 +27,20 @@ namespace tandem::data {
 // Reads an IDX image file ([n, h, w] uint8) and label file ([n] uint8), plain or gzip,
 // eagerly (LoadIdxPair). Elements are {float32 [h*w] scaled by 1/255, int32 scalar
 // label}: rows of two in-memory tensors (a RowSource, so Batch gathers them directly).
-absl::StatusOr<DatasetPtr> FromIdx(const std::string& images_path, const std::string& labels_path);
+// With PixelFormat::kBytes the images stay uint8 [h*w], a quarter of the bytes to hold
+// and to gather; Map(PixelsToUnitFloat()) after Batch then gives the same floats.
+absl::StatusOr<DatasetPtr> FromIdx(const std::string& images_path, const std::string& labels_path,
+                                   PixelFormat pixels = PixelFormat::kUnitFloat);
 // FromIdx on "<dir>/<prefix>-images-idx3-ubyte[.gz]" and "<prefix>-labels-idx1-ubyte[.gz]"
 // (the .gz file is preferred when both exist). `prefix` is "train" or "t10k"; `dir`
 // empty means $TANDEM_DATA_DIR, else /usr/share/datasets/fashion-mnist.
-absl::StatusOr<DatasetPtr> FromIdxSplit(std::string dir, const std::string& prefix);
+absl::StatusOr<DatasetPtr> FromIdxSplit(std::string dir, const std::string& prefix,
+                                        PixelFormat pixels = PixelFormat::kUnitFloat);
+// A Map function that turns component `component` of an element (uint8, e.g. a batch of
+// kBytes images) into float32 of the same shape scaled by 1/255 (BytesToUnitFloat) and
+// passes the others through. INVALID_ARGUMENT when the element has no such component
+// or it is not uint8.
+MapFn PixelsToUnitFloat(size_t component = 0);
 
 struct CsvOptions {
   bool header = true;  // The first line names the columns and is skipped.

@@ -5,8 +5,9 @@
 // from the system. Sizes round up to a class (multiples of 64 bytes up to 4 KiB,
 // then quarter powers of two); at most kMaxCachedBytes are held in free lists.
 //
-// Blocks of kHugePagesFromBytes (32 MiB) or more start on a 2 MiB boundary and ask the
-// kernel for transparent huge pages (madvise MADV_HUGEPAGE; what the system's
+// Blocks of kHugePagesFromBytes (32 MiB) or more are mapped afresh (mmap) on a 2 MiB
+// boundary and ask the kernel for transparent huge pages before their first touch
+// (madvise MADV_HUGEPAGE; what the system's
 // /sys/kernel/mm/transparent_hugepage/enabled allows: "never" turns them off). Such a
 // block is a data set or a model's largest tensors, beyond what the TLB reaches in
 // 4 KiB pages (2,048 entries, 8 MiB, on Sapphire Rapids): a shuffled batch's rows, read

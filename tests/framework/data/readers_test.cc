@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -227,6 +228,53 @@ TEST(FromIdxTest, BatchedTestSplit) {
   EXPECT_EQ((*all)[0][1].shape(), TensorShape({1000}));
   EXPECT_EQ((*all)[0][1].flat<int32_t>()[0], 9);
   EXPECT_EQ((*all)[0][1].flat<int32_t>()[1], 2);
+}
+
+// The pixels kept as bytes and scaled per batch give the batches of the float32 pipeline
+// bit for bit, through a shuffle (the trainer's order) and the odd last batch.
+TEST(FromIdxTest, BytesScaledPerBatchEqualFloatBatches) {
+  auto floats = FromIdxSplit("", "t10k");
+  auto bytes = FromIdxSplit("", "t10k", PixelFormat::kBytes);
+  ASSERT_TRUE(floats.ok()) << floats.status();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto raw = CollectAll(*(*bytes)->Batch(3)->Take(1));
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_EQ((*raw)[0][0].dtype(), DType::kUInt8);
+  EXPECT_EQ((*raw)[0][0].shape(), TensorShape({3, 784}));
+
+  auto want = CollectAll(*(*floats)->Shuffle(10000, 7)->Batch(96));
+  auto got = CollectAll(*(*bytes)->Shuffle(10000, 7)->Batch(96)->Map(PixelsToUnitFloat()));
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), want->size());
+  ASSERT_EQ(want->back()[0].dim(0), 10000 % 96);
+  for (size_t b = 0; b < want->size(); ++b) {
+    const Tensor &w = (*want)[b][0], &g = (*got)[b][0];
+    ASSERT_EQ(g.dtype(), DType::kFloat);
+    ASSERT_EQ(g.shape(), w.shape());
+    ASSERT_EQ(std::memcmp(g.raw_data(), w.raw_data(), w.TotalBytes()), 0) << "batch " << b;
+    ASSERT_EQ(
+        std::memcmp((*got)[b][1].raw_data(), (*want)[b][1].raw_data(), (*want)[b][1].TotalBytes()),
+        0);
+  }
+}
+
+TEST(FromIdxTest, PixelsToUnitFloatRejectsWhatIsNotBytes) {
+  MapFn scale = PixelsToUnitFloat(1);
+  auto no_component = scale({Tensor::FromVector<uint8_t>({1}, TensorShape({1}))});
+  EXPECT_EQ(no_component.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_component.status().message()), HasSubstr("component 1"));
+  auto floats = scale({Tensor::FromVector<uint8_t>({1}, TensorShape({1})),
+                       Tensor::FromVector<float>({1.f}, TensorShape({1}))});
+  EXPECT_EQ(floats.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(floats.status().message()), HasSubstr("not uint8"));
+  auto scaled = scale({Tensor::FromVector<float>({7.f}, TensorShape({1})),
+                       Tensor::FromVector<uint8_t>({0, 51, 255}, TensorShape({3}))});
+  ASSERT_TRUE(scaled.ok()) << scaled.status();
+  EXPECT_EQ((*scaled)[0].flat<float>()[0], 7.f);  // The other components pass through.
+  EXPECT_EQ((*scaled)[1].flat<float>()[0], 0.f);
+  EXPECT_EQ((*scaled)[1].flat<float>()[1], 51 * (1.0f / 255.0f));
+  EXPECT_EQ((*scaled)[1].flat<float>()[2], 1.f);
 }
 
 TEST(FromIdxTest, MissingOrMismatchedFiles) {
