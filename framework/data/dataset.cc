@@ -297,8 +297,8 @@ class BatchDataset : public Dataset {
     // Rows of a shuffled batch lie at random places in a source of many megabytes: each
     // costs a TLB miss and a DRAM round trip before its copy streams. Asking for the
     // row kGatherAhead places on while copying this one keeps several in flight
-    // (fashion_mnist's 128-row uint8 batch, `estimator_bench --only pipeline`:
-    // see README "Input pipeline").
+    // (fashion_mlp's pipeline of 128 uint8 rows a batch, `estimator_bench --only
+    // pipeline`, AMX Xeon VM: 24.1 against 25.2 us a batch).
     static constexpr size_t kGatherAhead = 4;
     static void PrefetchRow(const RowRef& ref, size_t c, size_t bytes) {
       const char* p = ref.source->components[c].raw_data() + ref.row * bytes;
