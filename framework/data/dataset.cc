@@ -332,8 +332,7 @@ class BatchDataset : public Dataset {
         Tensor batch(first.components[c].dtype(), shape);
         const size_t bytes = first.row_bytes[c];
         char* dst = batch.raw_data();
-        for (size_t r = 0; r < refs_.size(); ++r) {
-          if (bytes == 0) break;
+        for (size_t r = 0; bytes > 0 && r < refs_.size(); ++r) {
           if (r + kGatherAhead < refs_.size()) PrefetchRow(refs_[r + kGatherAhead], c, bytes);
           const RowRef& ref = refs_[r];
           std::memcpy(dst, ref.source->components[c].raw_data() + ref.row * bytes, bytes);

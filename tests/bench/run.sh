@@ -20,29 +20,33 @@ have_peer=1
 rate() { sed -n 's/.*examples_per_second=\([0-9.]*\).*/\1/p'; }
 reps=${TANDEM_BENCH_REPS:-3}
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# ratios A_LIST B_LIST: each pair's ratio A/B, one per line, smallest first.
+ratios() {
+  paste <(echo "$1" | tr ' ' '\n' | sed '/^$/d') <(echo "$2" | tr ' ' '\n' | sed '/^$/d') |
+    awk '{ printf "%.4f\n", $1 / $2 }' | sort -g
+}
 # paired OURS_LIST THEIRS_LIST: "tandem=M pytorch=M ratio=R ratio_range=LO-HI" over the
 # pairs, or "tandem=M" without the peer.
 paired() {
-  local o t
+  local o t r
   if (( ! have_peer )); then
     echo "tandem=$(echo "$1" | median)"
     return
   fi
   o=$(echo "$1" | median)
   t=$(echo "$2" | median)
-  paste <(echo "$1" | tr ' ' '\n' | sed '/^$/d') <(echo "$2" | tr ' ' '\n' | sed '/^$/d') |
-    awk -v o="$o" -v t="$t" '{ r = $1 / $2; lo = (NR == 1 || r < lo) ? r : lo; hi = (NR == 1 || r > hi) ? r : hi }
-      END { printf "tandem=%.0f pytorch=%.0f ratio=%.2f ratio_range=%.2f-%.2f", o, t, o / t, lo, hi }'
+  r=$(ratios "$1" "$2")
+  awk -v o="$o" -v t="$t" -v lo="$(echo "$r" | head -1)" -v hi="$(echo "$r" | tail -1)" \
+    'BEGIN { printf "tandem=%.0f pytorch=%.0f ratio=%.2f ratio_range=%.2f-%.2f", o, t, o / t, lo, hi }'
 }
 # pair_ratios A_LIST B_LIST NAME: "NAME=M NAME_range=LO-HI", the median and range of the
 # pairs' ratios A/B (each pair ran back to back, so the host's drift between pairs
 # cancels in its ratio).
 pair_ratios() {
   local r
-  r=$(paste <(echo "$1" | tr ' ' '\n' | sed '/^$/d') <(echo "$2" | tr ' ' '\n' | sed '/^$/d') |
-    awk '{ printf "%.4f\n", $1 / $2 }' | sort -g)
-  echo "$r" | awk -v m="$(echo "$r" | median)" -v n="$3" \
-    '{ v[NR] = $1 } END { printf "%s=%.2f %s_range=%.2f-%.2f", n, m, n, v[1], v[NR] }'
+  r=$(ratios "$1" "$2")
+  awk -v m="$(echo "$r" | median)" -v lo="$(echo "$r" | head -1)" -v hi="$(echo "$r" | tail -1)" \
+    -v n="$3" 'BEGIN { printf "%s=%.2f %s_range=%.2f-%.2f", n, m, n, lo, hi }'
 }
 # peer_best THREADS ARGS...: the PyTorch peer's best rate of two BLAS settings
 # (OpenBLAS's own threads can fight PyTorch's OpenMP threads, so give it the faster).

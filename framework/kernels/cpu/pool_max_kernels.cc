@@ -4,14 +4,14 @@
 // vectorised over channels. The gradient goes to the first maximum of each window in
 // row-major window order, as in TensorFlow's CPU kernel; it is recomputed from
 // orig_input, so no workspace is needed. Disjoint windows (stride >= window, the usual
-// 2x2/2) write each input element once; a full 2x2 window takes pool_2x2.h's row on
-// that window. Overlapping windows accumulate. Images run in parallel. Full 2x2
-// windows of stride 2 take the row kernels of pool_2x2.h, on float32 or directly on
-// bfloat16. Other
-// geometries on bfloat16 (the mixed-precision path) widen each image to float32, pool
-// it with the same loops and narrow it back: max and routing only compare and copy,
-// so the values are exact. MaxPoolArgmaxInto and MaxPoolGradByArgmaxInto keep each 2x2
-// window's choice as a byte (pool_util.h), for gradients routed without the input.
+// 2x2/2) write each input element once; overlapping windows accumulate. Images run in
+// parallel. Full 2x2 windows of stride 2 take the row kernels of pool_2x2.h, on
+// float32 or directly on bfloat16; the gradient's general loop takes the 2x2 row on
+// each full 2x2 window of another geometry. Other geometries on bfloat16 (the
+// mixed-precision path) widen each image to float32, pool it with the same loops and
+// narrow it back: max and routing only compare and copy, so the values are exact.
+// MaxPoolArgmaxInto and MaxPoolGradByArgmaxInto keep each 2x2 window's choice as a
+// byte (pool_util.h), for gradients routed without the input.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -242,8 +242,9 @@ void MaxPoolWithCodes(const PoolShape& s, const Tensor& input, Tensor* out, uint
         const int64_t at = (oy * s.ow + ox) * c;
         WindowMax(s, xi, y0, y1, x0, x1, yi + at);
         // No padding before (REQUIRES): y0, x0 are the window's origin.
-        if (codes != nullptr)
+        if (codes != nullptr) {
           WindowCodes(s, xi, y0, y1, x0, x1, yi + at, codes + img * pooled + at);
+        }
       }
     }
     StoreImage(out_scratch, out, img, pooled);
