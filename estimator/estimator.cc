@@ -25,6 +25,7 @@
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/core/termination.h"
+#include "framework/core/thread_pool.h"
 #include "framework/distributed/cluster_control.h"
 #include "framework/distributed/new_session.h"
 #include "framework/distributed/peer_watch.h"
@@ -36,6 +37,7 @@
 #include "framework/ops/state_ops.h"
 #include "framework/ops/summary_ops.h"
 #include "framework/ops/sync_replicas.h"
+#include "framework/runtime/device.h"
 #include "glog/logging.h"
 #include "hooks/logging_hooks.h"
 #include "hooks/stop_hooks.h"
@@ -55,6 +57,15 @@ constexpr int kMaxConsecutiveRecoveries = 10;
 // slices of how long (between them it looks whether training ended elsewhere).
 constexpr int64_t kWaitForClusterMs = 300000;
 constexpr int64_t kWaitSliceMs = 30000;
+
+// The CPU threads this process's steps compute on (data::ScopedStepCpuThreads): the
+// session's intra-op threads, or 0 (none) when its steps run on GPUs. A task of a
+// cluster runs its steps on its own server's threads, made with the same session config.
+int StepCpuThreads(const RunConfig& config) {
+  if (!config.is_distributed() && LocalGpuCount(config.num_gpus()) > 0) return 0;
+  return ThreadPool::DefaultSize(
+      config.session_config() ? config.session_config()->intra_op_parallelism_threads : 0);
+}
 
 // A session in this process, or (on_cluster) one to this task's master that sees the
 // devices the RunConfig's filters name.
@@ -294,7 +305,8 @@ class TrainRun {
   // The input and the TRAIN graph of the model.
   absl::Status BuildGraph() {
     TANDEM_ASSIGN_OR_RETURN(
-        in_, internal::OpenInputFn(input_fn_, ModeKey::kTrain, e_.train_input_context_));
+        in_, internal::OpenInputFn(input_fn_, ModeKey::kTrain, e_.train_input_context_,
+                                   StepCpuThreads(e_.options_.config)));
     TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(e_.options_, ModeKey::kTrain, in_.FeatureSpec(),
                                                     in_.LabelSpec(), on_cluster_, &g_));
     TANDEM_RETURN_IF_ERROR(e_.options_.params.CheckEveryKeyRead());
@@ -544,7 +556,8 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,
         absl::StrCat("Evaluate: could not find a trained model (no checkpoint) in ", model_dir()));
   }
   TANDEM_ASSIGN_OR_RETURN(OpenInput in,
-                          internal::OpenInputFn(input_fn, ModeKey::kEval, options_.input_context));
+                          internal::OpenInputFn(input_fn, ModeKey::kEval, options_.input_context,
+                                                StepCpuThreads(options_.config)));
   ModeGraph g;
   TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(options_, ModeKey::kEval, in.FeatureSpec(),
                                                   in.LabelSpec(), /*on_cluster=*/false, &g));
@@ -625,8 +638,9 @@ absl::Status Estimator::Predict(const InputFn& input_fn, const PredictionCallbac
                                 const PredictOptions& options) {
   std::string checkpoint_path = options.checkpoint_path;
   if (checkpoint_path.empty()) checkpoint_path = LatestCheckpoint();
-  TANDEM_ASSIGN_OR_RETURN(
-      OpenInput in, internal::OpenInputFn(input_fn, ModeKey::kPredict, options_.input_context));
+  TANDEM_ASSIGN_OR_RETURN(OpenInput in,
+                          internal::OpenInputFn(input_fn, ModeKey::kPredict, options_.input_context,
+                                                StepCpuThreads(options_.config)));
   ModeGraph g;
   TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(options_, ModeKey::kPredict, in.FeatureSpec(),
                                                   in.LabelSpec(), /*on_cluster=*/false, &g));

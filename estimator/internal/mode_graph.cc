@@ -47,12 +47,15 @@ std::optional<ServingInput> OpenInput::LabelSpec() const {
 }
 
 absl::StatusOr<OpenInput> OpenInputFn(const InputFn& input_fn, ModeKey mode,
-                                      const InputContext& context) {
+                                      const InputContext& context, int step_cpu_threads) {
   const std::string where = absl::StrCat("input_fn(", ModeKeyName(mode), ")");
   TANDEM_ASSIGN_OR_RETURN(InputData data, Annotated(input_fn(mode, context), where));
   if (data.dataset == nullptr) return absl::InvalidArgumentError(where + " returned no dataset");
   OpenInput in;
-  TANDEM_ASSIGN_OR_RETURN(in.iterator, data.dataset->MakeIterator());
+  {
+    data::ScopedStepCpuThreads step_threads(step_cpu_threads);
+    TANDEM_ASSIGN_OR_RETURN(in.iterator, data.dataset->MakeIterator());
+  }
   TANDEM_ASSIGN_OR_RETURN(in.first, in.iterator->GetNext());
   if (!in.first) {
     return absl::FailedPreconditionError(absl::StrCat(where, ": the dataset is empty"));

@@ -49,8 +49,11 @@ struct OpenInput {
   std::optional<ServingInput> LabelSpec() const;
 };
 
+// Calls `input_fn` and reads the first element. The iterator is made knowing that the
+// steps compute on `step_cpu_threads` CPU threads (data::ScopedStepCpuThreads; 0: not
+// known).
 absl::StatusOr<OpenInput> OpenInputFn(const InputFn& input_fn, ModeKey mode,
-                                      const InputContext& context);
+                                      const InputContext& context, int step_cpu_threads = 0);
 
 // Builds the graph of `mode` with a placeholder per feature (and for the labels unless
 // PREDICT ignores them). On a cluster every node goes through the replica device

@@ -1,10 +1,12 @@
 // Dataset::Prefetch: the upstream iterator runs on a background thread that keeps up
 // to `buffer_size` results (elements, the end marker or an error) in a bounded queue.
-// With kAutotune the depth is kDefaultPrefetchDepth, and a process that can run on
-// one CPU only (env::UsableCpus) gets no thread: the consumer's thread produces each
-// element when it asks, since a producer thread on the same CPU would only add
-// context switches to the work (fashion_mlp's Estimator pinned to one core of the
-// EPYC: 12.6% slower than a bare loop with a producer thread, 3.4% without).
+// With kAutotune the depth is kDefaultPrefetchDepth, and there is no thread where no
+// CPU is free for one: the consumer's thread produces each element when it asks. No
+// CPU is free in a process that can run on one only (env::UsableCpus; fashion_mlp's
+// Estimator pinned to one core of the EPYC: 12.6% slower than a bare loop with a
+// producer thread, 3.4% without), nor where the steps' threads (ScopedStepCpuThreads)
+// hold every usable CPU.
+#include <algorithm>
 #include <deque>
 #include <thread>
 #include <utility>
@@ -23,6 +25,14 @@ using NextResult = absl::StatusOr<std::optional<Element>>;
 
 // Depth used for kAutotune.
 constexpr int64_t kDefaultPrefetchDepth = 4;
+
+thread_local int step_cpu_threads = 0;  // ScopedStepCpuThreads' value; 0: not known.
+
+// Whether a producer thread would have a CPU of its own (kAutotune).
+bool CpuFreeForProducer() {
+  const int cpus = env::UsableCpus();
+  return cpus >= 2 && step_cpu_threads < cpus;
+}
 
 class PrefetchIterator : public Iterator {
  public:
@@ -94,7 +104,7 @@ class PrefetchDataset : public Dataset {
       : input_(std::move(input)), buffer_size_(buffer_size) {}
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator() const override {
     TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> in, input_->MakeIterator());
-    if (buffer_size_ == kAutotune && env::UsableCpus() < 2) return in;
+    if (buffer_size_ == kAutotune && !CpuFreeForProducer()) return in;
     const int64_t depth = buffer_size_ == kAutotune ? kDefaultPrefetchDepth : buffer_size_;
     return std::unique_ptr<Iterator>(new PrefetchIterator(std::move(in), depth));
   }
@@ -109,6 +119,12 @@ class PrefetchDataset : public Dataset {
 };
 
 }  // namespace
+
+ScopedStepCpuThreads::ScopedStepCpuThreads(int cpu_threads) : saved_(step_cpu_threads) {
+  step_cpu_threads = std::max(cpu_threads, 0);
+}
+ScopedStepCpuThreads::~ScopedStepCpuThreads() { step_cpu_threads = saved_; }
+int ScopedStepCpuThreads::Current() { return step_cpu_threads; }
 
 DatasetPtr Dataset::Prefetch(int64_t buffer_size) const {
   if (buffer_size < 1 && buffer_size != kAutotune) {

@@ -24,17 +24,27 @@ Device::Device(std::string name, gpu::GpuContext* gpu, DeviceAllocator* allocato
   allocator_ = allocator;
 }
 
+namespace {
+
+int VisibleGpuCount() {
+#ifdef TANDEM_WITH_CUDA
+  return gpu::VisibleGpus();
+#else
+  return 0;
+#endif
+}
+
+}  // namespace
+
+int LocalGpuCount(int requested) { return requested < 0 ? VisibleGpuCount() : requested; }
+
 absl::StatusOr<std::unique_ptr<DeviceMgr>> DeviceMgr::CreateLocal(
     const std::string& job, int replica, int task, const LocalDeviceOptions& options) {
   std::string prefix = absl::StrCat("/job:", job, "/replica:", replica, "/task:", task);
   std::vector<std::unique_ptr<Device>> devices;
   devices.push_back(std::make_unique<Device>(prefix + "/device:CPU:0", kDeviceCpu));
-#ifdef TANDEM_WITH_CUDA
-  const int visible = gpu::VisibleGpus();
-#else
-  const int visible = 0;
-#endif
-  int n = options.num_gpus < 0 ? visible : options.num_gpus;
+  const int visible = VisibleGpuCount();
+  const int n = LocalGpuCount(options.num_gpus);
   if (n > visible) {
     return absl::InvalidArgumentError(absl::StrCat("asked for ", n,
                                                    " GPU(s) but this process sees ", visible,

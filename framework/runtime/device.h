@@ -58,6 +58,10 @@ struct LocalDeviceOptions {
   double gpu_memory_fraction = 0.9;  // Of each GPU's memory, for its allocator.
 };
 
+// The GPUs DeviceMgr::CreateLocal makes for LocalDeviceOptions::num_gpus = `requested`
+// (-1: every visible one), without making them; more than are visible is returned as is.
+int LocalGpuCount(int requested);
+
 class DeviceMgr {
  public:
   // The devices of this process for job/replica/task: CPU:0, then GPU:0.. as

@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_reader.h"
 #include "estimator/training.h"
 #include "framework/core/env.h"
+#include "framework/core/status.h"
 #include "framework/ops/array_ops.h"
 #include "framework/ops/layers.h"
 #include "framework/ops/losses.h"
@@ -302,6 +303,51 @@ TEST_F(EstimatorTest, EndOfInputEndsTraining) {
   auto step = est->Train(LinearInput(32, /*repeat=*/false));  // One pass: 16 batches.
   ASSERT_TRUE(step.ok()) << step.status();
   EXPECT_EQ(*step, 16);
+}
+
+// Passes its input through, recording ScopedStepCpuThreads::Current() when each
+// iterator is made.
+class StepThreadsProbe : public data::Dataset {
+ public:
+  StepThreadsProbe(data::DatasetPtr in, std::vector<int>* seen) : in_(std::move(in)), seen_(seen) {}
+  absl::StatusOr<std::unique_ptr<data::Iterator>> MakeIterator() const override {
+    seen_->push_back(data::ScopedStepCpuThreads::Current());
+    return in_->MakeIterator();
+  }
+  std::string DebugString() const override { return "StepThreadsProbe"; }
+
+ private:
+  data::DatasetPtr in_;
+  std::vector<int>* seen_;
+};
+
+// Train, Evaluate and Predict make their input's iterator knowing the CPU threads their
+// steps compute on (the session config's intra-op threads), which decides whether an
+// autotuned Prefetch gets a producer thread.
+TEST_F(EstimatorTest, InputIteratorsKnowTheStepsCpuThreads) {
+  RunConfigOptions ro;
+  ro.num_gpus = 0;
+  ro.session_config =
+      SessionConfig{.inter_op_parallelism_threads = 1, .intra_op_parallelism_threads = 3};
+  auto est = Make(env::JoinPath(dir_, "m"), ro);
+  std::vector<int> seen;
+  auto probed = [&seen](ModeKey mode, const InputContext& context) -> absl::StatusOr<InputData> {
+    TANDEM_ASSIGN_OR_RETURN(InputData in, LinearInput(32, /*repeat=*/false)(mode, context));
+    in.dataset = std::make_shared<StepThreadsProbe>(in.dataset, &seen);
+    return in;
+  };
+  ASSERT_TRUE(est->Train(probed, TrainOptions{.max_steps = 3}).ok());
+  ASSERT_TRUE(est->Evaluate(probed).ok());
+  int predictions = 0;
+  ASSERT_TRUE(est->Predict(probed,
+                           [&](const std::map<std::string, Tensor>&) {
+                             ++predictions;
+                             return absl::OkStatus();
+                           })
+                  .ok());
+  EXPECT_GT(predictions, 0);
+  EXPECT_THAT(seen, ElementsAre(3, 3, 3));
+  EXPECT_EQ(data::ScopedStepCpuThreads::Current(), 0) << "the scope ended with each call";
 }
 
 TEST_F(EstimatorTest, Errors) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <memory>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -181,6 +182,55 @@ TEST(PrefetchTest, AutotuneRunsNoProducerThreadOnOneCpu) {
     ASSERT_TRUE(it.ok());
     EXPECT_EQ(CountThreads(), before + 1) << "no producer thread with CPUs to spare";
   }
+}
+
+// kAutotune starts no producer thread while ScopedStepCpuThreads says the steps' threads
+// hold every usable CPU, and starts one when they leave a CPU free, when the scope has
+// ended, or when the count is not known (0).
+TEST(PrefetchTest, AutotuneRunsNoProducerThreadWhereTheStepsHoldEveryCpu) {
+  const int cpus = env::UsableCpus();
+  if (cpus < 2) GTEST_SKIP() << "one usable CPU: kAutotune never starts a thread here";
+  // Every iterator lives to the end over an endless input, so no producer thread exits
+  // between two counts.
+  std::vector<std::unique_ptr<Iterator>> keep;
+  auto threads_started = [&keep](int step_cpu_threads) {
+    ScopedStepCpuThreads scope(step_cpu_threads);
+    const int before = CountThreads();
+    auto it = Range(50)->Repeat(-1)->Prefetch(kAutotune)->MakeIterator();
+    EXPECT_TRUE(it.ok()) << it.status();
+    const int started = CountThreads() - before;
+    std::vector<int64_t> got;
+    while (it.ok() && got.size() < 50) {
+      auto e = (*it)->GetNext();
+      EXPECT_TRUE(e.ok() && e->has_value());
+      if (!e.ok() || !e->has_value()) break;
+      got.push_back((**e)[0].scalar<int64_t>());
+    }
+    EXPECT_THAT(got, ElementsAreArray(Iota(50)));
+    if (it.ok()) keep.push_back(std::move(*it));
+    return started;
+  };
+  EXPECT_EQ(threads_started(cpus), 0) << "the steps hold every CPU";
+  EXPECT_EQ(threads_started(cpus + 3), 0);
+  EXPECT_EQ(threads_started(cpus - 1), 1) << "a CPU is free for the producer";
+  EXPECT_EQ(threads_started(0), 1) << "not known";
+  {
+    ScopedStepCpuThreads outer(cpus);
+    { ScopedStepCpuThreads inner(1); }
+    const int before = CountThreads();
+    auto it = Range(5)->Repeat(-1)->Prefetch(kAutotune)->MakeIterator();
+    ASSERT_TRUE(it.ok());
+    EXPECT_EQ(CountThreads(), before) << "the inner scope restored the outer one's count";
+    auto set_depth = Range(5)->Repeat(-1)->Prefetch(2)->MakeIterator();
+    ASSERT_TRUE(set_depth.ok());
+    EXPECT_EQ(CountThreads(), before + 1) << "Prefetch(2) runs its producer thread anyway";
+    keep.push_back(std::move(*it));
+    keep.push_back(std::move(*set_depth));
+  }
+  const int before = CountThreads();
+  auto it = Range(5)->Repeat(-1)->Prefetch(kAutotune)->MakeIterator();
+  ASSERT_TRUE(it.ok());
+  EXPECT_EQ(CountThreads(), before + 1) << "the scope has ended";
 }
 
 }  // namespace
