@@ -28,11 +28,9 @@ constexpr int64_t kDefaultPrefetchDepth = 4;
 
 thread_local int step_cpu_threads = 0;  // ScopedStepCpuThreads' value; 0: not known.
 
-// Whether a producer thread would have a CPU of its own (kAutotune).
-bool CpuFreeForProducer() {
-  const int cpus = env::UsableCpus();
-  return cpus >= 2 && step_cpu_threads < cpus;
-}
+// Whether a producer thread would have a CPU of its own (kAutotune): the steps' threads,
+// or at least the consumer's own, leave one free.
+bool CpuFreeForProducer() { return std::max(step_cpu_threads, 1) < env::UsableCpus(); }
 
 class PrefetchIterator : public Iterator {
  public:
