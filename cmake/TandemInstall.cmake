@@ -15,7 +15,8 @@ set(TANDEM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/tandem)
 set(_tandem_libraries
     tandem_core tandem_protos tandem_tensor tandem_graph tandem_kernels tandem_cpu_kernels
     tandem_cuda_kernels
-    tandem_ops tandem_runtime tandem_data tandem_distributed_base tandem_distributed
+    tandem_ops tandem_feature_column tandem_runtime tandem_data tandem_distributed_base
+    tandem_distributed
     tandem_distributed_rpc tandem_checkpoint tandem_serving tandem_serving_rest
     tandem_hooks tandem_estimator tandem_trainer_main)
 set(_tandem_installed)

@@ -18,6 +18,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "estimator/internal/did_you_mean.h"
+#include "estimator/feature_config.h"
+#include "estimator/internal/data_config.h"
 #include "estimator/internal/distribute_config.h"
 #include "estimator/internal/export_config.h"
 #include "estimator/internal/security_config.h"
@@ -46,7 +48,8 @@ int64_t MaxThreads() {
 struct Field {
   const char* key;
   std::variant<int64_t*, std::optional<int64_t>*, double*, bool*, std::string*,
-               std::map<std::string, std::string>*>
+               std::map<std::string, std::string>*, std::vector<std::string>*,
+               std::vector<ParamValue>*>
       target;
   int64_t min = kNoMin;              // Integers: smallest allowed value.
   std::vector<const char*> choices;  // Strings: allowed values; empty = any.
@@ -69,7 +72,20 @@ std::vector<Section> Sections(JobConfig& c) {
         {"eval_path", &c.data.eval_path},
         {"eval_batch_size", &c.data.eval_batch_size, 0, {}, kMaxBatchSize},
         {"shuffle_buffer", &c.data.shuffle_buffer, 0},
-        {"prefetch_buffer", &c.data.prefetch_buffer, -1, {}, 1024}}},
+        {"prefetch_buffer", &c.data.prefetch_buffer, -1, {}, 1024},
+        {"format", &c.data.format, kNoMin, {"", "csv", "tfrecord_example"}},
+        {"label_name", &c.data.label_name},
+        {"column_names", &c.data.column_names},
+        {"column_defaults", &c.data.column_defaults},
+        {"header", &c.data.header},
+        {"field_delim", &c.data.field_delim},
+        {"skip_initial_space", &c.data.skip_initial_space},
+        {"na_value", &c.data.na_value},
+        {"comment", &c.data.comment},
+        {"strip_line_suffix", &c.data.strip_line_suffix},
+        {"skip_bad_rows", &c.data.skip_bad_rows},
+        {"value_separators", &c.data.value_separators},
+        {"compression", &c.data.compression, kNoMin, {"auto", "none", "gzip"}}}},
       {"run",
        {{"model_dir", &c.run.model_dir},
         {"save_checkpoints_steps", &c.run.save_checkpoints_steps, 0},
@@ -180,7 +196,7 @@ class Decoder {
 
   absl::Status Decode(const toml::table& root, JobConfig& c) const {
     std::vector<Section> sections = Sections(c);
-    std::vector<std::string> names = {"cluster", "task"};
+    std::vector<std::string> names = {"cluster", "task", "features"};
     for (const Section& s : sections) names.push_back(s.name);
     for (auto&& [key, node] : root) {
       const std::string name(key.str());
@@ -194,7 +210,9 @@ class Decoder {
                      absl::StrCat("[", name, "] must be a table, got ", TypeName(node)));
       }
       const toml::table& table = *node.as_table();
-      if (name == "cluster") {
+      if (name == "features") {
+        TANDEM_RETURN_IF_ERROR(DecodeFeatures(table, c.features));
+      } else if (name == "cluster") {
         TANDEM_RETURN_IF_ERROR(DecodeCluster(table, c.cluster));
       } else if (name == "task") {
         TANDEM_RETURN_IF_ERROR(DecodeTask(table, c.task));
@@ -236,8 +254,9 @@ class Decoder {
         }
         for (auto&& [pkey, pnode] : *node.as_table()) {
           const std::string pname(pkey.str());
-          TANDEM_ASSIGN_OR_RETURN(c.model.params[pname],
-                                  DecodeParam(absl::StrCat(path, ".", pname), pnode));
+          TANDEM_ASSIGN_OR_RETURN(
+              c.model.params[pname],
+              DecodeParam(absl::StrCat(path, ".", pname), "[model.params] " + pname, pnode));
         }
         continue;
       }
@@ -303,6 +322,29 @@ class Decoder {
       **p = node.as_boolean()->get();
       return absl::OkStatus();
     }
+    if (auto* p = std::get_if<std::vector<std::string>*>(&f.target)) {
+      if (!node.is_array()) return wrong_type("an array of strings");
+      (*p)->clear();
+      for (const toml::node& item : *node.as_array()) {
+        if (!item.is_string()) {
+          return Error(path, item.source(),
+                       absl::StrCat("[", section, "] ", f.key, " must hold strings, got ",
+                                    TypeName(item)));
+        }
+        (*p)->push_back(item.as_string()->get());
+      }
+      return absl::OkStatus();
+    }
+    if (auto* p = std::get_if<std::vector<ParamValue>*>(&f.target)) {
+      if (!node.is_array()) return wrong_type("an array");
+      const std::string what = absl::StrCat("[", section, "] ", f.key, " entry");
+      (*p)->clear();
+      for (const toml::node& item : *node.as_array()) {
+        TANDEM_ASSIGN_OR_RETURN(ParamValue v, DecodeParam(path, what, item));
+        (*p)->push_back(std::move(v));
+      }
+      return absl::OkStatus();
+    }
     if (auto* p = std::get_if<std::map<std::string, std::string>*>(&f.target)) {
       if (!node.is_table()) return wrong_type("a table of strings");
       for (auto&& [key, value] : *node.as_table()) {
@@ -328,7 +370,9 @@ class Decoder {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<ParamValue> DecodeParam(const std::string& path, const toml::node& node) const {
+  // A free-form value at dotted `path`; `what` names it in errors ("[model.params] lr").
+  absl::StatusOr<ParamValue> DecodeParam(const std::string& path, const std::string& what,
+                                         const toml::node& node) const {
     if (node.is_boolean()) return ParamValue::Bool(node.as_boolean()->get());
     if (node.is_integer()) return ParamValue::Int(node.as_integer()->get());
     if (node.is_floating_point()) return ParamValue::Double(node.as_floating_point()->get());
@@ -336,14 +380,38 @@ class Decoder {
     if (node.is_array()) {
       std::vector<ParamValue> items;
       for (const toml::node& item : *node.as_array()) {
-        TANDEM_ASSIGN_OR_RETURN(ParamValue v, DecodeParam(path, item));
+        TANDEM_ASSIGN_OR_RETURN(ParamValue v, DecodeParam(path, what, item));
         items.push_back(std::move(v));
       }
       return ParamValue::Array(std::move(items));
     }
     return Error(path, node.source(),
-                 absl::StrCat("[model.params] ", path.substr(strlen("model.params.")),
-                              " must be a number, string, boolean or array, got ", TypeName(node)));
+                 absl::StrCat(what, " must be a number, string, boolean or array, got ",
+                              TypeName(node)));
+  }
+
+  // [features.<name>] tables: each key kept as written, with where it came from.
+  absl::Status DecodeFeatures(const toml::table& table,
+                              std::map<std::string, FeatureTable>& features) const {
+    for (auto&& [key, node] : table) {
+      const std::string name(key.str());
+      const std::string path = absl::StrCat("features.", name);
+      if (!node.is_table()) {
+        return Error(path, node.source(),
+                     absl::StrCat("[features] ", name, " must be a table (a feature column: ",
+                                  name, " = { type = \"numeric\" }), got ", TypeName(node)));
+      }
+      FeatureTable& f = features[name];
+      f.where["" /* the table */] = Where(path, node.source());
+      for (auto&& [fkey, fnode] : *node.as_table()) {
+        const std::string k(fkey.str());
+        const std::string fpath = absl::StrCat(path, ".", k);
+        TANDEM_ASSIGN_OR_RETURN(
+            f.keys[k], DecodeParam(fpath, absl::StrCat("[features.", name, "] ", k), fnode));
+        f.where[k] = Where(fpath, fnode.source());
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::Status DecodeCluster(const toml::table& table, ClusterSpec& cluster) const {
@@ -675,6 +743,8 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
   TANDEM_RETURN_IF_ERROR(internal::CheckDistribute(c, where));
   TANDEM_RETURN_IF_ERROR(internal::CheckExportAndWarmStart(c, where));
   TANDEM_RETURN_IF_ERROR(internal::CheckSecurity(c, where));
+  TANDEM_RETURN_IF_ERROR(internal::CheckData(c, where));
+  TANDEM_RETURN_IF_ERROR(internal::CheckFeatureColumns(c));
   return c;
 }
 
@@ -761,6 +831,12 @@ std::string JobConfig::ToToml() const {
               toml::table map;
               for (const auto& [key, value] : *p) map.insert_or_assign(key, value);
               table.insert_or_assign(f.key, std::move(map));
+            } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+              toml::array items;
+              for (const std::string& v : *p) items.push_back(v);
+              table.insert_or_assign(f.key, std::move(items));
+            } else if constexpr (std::is_same_v<T, std::vector<ParamValue>>) {
+              table.insert_or_assign(f.key, ParamArrayToToml(*p));
             } else {
               table.insert_or_assign(f.key, *p);
             }
@@ -773,6 +849,15 @@ std::string JobConfig::ToToml() const {
       table.insert_or_assign("params", std::move(params));
     }
     root.insert_or_assign(s.name, std::move(table));
+  }
+  if (!features.empty()) {
+    toml::table all;
+    for (const auto& [name, f] : features) {
+      toml::table t;
+      for (const auto& [key, value] : f.keys) InsertParam(t, key, value);
+      all.insert_or_assign(name, std::move(t));
+    }
+    root.insert_or_assign("features", std::move(all));
   }
   if (!cluster.empty()) root.insert_or_assign("cluster", ClusterToToml(cluster));
   if (!task.type.empty() || task.index) {

@@ -5,8 +5,11 @@
 //
 //   [model]       name = "fashion_mlp"       registered model name (required)
 //   [model.params]                           free-form: numbers, strings, bools, arrays
+//   [features.<name>]                        a feature column (estimator/feature_config.h)
 //   [data]        dataset, data_dir, train_path, eval_path, eval_batch_size,
-//                 shuffle_buffer, prefetch_buffer
+//                 shuffle_buffer, prefetch_buffer; for the premade estimators format,
+//                 label_name and the csv / tfrecord_example keys
+//                 (estimator/internal/data_config.h)
 //   [run]         model_dir, save_checkpoints_steps | save_checkpoints_secs,
 //                 keep_checkpoint_max, keep_checkpoint_every_n_hours, log_step_count_steps,
 //                 save_summary_steps, random_seed, inter_op_threads, intra_op_threads,
@@ -149,6 +152,14 @@ struct ParamValue {
 };
 using ParamMap = std::map<std::string, ParamValue>;
 
+// One [features.<name>] table (a feature column, estimator/feature_config.h): its keys
+// as written, and where each value came from ("job.toml:12:3", "--set ...") for errors.
+struct FeatureTable {
+  ParamMap keys;
+  std::map<std::string, std::string> where;  // Not part of the value.
+  bool operator==(const FeatureTable& o) const { return keys == o.keys; }
+};
+
 struct ModelSection {
   std::string name;
   ParamMap params;
@@ -161,6 +172,10 @@ struct ModelSection {
                                         absl::string_view default_value) const;
   absl::StatusOr<std::vector<int64_t>> GetIntList(absl::string_view key,
                                                   std::vector<int64_t> default_value) const;
+  absl::StatusOr<std::vector<std::string>> GetStringList(
+      absl::string_view key, std::vector<std::string> default_value) const;
+  // Whether `key` is set (it counts as read).
+  bool Has(absl::string_view key) const;
   // A config error naming each key of `params` that no Get* call asked for (with a
   // did-you-mean among the keys that were asked for); OK when there is none.
   absl::Status CheckEveryKeyRead() const;
@@ -172,11 +187,29 @@ struct ModelSection {
 struct DataSection {
   std::string dataset;  // A dataset name ("fashion_mnist"), or "" with paths.
   std::string data_dir;
-  std::string train_path;
+  std::string train_path;  // Files: a path, a glob pattern, or several joined by ','.
   std::string eval_path;
   int64_t eval_batch_size = 0;  // 0: [train] batch_size.
   int64_t shuffle_buffer = 10000;
   int64_t prefetch_buffer = -1;  // Batches ahead; -1: auto (data::kAutotune); 0: none.
+  // The files' format for the premade estimators: "csv" or "tfrecord_example"
+  // (estimator/internal/data_config.h); "" for models that read their own data.
+  std::string format;
+  std::string label_name;  // The label's column (csv) or feature key (tfrecord_example).
+  // csv (TensorFlow's make_csv_dataset names where it has one): column_names in file
+  // order; column_defaults, one per column, give each column's type (integer: int64,
+  // float: float32, string, boolean) and the value of an empty field ([] : required).
+  std::vector<std::string> column_names;
+  std::vector<ParamValue> column_defaults;
+  bool header = false;
+  std::string field_delim = ",";
+  bool skip_initial_space = false;
+  std::string na_value;
+  std::string comment;
+  std::string strip_line_suffix;
+  bool skip_bad_rows = false;
+  std::map<std::string, std::string> value_separators;  // Column -> list separator.
+  std::string compression = "auto";  // tfrecord_example: "auto" (by .gz), "none", "gzip".
   bool operator==(const DataSection& o) const = default;
 };
 
@@ -299,6 +332,7 @@ class JobConfig {
   bool UsesCollective() const;
 
   ModelSection model;
+  std::map<std::string, FeatureTable> features;  // [features.<name>] by name.
   DataSection data;
   RunSection run;
   TrainSection train;

@@ -154,4 +154,24 @@ absl::StatusOr<std::vector<int64_t>> ModelSection::GetIntList(
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> ModelSection::GetStringList(
+    absl::string_view key, std::vector<std::string> default_value) const {
+  TANDEM_ASSIGN_OR_RETURN(const ParamValue* v,
+                          FindParam(*this, key, ParamValue::Type::kArray, "an array of strings"));
+  if (v == nullptr) return default_value;
+  std::vector<std::string> out;
+  for (const ParamValue& e : v->array) {
+    if (e.type != ParamValue::Type::kString) {
+      return ConfigError(absl::StrCat("[model.params] ", key, " must be an array of strings"));
+    }
+    out.push_back(e.string_value);
+  }
+  return out;
+}
+
+bool ModelSection::Has(absl::string_view key) const {
+  read.Mark(key);
+  return params.contains(std::string(key));
+}
+
 }  // namespace tandem

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "estimator/internal/did_you_mean.h"
+#include "framework/core/status.h"
 
 namespace tandem {
 
@@ -64,27 +65,62 @@ absl::Status EstimatorSpec::Validate() const {
   return absl::OkStatus();
 }
 
-absl::Status ModelRegistry::Register(const std::string& name, ModelFactory factory) {
+namespace {
+
+absl::Status AddEntry(std::map<std::string, ModelRegistry::Entry>& factories,
+                      const std::string& name, ModelRegistry::Entry entry, bool empty) {
   if (name.empty()) return absl::InvalidArgumentError("model name must not be empty");
-  if (!factory) return absl::InvalidArgumentError(absl::StrCat("model '", name, "': no factory"));
-  if (!factories_.emplace(name, std::move(factory)).second) {
+  if (empty) return absl::InvalidArgumentError(absl::StrCat("model '", name, "': no factory"));
+  if (!factories.emplace(name, std::move(entry)).second) {
     return absl::AlreadyExistsError(absl::StrCat("model '", name, "' is already registered"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Model>> ModelRegistry::Create(const std::string& name) const {
+absl::StatusOr<std::unique_ptr<Model>> NotNull(const std::string& name,
+                                               absl::StatusOr<std::unique_ptr<Model>> model) {
+  if (model.ok() && *model == nullptr) {
+    return absl::InternalError(absl::StrCat("model '", name, "': factory returned null"));
+  }
+  return model;
+}
+
+}  // namespace
+
+absl::Status ModelRegistry::Register(const std::string& name, ModelFactory factory) {
+  const bool empty = !factory;
+  return AddEntry(factories_, name, Entry{std::move(factory), nullptr}, empty);
+}
+
+absl::Status ModelRegistry::Register(const std::string& name, ConfiguredModelFactory factory) {
+  const bool empty = !factory;
+  return AddEntry(factories_, name, Entry{nullptr, std::move(factory)}, empty);
+}
+
+absl::StatusOr<const ModelRegistry::Entry*> ModelRegistry::Find(const std::string& name) const {
   auto it = factories_.find(name);
   if (it == factories_.end()) {
     return absl::NotFoundError(absl::StrCat("[model] name: unknown model '", name, "'",
                                             internal::DidYouMean(name, Names()),
                                             "; registered models: ", absl::StrJoin(Names(), ", ")));
   }
-  std::unique_ptr<Model> model = it->second();
-  if (model == nullptr) {
-    return absl::InternalError(absl::StrCat("model '", name, "': factory returned null"));
+  return &it->second;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> ModelRegistry::Create(const std::string& name) const {
+  TANDEM_ASSIGN_OR_RETURN(const Entry* e, Find(name));
+  if (!e->plain) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", name, "' is made from a job config: Create(name, job)"));
   }
-  return model;
+  return NotNull(name, e->plain());
+}
+
+absl::StatusOr<std::unique_ptr<Model>> ModelRegistry::Create(const std::string& name,
+                                                             const JobConfig& job) const {
+  TANDEM_ASSIGN_OR_RETURN(const Entry* e, Find(name));
+  return NotNull(name, e->plain ? absl::StatusOr<std::unique_ptr<Model>>(e->plain())
+                                : e->configured(job));
 }
 
 std::vector<std::string> ModelRegistry::Names() const {

@@ -80,6 +80,9 @@ struct InputData {
   data::DatasetPtr dataset;
   std::vector<std::string> feature_names;  // One per leading element component.
   bool has_labels = true;                  // The last component is the labels.
+  // Per-example shapes of features whose first batch does not give every batch's: a
+  // -1 dimension takes any size (a variable-length feature, padded per dataset).
+  std::map<std::string, PartialShape> feature_shapes;
 };
 
 using InputFn = std::function<absl::StatusOr<InputData>(ModeKey, const InputContext&)>;
@@ -100,17 +103,32 @@ class Model {
 };
 
 using ModelFactory = std::function<std::unique_ptr<Model>()>;
+// A model made from the job itself (the premade estimators read [features] and
+// [model.params] when made, so that a bad declaration fails before anything runs).
+using ConfiguredModelFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Model>>(const JobConfig& job)>;
 
 class ModelRegistry {
  public:
   // ALREADY_EXISTS when `name` is taken; INVALID_ARGUMENT when empty.
   absl::Status Register(const std::string& name, ModelFactory factory);
-  // NOT_FOUND listing the registered names (with a did-you-mean).
+  absl::Status Register(const std::string& name, ConfiguredModelFactory factory);
+  // NOT_FOUND listing the registered names (with a did-you-mean). The first form
+  // refuses a model that needs the job.
   absl::StatusOr<std::unique_ptr<Model>> Create(const std::string& name) const;
+  absl::StatusOr<std::unique_ptr<Model>> Create(const std::string& name,
+                                                const JobConfig& job) const;
   std::vector<std::string> Names() const;
 
+  // One registered model: one of the two factories is set.
+  struct Entry {
+    ModelFactory plain;
+    ConfiguredModelFactory configured;
+  };
+
  private:
-  std::map<std::string, ModelFactory> factories_;
+  absl::StatusOr<const Entry*> Find(const std::string& name) const;
+  std::map<std::string, Entry> factories_;
 };
 
 // The input and model functions of `model` bound to `job` (not owned; must outlive the

@@ -197,12 +197,11 @@ void Batcher::RunBatch(const std::vector<std::shared_ptr<Task>>& batch) {
     TensorShape shape = first.shape();
     shape.set_dim(0, total);
     Tensor all(first.dtype(), shape);
-    size_t offset = 0;
+    int64_t offset = 0;
     for (const std::shared_ptr<Task>& t : batch) {
       const Tensor& part = t->inputs.at(name);
-      if (part.TotalBytes() > 0)
-        std::memcpy(all.raw_data() + offset, part.raw_data(), part.TotalBytes());
-      offset += part.TotalBytes();
+      CopyElements(part, 0, all, offset, part.NumElements());
+      offset += part.NumElements();
     }
     merged.emplace(name, std::move(all));
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/core/status.h"
@@ -20,7 +21,7 @@ namespace tandem::serving {
 namespace {
 
 constexpr char kB64Refused[] =
-    "base64 values ({\"b64\": ...}) are not supported: this model has no string inputs";
+    "a base64 value ({\"b64\": ...}) can only be one string of a string input";
 
 template <typename... Args>
 absl::Status Invalid(const Args&... args) {
@@ -65,15 +66,32 @@ std::string InputNames(const Signature& signature) {
 }
 
 absl::Status TypeMismatch(const JsonValue& v, DType dtype, const Position& at) {
-  if (IsB64(v)) return InvalidAt(at, kB64Refused);
-  const char* wanted = dtype == DType::kFloat  ? "a number"
-                       : dtype == DType::kBool ? "true or false"
-                                               : "an integer";
+  if (IsB64(v) && dtype != DType::kString) return InvalidAt(at, kB64Refused);
+  const char* wanted = dtype == DType::kFloat    ? "a number"
+                       : dtype == DType::kBool   ? "true or false"
+                       : dtype == DType::kString ? "a string"
+                                                 : "an integer";
   std::string what =
       absl::StrCat("expected ", wanted, " (", DTypeName(dtype), "), got ", Preview(v));
   if (v.is_array()) absl::StrAppend(&what, " (the value nests deeper than the input's shape)");
-  if (v.is_string()) absl::StrAppend(&what, " (string values are not supported)");
   return InvalidAt(at, what);
+}
+
+// A string input's value: a JSON string, or {"b64": "<base64>"} for any bytes.
+absl::Status StoreString(const JsonValue& v, std::string* dst, const Position& at) {
+  if (v.is_string()) {
+    dst->assign(v.string().data(), v.string().size());
+    return absl::OkStatus();
+  }
+  if (IsB64(v)) {
+    std::optional<JsonValue> b64 = v.Find("b64");
+    if (v.size() != 1 || !b64->is_string() || !absl::Base64Unescape(b64->string(), dst)) {
+      return InvalidAt(at, absl::StrCat("a base64 value must be {\"b64\": \"<base64 text>\"}, got ",
+                                        Preview(v)));
+    }
+    return absl::OkStatus();
+  }
+  return TypeMismatch(v, DType::kString, at);
 }
 
 template <typename T>
@@ -119,6 +137,8 @@ absl::Status StoreLeaf(const JsonValue& v, DType dtype, char* out, int64_t i, co
       return StoreInt(v, dtype, reinterpret_cast<int64_t*>(out) + i, at);
     case DType::kUInt8:
       return StoreInt(v, dtype, reinterpret_cast<uint8_t*>(out) + i, at);
+    case DType::kString:
+      return StoreString(v, reinterpret_cast<std::string*>(out) + i, at);
     default:
       return InvalidAt(at, absl::StrCat("dtype ", DTypeName(dtype), " cannot be sent as JSON"));
   }
@@ -127,12 +147,12 @@ absl::Status StoreLeaf(const JsonValue& v, DType dtype, char* out, int64_t i, co
 // Writes `v`, whose shape must be dims[d:], into `out` from element *pos on.
 absl::Status Fill(const JsonValue& v, const Dims& dims, size_t d, DType dtype, char* out,
                   int64_t* pos, Position& at) {
-  if (IsB64(v)) return InvalidAt(at, kB64Refused);
   if (d == dims.size()) {
     TANDEM_RETURN_IF_ERROR(StoreLeaf(v, dtype, out, *pos, at));
     ++*pos;
     return absl::OkStatus();
   }
+  if (IsB64(v)) return InvalidAt(at, kB64Refused);
   if (!v.is_array() || static_cast<int64_t>(v.size()) != dims[d]) {
     return InvalidAt(at, absl::StrCat("expected a list of ", dims[d], " values, got ", Preview(v),
                                       " (every value of an input must have one shape, here ",
@@ -211,6 +231,51 @@ absl::StatusOr<Tensor> Decode(const std::vector<JsonValue>& values, const Dims& 
   return t;
 }
 
+// Whether `info` is a variable-length list per example (a feature column's list of
+// strings or ids, [batch, -1]): examples may give lists of different lengths, and the
+// shorter ones are padded with '' or -1, the feature columns' missing-value marks.
+bool IsRagged(const TensorInfo& info) {
+  return info.shape.rank() == 2 && info.shape.dim(1) < 0 &&
+         (info.dtype == DType::kString || info.dtype == DType::kInt64 ||
+          info.dtype == DType::kInt32);
+}
+
+// The [examples, longest list] tensor of ragged `values` (each a list, or one value).
+absl::StatusOr<Tensor> DecodeRagged(const std::vector<JsonValue>& values, const TensorInfo& info,
+                                    size_t body_size, Position& at) {
+  int64_t width = 1;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].is_array()) width = std::max<int64_t>(width, values[i].size());
+  }
+  const int64_t n = static_cast<int64_t>(values.size());
+  // Each value takes at least one byte of the body; padding is bounded by that too.
+  if (static_cast<uint64_t>(n) * static_cast<uint64_t>(width) > 4 * body_size + 64) {
+    return InvalidAt(at, absl::StrCat(n, " lists padded to ", width, " values is too large"));
+  }
+  Tensor t(info.dtype, TensorShape({n, width}));
+  for (int64_t i = 0; i < n * width; ++i) {
+    if (info.dtype == DType::kInt64) t.data<int64_t>()[i] = -1;
+    if (info.dtype == DType::kInt32) t.data<int32_t>()[i] = -1;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    at.instance = i;
+    const JsonValue& v = values[i];
+    if (!v.is_array()) {
+      TANDEM_RETURN_IF_ERROR(StoreLeaf(v, info.dtype, t.raw_data(), i * width, at));
+      continue;
+    }
+    at.index.push_back(0);
+    JsonValue element = v.empty() ? v : v.first();
+    for (int64_t k = 0; k < static_cast<int64_t>(v.size()); ++k) {
+      if (k > 0) element = element.next();
+      at.index.back() = k;
+      TANDEM_RETURN_IF_ERROR(StoreLeaf(element, info.dtype, t.raw_data(), i * width + k, at));
+    }
+    at.index.pop_back();
+  }
+  return t;
+}
+
 // Checks that a signature entry can be decoded from JSON at all.
 absl::Status CheckDecodable(const std::string& name, const TensorInfo& info) {
   if (!info.shape.known_rank() || info.shape.rank() < 1) {
@@ -279,6 +344,11 @@ absl::StatusOr<PredictRequest> ParseRows(const JsonValue& instances, const Signa
     TANDEM_RETURN_IF_ERROR(CheckDecodable(name, info));
     for (int64_t i = 0; i < n; ++i) values[i] = named ? *list[i].Find(name) : list[i];
     Position at{&name, 0, {}};
+    if (IsRagged(info)) {
+      TANDEM_ASSIGN_OR_RETURN(Tensor t, DecodeRagged(values, info, body_size, at));
+      request.inputs.emplace(name, std::move(t));
+      continue;
+    }
     const Dims inner(info.shape.dims().begin() + 1, info.shape.dims().end());
     TANDEM_ASSIGN_OR_RETURN(Dims dims, InferDims(values[0], inner, at));
     TANDEM_ASSIGN_OR_RETURN(Tensor t, Decode(values, dims, /*stacked=*/true, info, body_size, at));
@@ -303,6 +373,26 @@ absl::StatusOr<PredictRequest> ParseColumns(const JsonValue& inputs, const Signa
     TANDEM_RETURN_IF_ERROR(CheckDecodable(name, info));
     const JsonValue value = named ? *inputs.Find(name) : inputs;
     Position at{&name, -1, {}};
+    if (IsRagged(info)) {
+      if (!value.is_array() || value.empty()) {
+        return InvalidAt(at, absl::StrCat("expected a list of examples' lists, got ", Preview(value)));
+      }
+      std::vector<JsonValue> examples;
+      JsonValue e = value.first();
+      for (size_t k = 0; k < value.size(); ++k, e = k < value.size() ? e.next() : e) {
+        examples.push_back(e);
+      }
+      if (static_cast<int64_t>(examples.size()) > limits.max_instances ||
+          (!batch_input.empty() && static_cast<int64_t>(examples.size()) != request.batch_size)) {
+        return InvalidAt(at, absl::StrCat("holds ", examples.size(),
+                                          " examples: over the limit, or unlike another input"));
+      }
+      TANDEM_ASSIGN_OR_RETURN(Tensor t, DecodeRagged(examples, info, body_size, at));
+      batch_input = name;
+      request.batch_size = static_cast<int64_t>(examples.size());
+      request.inputs.emplace(name, std::move(t));
+      continue;
+    }
     TANDEM_ASSIGN_OR_RETURN(Dims dims, InferDims(value, info.shape.dims(), at));
     if (dims[0] == 0) return InvalidAt(at, "holds no examples: nothing to predict");
     if (dims[0] > limits.max_instances) {

@@ -53,6 +53,9 @@ void AppendScalar(std::string* out, const Tensor& t, int64_t i) {
     case DType::kBool:
       out->append(t.data<bool>()[i] ? "true" : "false");
       break;
+    case DType::kString:
+      out->append(Dump(json(t.StringAt(i))));  // Bytes that are not UTF-8 become U+FFFD.
+      break;
     default:
       out->append("null");
   }
@@ -212,6 +215,8 @@ std::string TfDTypeName(DType dtype) {
       return "DT_UINT8";
     case DType::kBool:
       return "DT_BOOL";
+    case DType::kString:
+      return "DT_STRING";
     case DType::kBFloat16:
       return "DT_BFLOAT16";
     case DType::kResource:

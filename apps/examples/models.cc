@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "estimator/input_pipeline.h"
+#include "estimator/optimizer_params.h"
 #include "framework/core/status.h"
 #include "framework/data/readers.h"
 #include "framework/ops/array_ops.h"
@@ -24,28 +26,6 @@ namespace {
 
 uint64_t Seed(const JobConfig& job) {
   return static_cast<uint64_t>(job.run.random_seed.value_or(0));
-}
-
-// Shuffle/batch/repeat/shard/prefetch of a source dataset for `mode`; `per_batch`, when
-// set, maps each batch (on the prefetch thread when there is one).
-data::DatasetPtr Pipeline(data::DatasetPtr ds, ModeKey mode, const InputContext& context,
-                          const JobConfig& job, data::MapFn per_batch = nullptr) {
-  if (context.num_input_pipelines > 1) {
-    ds = ds->Shard(context.num_input_pipelines, context.input_pipeline_id);
-  }
-  int64_t batch = job.train.batch_size;
-  if (mode == ModeKey::kTrain) {
-    // Each pipeline of a cluster shuffles its own shard with its own seed.
-    ds = ds->Shuffle(std::max<int64_t>(1, job.data.shuffle_buffer),
-                     Seed(job) + static_cast<uint64_t>(context.input_pipeline_id))
-             ->Repeat(-1);
-  } else if (job.data.eval_batch_size > 0) {
-    batch = job.data.eval_batch_size;
-  }
-  ds = ds->Batch(batch, /*drop_remainder=*/mode == ModeKey::kTrain);
-  if (per_batch) ds = ds->Map(std::move(per_batch));
-  if (job.data.prefetch_buffer != 0) ds = ds->Prefetch(job.data.prefetch_buffer);
-  return ds;
 }
 
 // Loss, train op, metrics and predictions of a classifier's logits.
@@ -109,7 +89,7 @@ class FashionModel : public Model {
     }
     TANDEM_ASSIGN_OR_RETURN(data::DatasetPtr source, FashionSource(mode, job));
     return InputData{
-        Pipeline(source, mode, context, job, data::PixelsToUnitFloat()), {"image"}, true};
+        StandardPipeline(source, mode, context, job, data::PixelsToUnitFloat()), {"image"}, true};
   }
 };
 
@@ -200,7 +180,7 @@ class LinearRegression : public Model {
       y.data<float>()[i] = sum + static_cast<float>(noise) * normal(rng);
     }
     TANDEM_ASSIGN_OR_RETURN(data::DatasetPtr source, data::FromTensors({x, y}));
-    return InputData{Pipeline(source, mode, context, job), {"x"}, true};
+    return InputData{StandardPipeline(source, mode, context, job), {"x"}, true};
   }
 
   absl::StatusOr<EstimatorSpec> ModelFn(const Scope& scope, const Features& features, Output labels,
@@ -228,23 +208,7 @@ class LinearRegression : public Model {
 
 absl::StatusOr<std::unique_ptr<ops::Optimizer>> OptimizerFromParams(
     const ModelSection& params, absl::string_view default_name) {
-  TANDEM_ASSIGN_OR_RETURN(std::string name, params.GetString("optimizer", default_name));
-  TANDEM_ASSIGN_OR_RETURN(double lr_d, params.GetDouble("learning_rate", 0.001));
-  const float lr = static_cast<float>(lr_d);
-  if (!(lr > 0) || !std::isfinite(lr)) {
-    return ConfigError(absl::StrCat("[model.params] learning_rate must be > 0, got ", lr_d));
-  }
-  if (name == "sgd") return std::make_unique<ops::GradientDescentOptimizer>(lr);
-  if (name == "momentum") {
-    TANDEM_ASSIGN_OR_RETURN(double m, params.GetDouble("momentum", 0.9));
-    return std::make_unique<ops::MomentumOptimizer>(lr, static_cast<float>(m));
-  }
-  if (name == "adagrad") return std::make_unique<ops::AdagradOptimizer>(lr);
-  if (name == "adam") return std::make_unique<ops::AdamOptimizer>(lr);
-  if (name == "rmsprop") return std::make_unique<ops::RMSPropOptimizer>(lr);
-  if (name == "ftrl") return std::make_unique<ops::FtrlOptimizer>(lr);
-  return ConfigError(absl::StrCat("[model.params] optimizer: unknown '", name,
-                                  "' (sgd, momentum, adagrad, adam, rmsprop, ftrl)"));
+  return tandem::OptimizerFromParams(params, "", default_name, 0.001);
 }
 
 absl::Status RegisterExampleModels(ModelRegistry& registry) {

@@ -28,6 +28,9 @@ nlohmann::json RowJson(const Tensor& t, int64_t row) {
       case DType::kBool:
         values.push_back(t.data<bool>()[j]);
         break;
+      case DType::kString:
+        values.push_back(t.StringAt(j));
+        break;
       default:
         values.push_back(nullptr);
     }
@@ -53,7 +56,8 @@ absl::Status JsonLinesWriter::Write(const std::map<std::string, Tensor>& batch) 
   for (int64_t i = 0; i < rows; ++i) {
     nlohmann::json line = nlohmann::json::object();
     for (const auto& [key, t] : batch) line[key] = RowJson(t, i);
-    *out_ << line.dump() << '\n';
+    // Strings that are not UTF-8 (a model's own bytes) print with U+FFFD in their place.
+    *out_ << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     ++count_;
   }
   if (!*out_) return absl::DataLossError("writing predictions failed");

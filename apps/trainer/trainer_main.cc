@@ -22,6 +22,7 @@
 #include "apps/trainer/liveness.h"
 #include "apps/trainer/serve.h"
 #include "apps/trainer/serve_model.h"
+#include "estimator/canned/canned_model.h"
 #include "estimator/estimator.h"
 #include "estimator/internal/security_config.h"
 #include "estimator/job_config.h"
@@ -83,6 +84,7 @@ EvalOptions EvalOptionsFor(const JobConfig& job, const Flags& flags) {
 int Run(const std::string& command, const Flags& flags,
         const std::function<void(ModelRegistry&)>& register_models) {
   ModelRegistry registry;
+  if (absl::Status s = canned::RegisterPremadeEstimators(registry); !s.ok()) return Fail(s);
   register_models(registry);
   if (command == "models") {
     for (const std::string& name : registry.Names()) std::printf("%s\n", name.c_str());
@@ -119,7 +121,7 @@ int Run(const std::string& command, const Flags& flags,
     // between SIGTERM and SIGKILL.
     termination::InstallHandler(kTerminationGraceSecs);
   }
-  absl::StatusOr<std::unique_ptr<Model>> model = registry.Create(job->model.name);
+  absl::StatusOr<std::unique_ptr<Model>> model = registry.Create(job->model.name, *job);
   if (!model.ok()) return Fail(kUsageError, model.status());
   if (job->run_config().model_dir().empty()) {
     return Fail(kUsageError,

@@ -36,7 +36,12 @@ absl::StatusOr<std::optional<data::Element>> OpenInput::Next() {
 ServingInputSpec OpenInput::FeatureSpec() const {
   ServingInputSpec spec;
   for (size_t i = 0; i < data.feature_names.size(); ++i) {
-    spec.push_back(SpecOf(data.feature_names[i], (*first)[i]));
+    const std::string& name = data.feature_names[i];
+    ServingInput in = SpecOf(name, (*first)[i]);
+    if (auto it = data.feature_shapes.find(name); it != data.feature_shapes.end()) {
+      in.shape = it->second;
+    }
+    spec.push_back(std::move(in));
   }
   return spec;
 }

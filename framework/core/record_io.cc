@@ -98,6 +98,40 @@ absl::Status RecordWriter::Close() {
 
 // ---------------------------------------------------------------------------- reader
 
+absl::StatusOr<std::vector<absl::string_view>> SplitRecords(absl::string_view bytes,
+                                                            const std::string& name) {
+  std::vector<absl::string_view> records;
+  size_t offset = 0;
+  auto corrupt = [&](absl::string_view what) {
+    return absl::DataLossError(
+        absl::StrCat(name, ": corrupt record at offset ", offset, ": ", what));
+  };
+  while (offset < bytes.size()) {
+    const size_t left = bytes.size() - offset;
+    if (left < kRecordHeaderBytes) {
+      return corrupt(absl::StrCat("truncated header (", left, " of ", kRecordHeaderBytes,
+                                  " bytes)"));
+    }
+    const char* header = bytes.data() + offset;
+    const uint64_t length = GetFixed64(header);
+    if (crc32c::Unmask(GetFixed32(header + 8)) != crc32c::Value(header, 8)) {
+      return corrupt("length checksum mismatch");
+    }
+    const size_t body = left - kRecordHeaderBytes;
+    if (length > body || body - length < kRecordFooterBytes) {
+      return corrupt(absl::StrCat("record length ", length, " plus footer exceeds the ", body,
+                                  " bytes left (truncated or corrupt)"));
+    }
+    absl::string_view data(header + kRecordHeaderBytes, length);
+    if (crc32c::Unmask(GetFixed32(data.data() + length)) != crc32c::Value(data)) {
+      return corrupt("data checksum mismatch");
+    }
+    records.push_back(data);
+    offset += kRecordHeaderBytes + length + kRecordFooterBytes;
+  }
+  return records;
+}
+
 absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return ErrnoError("fopen", path);

@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -35,6 +36,12 @@ inline constexpr size_t kRecordFooterBytes = 4;   // masked crc of data
 
 // Returns the framed bytes of one record (header, data, footer).
 std::string EncodeRecord(absl::string_view data);
+
+// The records of a whole TFRecord file held in memory (e.g. after decompression), as
+// views into `bytes`. DATA_LOSS naming `name` and the offset of the first corrupt
+// record, as RecordReader.
+absl::StatusOr<std::vector<absl::string_view>> SplitRecords(absl::string_view bytes,
+                                                            const std::string& name);
 
 class RecordWriter {
  public:

@@ -330,6 +330,15 @@ class BatchDataset : public Dataset {
         TensorShape shape = first.row_shape[c];
         shape.InsertDim(0, static_cast<int64_t>(refs_.size()));
         Tensor batch(first.components[c].dtype(), shape);
+        if (batch.dtype() == DType::kString) {
+          const int64_t per_row = first.row_shape[c].num_elements();
+          for (size_t r = 0; r < refs_.size(); ++r) {
+            CopyElements(refs_[r].source->components[c], refs_[r].row * per_row, batch,
+                         static_cast<int64_t>(r) * per_row, per_row);
+          }
+          out.push_back(std::move(batch));
+          continue;
+        }
         const size_t bytes = first.row_bytes[c];
         char* dst = batch.raw_data();
         for (size_t r = 0; bytes > 0 && r < refs_.size(); ++r) {
@@ -614,9 +623,9 @@ absl::StatusOr<Tensor> StackTensors(const std::vector<Tensor>& tensors, absl::st
   TensorShape shape = first.shape();
   shape.InsertDim(0, static_cast<int64_t>(tensors.size()));
   Tensor out(first.dtype(), shape);
-  const size_t row = first.TotalBytes();
+  const int64_t row = first.NumElements();
   for (size_t i = 0; i < tensors.size(); ++i) {
-    if (row > 0) std::memcpy(out.raw_data() + i * row, tensors[i].raw_data(), row);
+    CopyElements(tensors[i], 0, out, static_cast<int64_t>(i) * row, row);
   }
   return out;
 }

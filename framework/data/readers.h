@@ -3,7 +3,7 @@
 // Dataset sources that read files (see dataset.h for the Dataset API):
 //   FromIdx          (Fashion-)MNIST IDX image + label files -> {float32[784], int32[]}
 //                    (or {uint8[784], int32[]}, scaled per batch by PixelsToUnitFloat)
-//   CsvDataset       a CSV file with a header line -> one scalar tensor per column
+//   FromCsv          a CSV file with a header line -> one scalar tensor per column (csv.h)
 //   TFRecordDataset  TFRecord files (record_io.h) -> {uint8[n]} per record
 //
 // Errors carry the file and position: CSV parse errors name file, line and column;
@@ -48,10 +48,11 @@ struct CsvOptions {
 };
 
 // One element per non-empty data line: a scalar tensor per column, of the DType given
-// for that column (kFloat, kInt32, kInt64, kUInt8 or kBool: "true"/"false"/"1"/"0").
-// Fields may be double-quoted ("" is a literal quote). The file is read when an
-// iterator is made; a missing file is reported by FromCsv, a bad field or a wrong
-// number of fields by GetNext as INVALID_ARGUMENT "<file>:<line>: column <c> (<name>)".
+// for that column (kFloat, kInt32, kInt64, kUInt8, kBool: "true"/"false"/"1"/"0", or
+// kString). Every field is required. The file is read and parsed by FromCsv (csv.h,
+// which also has defaults, lists, gzip and more options): a missing file is NOT_FOUND,
+// a bad field or a wrong number of fields INVALID_ARGUMENT "<file>:<line>: column <c>
+// (<name>)".
 absl::StatusOr<DatasetPtr> FromCsv(const std::string& path, std::vector<DType> column_types,
                                    CsvOptions options = {});
 

@@ -64,6 +64,20 @@ absl::StatusOr<Tensor> AllocateFor(const proto::WireTensor& w, int i, uint64_t a
     const auto& h = w.resource();
     return Tensor::Resource({h.device(), h.container(), h.name()});
   }
+  if (dtype == DType::kString) {
+    if (w.num_bytes() != 0 || w.string_val_size() != shape->num_elements()) {
+      return WireError(absl::StrCat("string tensor ", i, " of shape ", shape->DebugString(),
+                                    " must carry its ", shape->num_elements(),
+                                    " strings in the envelope and no bytes; it has ",
+                                    w.string_val_size(), " and ", w.num_bytes()));
+    }
+    Tensor t(dtype, *shape);
+    for (int k = 0; k < w.string_val_size(); ++k) t.data<std::string>()[k] = w.string_val(k);
+    return t;
+  }
+  if (w.string_val_size() > 0) {
+    return WireError(absl::StrCat("tensor ", i, " of ", DTypeName(dtype), " carries strings"));
+  }
   uint64_t want = static_cast<uint64_t>(shape->num_elements()) * DTypeSize(dtype);
   if (w.num_bytes() != want) {
     return WireError(absl::StrCat("tensor ", i, " of ", DTypeName(dtype), shape->DebugString(),
@@ -91,6 +105,8 @@ std::string EncodeWireHead(const google::protobuf::MessageLite& body,
       w->mutable_resource()->set_device(h.device);
       w->mutable_resource()->set_container(h.container);
       w->mutable_resource()->set_name(h.name);
+    } else if (t.dtype() == DType::kString) {
+      for (int64_t k = 0; k < t.NumElements(); ++k) w->add_string_val(t.StringAt(k));
     } else {
       w->set_num_bytes(t.TotalBytes());
     }
@@ -107,7 +123,7 @@ std::string EncodeWireFlat(const google::protobuf::MessageLite& body,
                            absl::Span<const Tensor> tensors) {
   std::string out = EncodeWireHead(body, tensors);
   for (const Tensor& t : tensors) {
-    if (t.dtype() != DType::kResource) out.append(t.raw_data(), t.TotalBytes());
+    if (HasWireBytes(t.dtype())) out.append(t.raw_data(), t.TotalBytes());
   }
   return out;
 }
@@ -133,7 +149,7 @@ absl::Status DecodeWire(absl::Span<const absl::string_view> chunks,
   tensors->reserve(env.tensors_size());
   for (int i = 0; i < env.tensors_size(); ++i) {
     TANDEM_ASSIGN_OR_RETURN(Tensor t, AllocateFor(env.tensors(i), i, in.remaining()));
-    if (t.dtype() != DType::kResource && t.TotalBytes() > 0) {
+    if (HasWireBytes(t.dtype()) && t.TotalBytes() > 0) {
       in.Read(t.raw_data(), t.TotalBytes());
       if (t.dtype() == DType::kBool) {
         const unsigned char* b = reinterpret_cast<const unsigned char*>(t.raw_data());

@@ -2,7 +2,8 @@
 //
 // The byte format of every tandem RPC message: a typed proto plus the tensors that
 // travel beside it, with tensor data as raw little-endian bytes (no per-element
-// encoding, no size cliff: nothing here is limited to protobuf's 2 GiB).
+// encoding, no size cliff: nothing here is limited to protobuf's 2 GiB). String
+// tensors (input features, a few per step) travel inside the envelope instead.
 //
 //   [uint32 LE n][n bytes: WireEnvelope {body, tensors[i] = dtype, dims, num_bytes}]
 //   [tensor 0 bytes][tensor 1 bytes]...
@@ -37,8 +38,14 @@ struct WireMessage {
   std::vector<Tensor> tensors;
 };
 
-// The head of a message (length prefix and envelope). The tensors' raw bytes
-// (Tensor::raw_data, TotalBytes) must follow it in order.
+// Whether a tensor of `dtype` travels as raw bytes after the head. Resource handles
+// and strings travel inside the envelope.
+inline bool HasWireBytes(DType dtype) {
+  return dtype != DType::kResource && dtype != DType::kString;
+}
+
+// The head of a message (length prefix and envelope). The raw bytes (Tensor::raw_data,
+// TotalBytes) of the tensors with HasWireBytes must follow it in order.
 std::string EncodeWireHead(const google::protobuf::MessageLite& body,
                            absl::Span<const Tensor> tensors);
 // Head and tensor bytes in one string (in-process tests, fuzzing).

@@ -9,6 +9,7 @@
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/distributed/collective/collective_executor.h"
+#include "framework/distributed/tensor_wire.h"
 #include "framework/graph/op_registry.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/runtime/runtime_kernels.h"
@@ -366,7 +367,7 @@ void Worker::RecvTensorAsync(CallOptions* options,
       return;
     }
     response->proto.set_is_dead(is_dead);
-    if (value.dtype() != DType::kResource && value.TotalBytes() > chunk) {
+    if (HasWireBytes(value.dtype()) && value.TotalBytes() > chunk) {
       ++chunks_sent_;
       if (!ReplyWithChunk(value, 0, chunk, response)) {
         const uint64_t total = value.TotalBytes();

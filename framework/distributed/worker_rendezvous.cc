@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "framework/distributed/tensor_wire.h"
 
 namespace tandem {
 
@@ -175,7 +176,9 @@ absl::Status WorkerRendezvous::AddChunk(RemoteRecv* recv, uint64_t offset,
                             " bytes at offset ", r.offset()));
   }
   if (offset == 0) {  // The first chunk says what the tensor is and the chunk size.
-    if (!IsValidDType(r.dtype()) || r.dtype() == proto::DT_RESOURCE) return bad("bad dtype");
+    if (!IsValidDType(r.dtype()) || !HasWireBytes(static_cast<DType>(r.dtype()))) {
+      return bad("bad dtype");
+    }
     auto shape = TensorShape::Create(absl::MakeConstSpan(r.dim().data(), r.dim_size()));
     if (!shape.ok()) return bad(shape.status().message());
     DType dtype = static_cast<DType>(r.dtype());

@@ -85,6 +85,22 @@ absl::StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
   node->attrs_ = std::move(spec.attrs);
   InferenceContext ctx(spec.name, spec.op, &node->attrs_, std::move(in));
   TANDEM_RETURN_IF_ERROR(op_def.infer(ctx));
+  if (!op_def.strings) {
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      if (ctx.input_dtype(i) == DType::kString) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            context(), ": input ", i, " is a string tensor, and ", spec.op,
+            " takes none (string tensors go to placeholders, Identity, Reshape and the "
+            "feature-column ops: framework/ops/feature_ops.h)"));
+      }
+    }
+    for (const auto& out : ctx.outputs()) {
+      if (out.dtype == DType::kString) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(context(), ": ", spec.op, " cannot make a string tensor"));
+      }
+    }
+  }
   for (const auto& out : ctx.outputs())
     node->outputs_.push_back({out.dtype, out.shape, nullptr, out.handle});
   node->id_ = static_cast<int>(nodes_.size());

@@ -2,8 +2,9 @@
 //
 // OpDef describes an operation type: how many inputs it takes, its default attrs,
 // whether it is stateful (never pruned as duplicate, never constant-folded) or cheap
-// (run inline by the executor), and its inference function, which computes every
-// output's dtype and (partial) shape from the inputs and attrs at graph-building time.
+// (run inline by the executor), whether it may see string tensors, and its inference
+// function, which computes every output's dtype and (partial) shape from the inputs and
+// attrs at graph-building time.
 //
 // InferenceContext is what an inference function sees. Its Error() helper builds the
 // INVALID_ARGUMENT a user gets for a bad graph: it names the node, the op and every
@@ -36,6 +37,9 @@ struct OpDef {
   bool stateful = false;
   bool cheap = false;
   InferFn infer;
+  // May take or make string tensors. Graph::AddNode refuses a string input or output
+  // of any other op: its kernels copy raw bytes, which would corrupt std::string objects.
+  bool strings = false;
 };
 
 // What a resource output refers to (a variable's dtype and shape), so that reads of

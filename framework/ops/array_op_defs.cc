@@ -681,29 +681,33 @@ absl::Status InvertPermutationInfer(InferenceContext& ctx) {
 }  // namespace
 
 void RegisterArrayOps(OpRegistry* r) {
-  r->Register({.name = "Const", .cheap = true, .infer = ConstInfer});
+  r->Register({.name = "Const", .cheap = true, .infer = ConstInfer, .strings = true});
   r->Register({.name = "Placeholder",
                .default_attrs = {{"shape", PartialShape::UnknownRank()}},
                .stateful = true,  // Never merged with another placeholder.
                .cheap = true,
-               .infer = PlaceholderInfer});
+               .infer = PlaceholderInfer,
+               .strings = true});
   r->Register({.name = "PlaceholderWithDefault",
                .min_inputs = 1,
                .max_inputs = 1,
                .default_attrs = {{"shape", PartialShape::UnknownRank()}},
                .cheap = true,
-               .infer = PlaceholderWithDefaultInfer});
+               .infer = PlaceholderWithDefaultInfer,
+               .strings = true});
   // Identity also forwards resource handles (e.g. to another device).
   r->Register({.name = "Identity",
                .min_inputs = 1,
                .max_inputs = 1,
                .cheap = true,
-               .infer = IdentityInfer});
+               .infer = IdentityInfer,
+               .strings = true});
   r->Register({.name = "StopGradient",
                .min_inputs = 1,
                .max_inputs = 1,
                .cheap = true,
-               .infer = UnchangedData});
+               .infer = UnchangedData,
+               .strings = true});
   for (const char* op : {"ZerosLike", "OnesLike"}) {
     r->Register({.name = op, .min_inputs = 1, .max_inputs = 1, .infer = UnchangedData});
   }
@@ -713,33 +717,39 @@ void RegisterArrayOps(OpRegistry* r) {
                .max_inputs = 1,
                .default_attrs = {{"out_type", DType::kInt32}},
                .cheap = true,
-               .infer = ShapeInfer});
+               .infer = ShapeInfer,
+               .strings = true});
   r->Register({.name = "Size",
                .min_inputs = 1,
                .max_inputs = 1,
                .default_attrs = {{"out_type", DType::kInt32}},
                .cheap = true,
-               .infer = SizeInfer});
+               .infer = SizeInfer,
+               .strings = true});
   r->Register({.name = "Rank",
                .min_inputs = 1,
                .max_inputs = 1,
                .default_attrs = {{"out_type", DType::kInt32}},
                .cheap = true,
-               .infer = SizeInfer});
+               .infer = SizeInfer,
+               .strings = true});
   r->Register(
-      {.name = "Reshape", .min_inputs = 2, .max_inputs = 2, .cheap = true, .infer = ReshapeInfer});
+      {.name = "Reshape", .min_inputs = 2, .max_inputs = 2, .cheap = true, .infer = ReshapeInfer,
+       .strings = true});
   r->Register({.name = "Fill", .min_inputs = 2, .max_inputs = 2, .infer = FillInfer});
   r->Register({.name = "Squeeze",
                .min_inputs = 1,
                .max_inputs = 1,
                .default_attrs = {{"squeeze_dims", std::vector<int64_t>{}}},
                .cheap = true,
-               .infer = SqueezeInfer});
+               .infer = SqueezeInfer,
+               .strings = true});
   r->Register({.name = "ExpandDims",
                .min_inputs = 2,
                .max_inputs = 2,
                .cheap = true,
-               .infer = ExpandDimsInfer});
+               .infer = ExpandDimsInfer,
+               .strings = true});
   r->Register({.name = "Transpose", .min_inputs = 2, .max_inputs = 2, .infer = TransposeInfer});
   r->Register({.name = "InvertPermutation",
                .min_inputs = 1,

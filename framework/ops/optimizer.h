@@ -190,6 +190,8 @@ class Optimizer {
   static IndexedSlices DeduplicateIndexedSlices(const Scope& scope, const IndexedSlices& grad);
 
  private:
+  friend class CompositeOptimizer;  // Drives its parts' slots and updates.
+
   // The updates of ApplyGradients once its arguments are checked.
   absl::StatusOr<Node*> BuildUpdates(const Scope& scope, const std::vector<Variable>& vars,
                                      const std::vector<Output>& grads,

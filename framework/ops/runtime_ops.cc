@@ -22,13 +22,15 @@ void RegisterRuntimeOps(OpRegistry* r) {
                  TANDEM_ASSIGN_OR_RETURN(PartialShape s, ctx.GetAttr<PartialShape>("shape"));
                  ctx.AddOutput(t, s);
                  return absl::OkStatus();
-               }});
+               },
+               .strings = true});
   r->Register({.name = "_Retval",
                .min_inputs = 1,
                .max_inputs = 1,
                .stateful = true,
                .cheap = true,
-               .infer = shape_fn::NoOutputs});
+               .infer = shape_fn::NoOutputs,
+               .strings = true});
   const AttrMap edge_attrs = {{"tensor_name", std::string()},
                               {"send_device", std::string()},
                               {"send_device_incarnation", int64_t{0}},
@@ -44,7 +46,8 @@ void RegisterRuntimeOps(OpRegistry* r) {
                  TANDEM_ASSIGN_OR_RETURN(DType t, ctx.GetAttr<DType>("T"));
                  TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(0, t));
                  return absl::OkStatus();
-               }});
+               },
+               .strings = true});
   AttrMap recv_attrs = edge_attrs;
   recv_attrs["shape"] = PartialShape();
   r->Register({.name = "_Recv",
@@ -59,7 +62,8 @@ void RegisterRuntimeOps(OpRegistry* r) {
                  if (t == DType::kInvalid) return ctx.Error("tensor_type must be a valid dtype");
                  ctx.AddOutput(t, s);
                  return absl::OkStatus();
-               }});
+               },
+               .strings = true});
 }
 
 void RegisterRuntimeGradients(GradientRegistry* r) {

@@ -21,6 +21,7 @@ void EnsureStandardOps() {
     RegisterSummaryOps(r);
     RegisterSyncReplicasOps(r);
     RegisterCollectiveOps(r);
+    RegisterFeatureOps(r);
     GradientRegistry* g = GradientRegistry::Global();
     RegisterArrayGradients(g);
     RegisterMathGradients(g);
@@ -28,6 +29,7 @@ void EnsureStandardOps() {
     RegisterStateGradients(g);
     RegisterSummaryGradients(g);
     RegisterRuntimeGradients(g);
+    RegisterFeatureGradients(g);
     g->RegisterNoGradient("CollectiveAllReduce");
     g->RegisterNoGradient("CollectiveBroadcast");
   });

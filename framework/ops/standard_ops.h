@@ -29,6 +29,7 @@ void RegisterTrainingOps(OpRegistry* r);
 void RegisterRuntimeOps(OpRegistry* r);
 void RegisterSummaryOps(OpRegistry* r);
 void RegisterSyncReplicasOps(OpRegistry* r);
+void RegisterFeatureOps(OpRegistry* r);
 
 void RegisterArrayGradients(GradientRegistry* r);
 void RegisterMathGradients(GradientRegistry* r);
@@ -36,6 +37,7 @@ void RegisterNnGradients(GradientRegistry* r);
 void RegisterStateGradients(GradientRegistry* r);
 void RegisterSummaryGradients(GradientRegistry* r);
 void RegisterRuntimeGradients(GradientRegistry* r);
+void RegisterFeatureGradients(GradientRegistry* r);
 
 }  // namespace ops
 }  // namespace tandem

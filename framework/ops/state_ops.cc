@@ -15,7 +15,7 @@ namespace {
 absl::Status InferVarHandle(InferenceContext& ctx) {
   TANDEM_ASSIGN_OR_RETURN(DType dtype, ctx.GetAttr<DType>("dtype"));
   TANDEM_ASSIGN_OR_RETURN(PartialShape shape, ctx.GetAttr<PartialShape>("shape"));
-  if (DTypeSize(dtype) == 0) {
+  if (DTypeSize(dtype) == 0 || dtype == DType::kString) {
     return ctx.Error(absl::StrCat("variables cannot hold ", DTypeName(dtype)));
   }
   ctx.AddOutput(DType::kResource, PartialShape({}), HandleData{dtype, shape});

@@ -17,6 +17,8 @@ size_t DTypeSize(DType dtype) {
       return 1;
     case DType::kBFloat16:
       return 2;
+    case DType::kString:
+      return sizeof(std::string);
     default:
       return 0;
   }
@@ -36,6 +38,8 @@ absl::string_view DTypeName(DType dtype) {
       return "bool";
     case DType::kBFloat16:
       return "bfloat16";
+    case DType::kString:
+      return "string";
     case DType::kResource:
       return "resource";
     default:
@@ -52,9 +56,11 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
   if (n == "int64") return DType::kInt64;
   if (n == "uint8") return DType::kUInt8;
   if (n == "bool") return DType::kBool;
+  if (n == "string") return DType::kString;
   if (n == "resource") return DType::kResource;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown dtype '", name, "' (expected float32, bfloat16, int32, int64, uint8 or bool)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dtype '", name,
+                   "' (expected float32, bfloat16, int32, int64, uint8, bool or string)"));
 }
 
 bool IsValidDType(int v) {
@@ -65,6 +71,7 @@ bool IsValidDType(int v) {
     case DType::kUInt8:
     case DType::kBool:
     case DType::kBFloat16:
+    case DType::kString:
     case DType::kResource:
       return true;
     default:

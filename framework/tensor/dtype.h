@@ -2,7 +2,11 @@
 //
 // DType names the element type of a tensor. Values match TensorFlow's DataType
 // numbers (and tandem.proto.DataType). kResource tensors hold ResourceHandles, not
-// bytes. DTypeTraits maps C++ types to DTypes for templated kernels.
+// bytes. kString tensors hold std::string objects (byte strings, any bytes): they live
+// in host memory only, are made by the input pipeline, feeds and the few ops that take
+// them (OpDef::takes_strings), and are copied element by element (CopyElements in
+// tensor.h), never as raw bytes. DTypeTraits maps C++ types to DTypes for templated
+// kernels.
 //
 // Thread safety: all functions are pure.
 #ifndef TANDEM_FRAMEWORK_TENSOR_DTYPE_H_
@@ -23,14 +27,16 @@ enum class DType : int {
   kInt32 = 3,
   kUInt8 = 4,
   kInt64 = 9,
+  kString = 7,
   kBool = 10,
   kBFloat16 = 14,
   kResource = 20,
 };
 
-// Bytes per element; 0 for kInvalid and kResource.
+// Bytes per element; 0 for kInvalid and kResource; sizeof(std::string) for kString
+// (the bytes of the object, not of its characters).
 size_t DTypeSize(DType dtype);
-// "float32", "bfloat16", "int32", "int64", "uint8", "bool", "resource".
+// "float32", "bfloat16", "int32", "int64", "uint8", "bool", "string", "resource".
 absl::string_view DTypeName(DType dtype);
 // Accepts the names above plus "float" and TensorFlow's "DT_FLOAT" style.
 absl::StatusOr<DType> ParseDType(absl::string_view name);
@@ -86,6 +92,10 @@ struct DTypeTraits<uint8_t> {
 template <>
 struct DTypeTraits<bool> {
   static constexpr DType kDType = DType::kBool;
+};
+template <>
+struct DTypeTraits<std::string> {
+  static constexpr DType kDType = DType::kString;
 };
 
 template <typename T>

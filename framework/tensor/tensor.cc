@@ -1,5 +1,6 @@
 #include "framework/tensor/tensor.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "framework/tensor/allocator.h"
 
@@ -14,7 +15,20 @@ TensorBuffer::TensorBuffer(size_t bytes) : size_(bytes) {
 }
 TensorBuffer::TensorBuffer(DeviceAllocator* device, char* data, size_t size, size_t capacity)
     : data_(data), size_(size), capacity_(capacity), device_(device) {}
+std::shared_ptr<TensorBuffer> TensorBuffer::Strings(int64_t num_strings) {
+  auto buffer =
+      std::make_shared<TensorBuffer>(static_cast<size_t>(num_strings) * sizeof(std::string));
+  auto* p = reinterpret_cast<std::string*>(buffer->data_);
+  for (int64_t i = 0; i < num_strings; ++i) new (p + i) std::string();
+  buffer->num_strings_ = num_strings;
+  return buffer;
+}
+
 TensorBuffer::~TensorBuffer() {
+  if (num_strings_ > 0) {
+    auto* p = reinterpret_cast<std::string*>(data_);
+    for (int64_t i = 0; i < num_strings_; ++i) p[i].~basic_string();
+  }
   if (device_ != nullptr) {
     device_->Deallocate(data_, capacity_);
   } else {
@@ -24,7 +38,8 @@ TensorBuffer::~TensorBuffer() {
 
 Tensor::Tensor(DType dtype, const TensorShape& shape) : dtype_(dtype), shape_(shape) {
   CHECK(DTypeSize(dtype) > 0) << "cannot allocate a tensor of " << DTypeName(dtype);
-  buffer_ = std::make_shared<TensorBuffer>(TotalBytes());
+  buffer_ = dtype == DType::kString ? TensorBuffer::Strings(NumElements())
+                                    : std::make_shared<TensorBuffer>(TotalBytes());
 }
 
 Tensor Tensor::Resource(ResourceHandle handle) {
@@ -109,7 +124,8 @@ Tensor Tensor::Slice(int64_t start, int64_t limit) const {
 }
 
 Tensor Tensor::ByteRange(size_t offset, size_t n) const {
-  CHECK(dtype_ != DType::kResource) << "ByteRange of a resource tensor";
+  CHECK(dtype_ != DType::kResource && dtype_ != DType::kString)
+      << "ByteRange of a " << DTypeName(dtype_) << " tensor";
   CHECK_LE(offset + n, TotalBytes())
       << "ByteRange [" << offset << ", " << offset + n << ") of " << TotalBytes() << " bytes";
   Tensor t = *this;
@@ -140,8 +156,25 @@ Tensor Tensor::DeepCopy() const {
     return *std::move(t);
   }
   Tensor t(dtype_, shape_);
-  if (TotalBytes() > 0) std::memcpy(t.raw_data(), raw_data(), TotalBytes());
+  CopyElements(*this, 0, t, 0, NumElements());
   return t;
+}
+
+void CopyElements(const Tensor& src, int64_t src_begin, Tensor& dst, int64_t dst_begin,
+                  int64_t n) {
+  DCHECK(src.dtype() == dst.dtype());
+  DCHECK(src_begin >= 0 && src_begin + n <= src.NumElements());
+  DCHECK(dst_begin >= 0 && dst_begin + n <= dst.NumElements());
+  if (n <= 0) return;
+  if (src.dtype() == DType::kString) {
+    const std::string* from = src.data<std::string>() + src_begin;
+    std::string* to = dst.data<std::string>() + dst_begin;
+    for (int64_t i = 0; i < n; ++i) to[i] = from[i];
+    return;
+  }
+  const size_t size = DTypeSize(src.dtype());
+  std::memcpy(dst.raw_data() + static_cast<size_t>(dst_begin) * size,
+              src.raw_data() + static_cast<size_t>(src_begin) * size, static_cast<size_t>(n) * size);
 }
 
 const ResourceHandle& Tensor::resource_handle() const {
@@ -175,7 +208,13 @@ std::string Tensor::DebugString(int max_entries) const {
   std::string s = absl::StrCat(DTypeName(dtype_), shape_.DebugString(), " {");
   if (!on_host()) return absl::StrCat(s, "on ", buffer_->device()->name(), "}");
   int64_t n = std::min<int64_t>(NumElements(), max_entries);
-  for (int64_t i = 0; i < n; ++i) absl::StrAppend(&s, i ? ", " : "", ValueAsDouble(i));
+  for (int64_t i = 0; i < n; ++i) {
+    if (dtype_ == DType::kString) {
+      absl::StrAppend(&s, i ? ", " : "", "\"", absl::CHexEscape(StringAt(i)), "\"");
+    } else {
+      absl::StrAppend(&s, i ? ", " : "", ValueAsDouble(i));
+    }
+  }
   if (NumElements() > n) absl::StrAppend(&s, ", ...");
   return s + "}";
 }

@@ -7,6 +7,9 @@
 // Copying a Tensor shares the buffer (cheap); Slice() views a range of the outer
 // dimension without copying. A default-constructed Tensor is "uninitialized" (dtype
 // kInvalid). Resource tensors are scalars holding a ResourceHandle instead of bytes.
+// String tensors (kString) hold std::string objects that their buffer constructs
+// (empty) and destroys; they live on the host only, and whatever copies elements
+// between tensors goes through CopyElements, which copies strings as objects.
 //
 // Thread safety: a Tensor object is a value; concurrent reads are safe, and writes
 // through data() must be coordinated by the caller (kernels write only outputs they
@@ -17,6 +20,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -44,6 +48,8 @@ class DeviceAllocator;  // framework/tensor/allocator.h
 class TensorBuffer {
  public:
   explicit TensorBuffer(size_t bytes);
+  // A block of `num_strings` empty std::string objects, destroyed with the buffer.
+  static std::shared_ptr<TensorBuffer> Strings(int64_t num_strings);
   // Takes a block that `device` allocated.
   TensorBuffer(DeviceAllocator* device, char* data, size_t size, size_t capacity);
   ~TensorBuffer();
@@ -58,6 +64,7 @@ class TensorBuffer {
   size_t size_;
   size_t capacity_;
   DeviceAllocator* device_ = nullptr;  // Null: host memory. Not owned; outlives buffers.
+  int64_t num_strings_ = 0;            // std::string objects constructed in data_.
 };
 
 class Tensor {
@@ -77,7 +84,11 @@ class Tensor {
   static Tensor FromVector(absl::Span<const T> values, const TensorShape& shape) {
     CHECK_EQ(static_cast<int64_t>(values.size()), shape.num_elements());
     Tensor t(DTypeOf<T>(), shape);
-    if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
+    if constexpr (std::is_same_v<T, std::string>) {
+      for (size_t i = 0; i < values.size(); ++i) t.data<std::string>()[i] = values[i];
+    } else if (!values.empty()) {
+      std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
+    }
     return t;
   }
   static Tensor Resource(ResourceHandle handle);
@@ -87,7 +98,8 @@ class Tensor {
                                          DeviceAllocator* device);
   // `host` copied into `device`'s memory. REQUIRES: host.on_host().
   static absl::StatusOr<Tensor> CopyToDevice(const Tensor& host, DeviceAllocator* device);
-  // A tensor of `shape` with every element `value` cast to `dtype`.
+  // A tensor of `shape` with every element `value` cast to `dtype`. REQUIRES: a numeric
+  // or bool dtype.
   static Tensor Filled(DType dtype, const TensorShape& shape, double value);
 
   bool IsInitialized() const { return dtype_ != DType::kInvalid; }
@@ -127,7 +139,7 @@ class Tensor {
   // Same bytes viewed with another shape of equal element count.
   Tensor Reshaped(const TensorShape& shape) const;
   // Bytes [offset, offset + n) of the buffer viewed as a uint8 vector, shared.
-  // REQUIRES: not a resource tensor, and offset + n <= TotalBytes().
+  // REQUIRES: not a resource or string tensor, and offset + n <= TotalBytes().
   Tensor ByteRange(size_t offset, size_t n) const;
   // A copy in a new buffer in the same memory (host or device).
   Tensor DeepCopy() const;
@@ -146,6 +158,8 @@ class Tensor {
   // Element i converted to double (numeric dtypes only, host tensors only), for tests
   // and debugging.
   double ValueAsDouble(int64_t i) const;
+  // Element i of a string tensor. REQUIRES: dtype() == kString.
+  const std::string& StringAt(int64_t i) const { return data<std::string>()[i]; }
 
  private:
   DType dtype_ = DType::kInvalid;
@@ -154,6 +168,12 @@ class Tensor {
   size_t offset_ = 0;
   std::shared_ptr<const ResourceHandle> handle_;
 };
+
+// Copies elements [src_begin, src_begin + n) of `src` into elements [dst_begin, ...) of
+// `dst`: raw bytes for numeric and bool dtypes, string assignments for kString.
+// REQUIRES: equal dtypes, host tensors, ranges in bounds, `dst` not shared with a reader.
+void CopyElements(const Tensor& src, int64_t src_begin, Tensor& dst, int64_t dst_begin,
+                  int64_t n);
 
 }  // namespace tandem
 

@@ -21,6 +21,10 @@ void TensorToProto(const Tensor& t, proto::TensorProto* out) {
     p->set_name(h.name);
     return;
   }
+  if (t.dtype() == DType::kString) {
+    for (int64_t i = 0; i < t.NumElements(); ++i) out->add_string_val(t.StringAt(i));
+    return;
+  }
   out->set_content(t.raw_data(), t.TotalBytes());
 }
 
@@ -42,6 +46,21 @@ absl::StatusOr<Tensor> TensorFromProto(const proto::TensorProto& p) {
     }
     const auto& h = p.resource_handle(0);
     return Tensor::Resource({h.device(), h.container(), h.name()});
+  }
+  if (dtype == DType::kString) {
+    if (p.string_val_size() != shape->num_elements() || !p.content().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("string TensorProto of shape ", shape->DebugString(), " needs ",
+                       shape->num_elements(), " string_val entries and no content, has ",
+                       p.string_val_size(), " and ", p.content().size(), " content bytes"));
+    }
+    Tensor t(dtype, *shape);
+    for (int i = 0; i < p.string_val_size(); ++i) t.data<std::string>()[i] = p.string_val(i);
+    return t;
+  }
+  if (p.string_val_size() > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DTypeName(dtype), " TensorProto holds string_val entries"));
   }
   size_t want = static_cast<size_t>(shape->num_elements()) * DTypeSize(dtype);
   if (p.content().size() != want) {

@@ -9,6 +9,7 @@
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/distributed/rpc_policy.h"
+#include "framework/distributed/tensor_wire.h"
 
 namespace tandem {
 
@@ -65,7 +66,7 @@ grpc::ByteBuffer EncodeByteBuffer(const google::protobuf::MessageLite& body,
   slices.reserve(tensors.size() + 1);
   slices.emplace_back(EncodeWireHead(body, tensors));
   for (const Tensor& t : tensors) {
-    if (t.dtype() == DType::kResource || t.TotalBytes() == 0) continue;
+    if (!HasWireBytes(t.dtype()) || t.TotalBytes() == 0) continue;
     // The slice holds a reference to the tensor's buffer until gRPC has sent it.
     auto* holder = new Tensor(t);
     slices.emplace_back(

@@ -11,6 +11,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterCpuSummaryKernels(r);
   RegisterCpuSyncReplicasKernels(r);
   RegisterCpuTrainingKernels(r);
+  RegisterCpuFeatureKernels(r);
 }
 
 }  // namespace tandem

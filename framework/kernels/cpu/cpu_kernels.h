@@ -18,6 +18,7 @@ void RegisterCpuStateKernels(KernelRegistry* registry);
 void RegisterCpuSummaryKernels(KernelRegistry* registry);
 void RegisterCpuSyncReplicasKernels(KernelRegistry* registry);
 void RegisterCpuTrainingKernels(KernelRegistry* registry);
+void RegisterCpuFeatureKernels(KernelRegistry* registry);
 
 // Registers the resource-variable kernels VarHandleOp, ReadVariableOp and
 // AssignVariableOp (type attr "dtype") for `device` and `dtype`, and

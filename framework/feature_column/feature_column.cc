@@ -1,0 +1,456 @@
+// framework/feature_column/feature_column.cc
+//
+// The Builder, the dense columns (numeric, bucketized, indicator, embedding), RawFeatures,
+// InputLayer and LinearModel. The categorical columns are in categorical_columns.cc.
+#include "framework/feature_column/feature_column.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "framework/core/status.h"
+#include "framework/feature_column/internal.h"
+#include "framework/ops/array_ops.h"
+#include "framework/ops/math_ops.h"
+#include "framework/ops/nn_ops.h"
+#include "framework/ops/state_ops.h"
+
+namespace tandem::feature_column {
+
+using internal::ColumnError;
+
+std::string RawFeature::DebugString() const {
+  if (var_len) return absl::StrCat("VarLenFeature(", DTypeName(dtype), ")");
+  return absl::StrCat("FixedLenFeature([", absl::StrJoin(shape, ","), "], ", DTypeName(dtype),
+                      default_value.empty() ? "" : ", default_value=[",
+                      absl::StrJoin(default_value, ","), default_value.empty() ? "" : "]", ")");
+}
+
+Output FeatureColumn::DenseTensor(Builder& b) const {
+  b.scope().UpdateStatus(absl::InvalidArgumentError(
+      absl::StrCat("feature column '", name(), "' is not a dense column")));
+  return Output();
+}
+
+CategoricalIds FeatureColumn::Ids(Builder& b) const {
+  b.scope().UpdateStatus(absl::InvalidArgumentError(
+      absl::StrCat("feature column '", name(), "' is not a categorical column")));
+  return {};
+}
+
+Output Builder::Raw(const std::string& key, std::vector<DType> dtypes, const std::string& column) {
+  auto it = features_.find(key);
+  if (it == features_.end() || !it->second.valid()) {
+    std::vector<std::string> keys;
+    for (const auto& [k, unused] : features_) keys.push_back(k);
+    scope_.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat("feature column '", column, "' reads feature '", key,
+                     "', which the input does not have (it has: ", absl::StrJoin(keys, ", "),
+                     ")")));
+    return Output();
+  }
+  const Output& x = it->second;
+  if (std::find(dtypes.begin(), dtypes.end(), DType::kInt64) != dtypes.end()) {
+    dtypes.push_back(DType::kInt32);
+  }
+  if (std::find(dtypes.begin(), dtypes.end(), x.dtype()) == dtypes.end()) {
+    std::vector<std::string> names;
+    for (DType d : dtypes) names.push_back(std::string(DTypeName(d)));
+    scope_.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
+        "feature column '", column, "' reads feature '", key, "' as ",
+        absl::StrJoin(names, " or "), ", but the input gives ", DTypeName(x.dtype()))));
+    return Output();
+  }
+  const PartialShape& s = x.shape();
+  if (s.known_rank() && s.rank() != 1 && s.rank() != 2) {
+    scope_.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat("feature '", key, "' must be [batch] or [batch, n], has shape ",
+                     s.DebugString(), " (feature column '", column, "')")));
+    return Output();
+  }
+  return x;
+}
+
+namespace internal {
+
+absl::Status ColumnError(const std::string& column, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat("feature column '", column, "': ", message));
+}
+
+absl::Status AddRaw(RawFeatureSpec* spec, RawFeature feature, const std::string& column) {
+  auto [it, inserted] = spec->try_emplace(feature.key, feature);
+  if (inserted || it->second == feature) return absl::OkStatus();
+  // TensorFlow's rule: one parse spec per key.
+  return ColumnError(column, absl::StrCat("feature_columns contain different parse_spec for key ",
+                                          feature.key, ". Given ", it->second.DebugString(),
+                                          " and ", feature.DebugString()));
+}
+
+CategoricalIds CachedIds(Builder& b, const FeatureColumn* column,
+                         const std::function<CategoricalIds(const Scope&)>& make) {
+  auto it = b.ids.find(column);
+  if (it != b.ids.end()) return it->second;
+  CategoricalIds ids = make(b.scope().NewSubScope(column->name()));
+  b.ids[column] = ids;
+  return ids;
+}
+
+Output CachedDense(Builder& b, const FeatureColumn* column,
+                   const std::function<Output(const Scope&)>& make) {
+  auto it = b.dense.find(column);
+  if (it != b.dense.end()) return it->second;
+  Output x = make(b.scope().NewSubScope(column->name()));
+  b.dense[column] = x;
+  return x;
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::AddRaw;
+using internal::CachedDense;
+using internal::CachedIds;
+
+class NumericColumnImpl : public FeatureColumn {
+ public:
+  NumericColumnImpl(std::string name, std::string key, std::vector<int64_t> shape,
+                    std::vector<double> default_value)
+      : FeatureColumn(std::move(name)),
+        key_(std::move(key)),
+        shape_(std::move(shape)),
+        default_(std::move(default_value)) {
+    for (int64_t d : shape_) width_ *= d;
+  }
+  bool is_dense() const override { return true; }
+  int64_t dense_width() const override { return width_; }
+  absl::Status AddRawFeatures(RawFeatureSpec* spec) const override {
+    return AddRaw(spec, RawFeature{key_, DType::kFloat, false, shape_, default_}, name());
+  }
+  // The raw values as [batch, width], in their own dtype.
+  Output Values(Builder& b) const {
+    Output x = b.Raw(key_, {DType::kFloat, DType::kInt64}, name());
+    if (!x.valid()) return x;
+    const PartialShape& s = x.shape();
+    const int64_t n = s.known_rank() && s.rank() == 2 ? s.dim(1) : 1;
+    if (n >= 0 && n != width_) {
+      b.scope().UpdateStatus(ColumnError(
+          name(), absl::StrCat("feature '", key_, "' has ", n, " values per example, the column's "
+                               "shape [", absl::StrJoin(shape_, ","), "] has ", width_)));
+      return Output();
+    }
+    if (s.known_rank() && s.rank() == 2) return x;
+    return ops::Reshape(b.scope().NewSubScope(name()), x, std::vector<int64_t>{-1, width_});
+  }
+  Output DenseTensor(Builder& b) const override {
+    return CachedDense(b, this, [&](const Scope& s) {
+      Output x = Values(b);
+      if (!x.valid() || x.dtype() == DType::kFloat) return x;
+      return ops::Cast(s, x, DType::kFloat);
+    });
+  }
+  const std::string& key() const { return key_; }
+  int64_t width() const { return width_; }
+
+ private:
+  std::string key_;
+  std::vector<int64_t> shape_;
+  std::vector<double> default_;
+  int64_t width_ = 1;
+};
+
+class BucketizedColumnImpl : public FeatureColumn {
+ public:
+  BucketizedColumnImpl(std::string name, std::shared_ptr<const NumericColumnImpl> source,
+                       std::vector<float> boundaries)
+      : FeatureColumn(std::move(name)), source_(std::move(source)), boundaries_(boundaries) {}
+  bool is_dense() const override { return true; }
+  bool is_categorical() const override { return true; }
+  int64_t num_buckets() const override {
+    return (static_cast<int64_t>(boundaries_.size()) + 1) * source_->width();
+  }
+  int64_t dense_width() const override { return num_buckets(); }
+  absl::Status AddRawFeatures(RawFeatureSpec* spec) const override {
+    return source_->AddRawFeatures(spec);
+  }
+  CategoricalIds Ids(Builder& b) const override {
+    return CachedIds(b, this, [&](const Scope& s) -> CategoricalIds {
+      Output x = source_->Values(b);
+      if (!x.valid()) return {};
+      return {ops::CategoricalBucketize(s, x, boundaries_), Output()};
+    });
+  }
+  Output DenseTensor(Builder& b) const override {
+    return CachedDense(b, this, [&](const Scope& s) {
+      CategoricalIds ids = Ids(b);
+      if (!ids.ids.valid()) return Output();
+      return ops::MultiHot(s, ids.ids, Output(), num_buckets());
+    });
+  }
+
+ private:
+  std::shared_ptr<const NumericColumnImpl> source_;
+  std::vector<float> boundaries_;
+};
+
+class IndicatorColumnImpl : public FeatureColumn {
+ public:
+  IndicatorColumnImpl(std::string name, Column categorical)
+      : FeatureColumn(std::move(name)), categorical_(std::move(categorical)) {}
+  bool is_dense() const override { return true; }
+  int64_t dense_width() const override { return categorical_->num_buckets(); }
+  absl::Status AddRawFeatures(RawFeatureSpec* spec) const override {
+    return categorical_->AddRawFeatures(spec);
+  }
+  Output DenseTensor(Builder& b) const override {
+    return CachedDense(b, this, [&](const Scope& s) {
+      CategoricalIds ids = categorical_->Ids(b);
+      if (!ids.ids.valid()) return Output();
+      return ops::MultiHot(s, ids.ids, ids.weights, categorical_->num_buckets());
+    });
+  }
+
+ private:
+  Column categorical_;
+};
+
+// Creates a float32 variable `name` of `shape` in `scope` with `init`.
+ops::Variable MakeVariable(const Scope& scope, const std::string& name, const TensorShape& shape,
+                           const ops::Initializer& init, bool trainable) {
+  Output initial = init(scope.WithNoControlDependencies().NewSubScope(name + "/Initializer"),
+                        shape, DType::kFloat);
+  ops::VariableOptions options;
+  options.trainable = trainable;
+  return ops::Variable(scope, name, initial, options);
+}
+
+// The bag of `ids` over `table` [buckets, d]: [batch, d].
+Output Bag(const Scope& s, const ops::Variable& table, const CategoricalIds& ids,
+           ops::Combiner combiner) {
+  ops::BagPlan plan = ops::PrepareBag(s, ids.ids, ids.weights, combiner);
+  if (!plan.unique_ids.valid()) return Output();
+  Output rows = ops::ResourceGather(s.ColocateWith(table.handle().node), table.handle(),
+                                    plan.unique_ids, DType::kFloat);
+  return ops::BagCombine(s, rows, plan);
+}
+
+class EmbeddingColumnImpl : public FeatureColumn {
+ public:
+  EmbeddingColumnImpl(std::string name, Column categorical, int64_t dimension,
+                      EmbeddingOptions options)
+      : FeatureColumn(std::move(name)),
+        categorical_(std::move(categorical)),
+        dimension_(dimension),
+        options_(std::move(options)) {}
+  bool is_dense() const override { return true; }
+  int64_t dense_width() const override { return dimension_; }
+  absl::Status AddRawFeatures(RawFeatureSpec* spec) const override {
+    return categorical_->AddRawFeatures(spec);
+  }
+  Output DenseTensor(Builder& b) const override {
+    return CachedDense(b, this, [&](const Scope& s) {
+      CategoricalIds ids = categorical_->Ids(b);
+      if (!ids.ids.valid()) return Output();
+      ops::Initializer init = options_.initializer.value_or(ops::TruncatedNormalInitializer(
+          0.f, static_cast<float>(1.0 / std::sqrt(static_cast<double>(dimension_)))));
+      ops::Variable table =
+          MakeVariable(s, "embedding_weights",
+                       TensorShape({categorical_->num_buckets(), dimension_}), init,
+                       options_.trainable);
+      if (!table.valid()) return Output();
+      return Bag(s, table, ids, options_.combiner);
+    });
+  }
+
+ private:
+  Column categorical_;
+  int64_t dimension_;
+  EmbeddingOptions options_;
+};
+
+// Points a builder at `scope` until destroyed.
+class ScopedBuilder {
+ public:
+  ScopedBuilder(Builder& b, const Scope& scope) : b_(b), saved_(b.scope()) { b.set_scope(scope); }
+  ~ScopedBuilder() { b_.set_scope(saved_); }
+
+ private:
+  Builder& b_;
+  Scope saved_;
+};
+
+// Columns ordered by name; an error for two of one name.
+absl::StatusOr<std::vector<Column>> SortedByName(std::vector<Column> columns) {
+  std::sort(columns.begin(), columns.end(),
+            [](const Column& a, const Column& b) { return a->name() < b->name(); });
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i] == nullptr) return absl::InvalidArgumentError("a feature column is null");
+    if (i > 0 && columns[i]->name() == columns[i - 1]->name()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Duplicate feature column name found for columns: ", columns[i]->name()));
+    }
+  }
+  return columns;
+}
+
+}  // namespace
+
+absl::StatusOr<Column> NumericColumn(const std::string& key, std::vector<int64_t> shape,
+                                     std::vector<double> default_value, const std::string& name) {
+  const std::string n = name.empty() ? key : name;
+  if (key.empty()) return ColumnError(n, "key must not be empty");
+  int64_t width = 1;
+  for (int64_t d : shape) {
+    if (d < 1) return ColumnError(n, absl::StrCat("shape dimensions must be >= 1, got ", d));
+    if (width > (int64_t{1} << 24) / d) return ColumnError(n, "shape has too many elements");
+    width *= d;
+  }
+  if (shape.empty()) return ColumnError(n, "shape must have at least one dimension");
+  if (default_value.size() == 1 && width > 1) default_value.assign(width, default_value[0]);
+  if (!default_value.empty() && static_cast<int64_t>(default_value.size()) != width) {
+    return ColumnError(n, absl::StrCat("default_value has ", default_value.size(),
+                                       " values, the shape needs ", width));
+  }
+  return Column(std::make_shared<NumericColumnImpl>(n, key, std::move(shape),
+                                                    std::move(default_value)));
+}
+
+absl::StatusOr<Column> BucketizedColumn(const Column& source, std::vector<double> boundaries,
+                                        const std::string& name) {
+  auto numeric = std::dynamic_pointer_cast<const NumericColumnImpl>(source);
+  const std::string n = name.empty() && source ? source->name() + "_bucketized" : name;
+  if (numeric == nullptr) {
+    return ColumnError(n, "source_column must be a numeric column");
+  }
+  if (boundaries.empty()) return ColumnError(n, "boundaries must not be empty");
+  std::vector<float> b;
+  for (size_t i = 0; i < boundaries.size(); ++i) {
+    if (!std::isfinite(boundaries[i]) || (i > 0 && !(boundaries[i] > boundaries[i - 1]))) {
+      return ColumnError(n, absl::StrCat("boundaries must be a sorted list of distinct numbers; "
+                                         "entry ", i, " (", boundaries[i], ") breaks it"));
+    }
+    b.push_back(static_cast<float>(boundaries[i]));
+  }
+  return Column(std::make_shared<BucketizedColumnImpl>(n, numeric, std::move(b)));
+}
+
+absl::StatusOr<Column> IndicatorColumn(const Column& categorical, const std::string& name) {
+  const std::string n = name.empty() && categorical ? categorical->name() + "_indicator" : name;
+  if (categorical == nullptr || !categorical->is_categorical()) {
+    return ColumnError(n, "indicator_column needs a categorical column");
+  }
+  return Column(std::make_shared<IndicatorColumnImpl>(n, categorical));
+}
+
+absl::StatusOr<Column> EmbeddingColumn(const Column& categorical, int64_t dimension,
+                                       const EmbeddingOptions& options, const std::string& name) {
+  const std::string n = name.empty() && categorical ? categorical->name() + "_embedding" : name;
+  if (categorical == nullptr || !categorical->is_categorical()) {
+    return ColumnError(n, "embedding_column needs a categorical column");
+  }
+  if (dimension < 1 || dimension > (int64_t{1} << 20)) {
+    return ColumnError(n, absl::StrCat("Invalid dimension ", dimension, "."));
+  }
+  if (categorical->num_buckets() > (int64_t{1} << 40) / dimension) {
+    return ColumnError(n, absl::StrCat("a table of ", categorical->num_buckets(), " x ", dimension,
+                                       " is too large"));
+  }
+  return Column(std::make_shared<EmbeddingColumnImpl>(n, categorical, dimension, options));
+}
+
+absl::StatusOr<RawFeatureSpec> RawFeatures(const std::vector<Column>& columns) {
+  RawFeatureSpec spec;
+  for (const Column& c : columns) {
+    if (c == nullptr) return absl::InvalidArgumentError("a feature column is null");
+    TANDEM_RETURN_IF_ERROR(c->AddRawFeatures(&spec));
+  }
+  return spec;
+}
+
+Output InputLayer(const Scope& scope, const Features& features, const std::vector<Column>& columns,
+                  Builder* builder) {
+  absl::StatusOr<std::vector<Column>> sorted = SortedByName(columns);
+  if (!sorted.ok()) {
+    scope.UpdateStatus(sorted.status());
+    return Output();
+  }
+  if (sorted->empty()) {
+    scope.UpdateStatus(absl::InvalidArgumentError("InputLayer: feature_columns must not be empty"));
+    return Output();
+  }
+  const Scope s = scope.NewSubScope("input_layer");
+  Builder local(s, features);
+  Builder& b = builder != nullptr ? *builder : local;
+  ScopedBuilder in_layer(b, s);
+  std::vector<Output> parts;
+  for (const Column& c : *sorted) {
+    if (!c->is_dense()) {
+      scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
+          "Items of feature_columns must be a DenseColumn. You can wrap a categorical column "
+          "with an embedding_column or indicator_column. Given: '",
+          c->name(), "'")));
+      return Output();
+    }
+    parts.push_back(c->DenseTensor(b));
+    if (!parts.back().valid()) return Output();
+  }
+  if (parts.size() == 1) return parts[0];
+  return ops::Concat(s, parts, 1);
+}
+
+Output LinearModel(const Scope& scope, const Features& features, const std::vector<Column>& columns,
+                   int64_t units, const LinearModelOptions& options, Builder* builder) {
+  absl::StatusOr<std::vector<Column>> sorted = SortedByName(columns);
+  if (!sorted.ok()) {
+    scope.UpdateStatus(sorted.status());
+    return Output();
+  }
+  if (units < 1) {
+    scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat("units must be >= 1, got ", units)));
+    return Output();
+  }
+  const Scope s = scope.NewSubScope("linear_model");
+  Builder local(s, features);
+  Builder& b = builder != nullptr ? *builder : local;
+  ScopedBuilder in_model(b, s);
+  std::vector<Output> terms;
+  for (const Column& c : *sorted) {
+    const Scope cs = s.NewSubScope(c->name());
+    if (c->is_categorical()) {
+      CategoricalIds ids = c->Ids(b);
+      if (!ids.ids.valid()) return Output();
+      ops::Variable w = MakeVariable(cs, "weights", TensorShape({c->num_buckets(), units}),
+                                     ops::ZerosInitializer(), options.trainable);
+      terms.push_back(Bag(cs, w, ids, options.sparse_combiner));
+    } else {
+      Output x = c->DenseTensor(b);
+      if (!x.valid()) return Output();
+      ops::Variable w = MakeVariable(cs, "weights", TensorShape({c->dense_width(), units}),
+                                     ops::ZerosInitializer(), options.trainable);
+      terms.push_back(ops::MatMul(cs, x, w.value()));
+    }
+    if (!terms.back().valid()) return Output();
+  }
+  ops::Variable bias =
+      MakeVariable(s, "bias_weights", TensorShape({units}), ops::ZerosInitializer(),
+                   options.trainable);
+  if (terms.empty()) {
+    // Bias only: [batch, units] of the bias needs a batch; TensorFlow requires columns too.
+    scope.UpdateStatus(absl::InvalidArgumentError("LinearModel: feature_columns must not be empty"));
+    return Output();
+  }
+  Output sum = terms.size() == 1 ? terms[0] : ops::AddN(s, terms);
+  return ops::BiasAdd(s, sum, bias.value());
+}
+
+absl::StatusOr<ops::Combiner> ParseCombiner(absl::string_view name) {
+  if (name == "sum") return ops::Combiner::kSum;
+  if (name == "mean") return ops::Combiner::kMean;
+  if (name == "sqrtn") return ops::Combiner::kSqrtn;
+  return absl::InvalidArgumentError(
+      absl::StrCat("combiner must be \"sum\", \"mean\" or \"sqrtn\", got \"", name, "\""));
+}
+
+}  // namespace tandem::feature_column

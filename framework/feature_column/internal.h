@@ -1,0 +1,29 @@
+// framework/feature_column/internal.h
+//
+// Helpers shared by the feature column implementations (not for use outside
+// framework/feature_column).
+#ifndef TANDEM_FRAMEWORK_FEATURE_COLUMN_INTERNAL_H_
+#define TANDEM_FRAMEWORK_FEATURE_COLUMN_INTERNAL_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "framework/feature_column/feature_column.h"
+
+namespace tandem::feature_column::internal {
+
+// INVALID_ARGUMENT "feature column '<column>': <message>".
+absl::Status ColumnError(const std::string& column, absl::string_view message);
+// Adds `feature` to `spec` (an error when the key is there with another spec).
+absl::Status AddRaw(RawFeatureSpec* spec, RawFeature feature, const std::string& column);
+// The column's ids (or dense tensor) from the builder's cache, made in a name scope of
+// the column's name the first time.
+CategoricalIds CachedIds(Builder& b, const FeatureColumn* column,
+                         const std::function<CategoricalIds(const Scope&)>& make);
+Output CachedDense(Builder& b, const FeatureColumn* column,
+                   const std::function<Output(const Scope&)>& make);
+
+}  // namespace tandem::feature_column::internal
+
+#endif  // TANDEM_FRAMEWORK_FEATURE_COLUMN_INTERNAL_H_
