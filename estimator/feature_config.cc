@@ -72,11 +72,6 @@ class Table {
                                     key.empty() ? ": " : " ", message),
                        code);
   }
-  // A column error (from a factory) annotated with the table.
-  absl::Status Wrap(const absl::Status& s) const {
-    if (s.ok()) return s;
-    return Error("", s.message(), s.code());
-  }
   bool Has(const std::string& key) const { return t_.keys.contains(key); }
   // The first of `keys` present, or "".
   std::string Which(std::initializer_list<const char*> keys) const {
@@ -277,12 +272,12 @@ class Resolver {
       TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, t.Ints("shape"));
       if (shape.empty()) shape = {1};
       TANDEM_ASSIGN_OR_RETURN(std::vector<double> def, t.Numbers("default_value", false));
-      return Wrapped(t, fc::NumericColumn(key, shape, def, t.name()));
+      return Wrapped(t, fc::NumericColumn(key, shape, def, t.name()), "shape");
     }
     if (type == "bucketized") {
       TANDEM_ASSIGN_OR_RETURN(fc::Column source, Ref(t, {"source", "source_column"}));
       TANDEM_ASSIGN_OR_RETURN(std::vector<double> b, t.Numbers("boundaries", true));
-      return Wrapped(t, fc::BucketizedColumn(source, b, t.name()));
+      return Wrapped(t, fc::BucketizedColumn(source, b, t.name()), "boundaries");
     }
     if (type == "vocabulary_list" || type == "vocabulary_file") {
       fc::VocabularyColumnOptions o;
@@ -292,7 +287,7 @@ class Resolver {
         TANDEM_ASSIGN_OR_RETURN(o.dtype, ParseColumnDType(t, "string"));
         TANDEM_ASSIGN_OR_RETURN(std::string path, t.String("vocabulary_file", "", true));
         TANDEM_ASSIGN_OR_RETURN(int64_t size, t.Int("vocabulary_size", 0));
-        return Wrapped(t, fc::VocabularyFileColumn(key, path, size, o, t.name()));
+        return Wrapped(t, fc::VocabularyFileColumn(key, path, size, o, t.name()), "vocabulary_file");
       }
       const std::string vkey = t.Which({"vocabulary", "vocabulary_list"});
       bool ints = false;
@@ -303,17 +298,18 @@ class Resolver {
         return t.Error("dtype", ints ? "is \"string\" but the vocabulary holds integers"
                                      : "is \"int64\" but the vocabulary holds strings");
       }
-      return Wrapped(t, fc::VocabularyListColumn(key, std::move(vocab), o, t.name()));
+      return Wrapped(t, fc::VocabularyListColumn(key, std::move(vocab), o, t.name()),
+                     vkey.empty() ? "vocabulary" : vkey);
     }
     if (type == "hash_bucket") {
       TANDEM_ASSIGN_OR_RETURN(int64_t size, t.Int("hash_bucket_size", 0, true));
       TANDEM_ASSIGN_OR_RETURN(DType dtype, ParseColumnDType(t, "string"));
-      return Wrapped(t, fc::HashBucketColumn(key, size, dtype, t.name()));
+      return Wrapped(t, fc::HashBucketColumn(key, size, dtype, t.name()), "hash_bucket_size");
     }
     if (type == "identity") {
       TANDEM_ASSIGN_OR_RETURN(int64_t n, t.Int("num_buckets", 0, true));
       TANDEM_ASSIGN_OR_RETURN(std::optional<int64_t> def, t.OptionalInt("default_value"));
-      return Wrapped(t, fc::IdentityColumn(key, n, def, t.name()));
+      return Wrapped(t, fc::IdentityColumn(key, n, def, t.name()), "num_buckets");
     }
     if (type == "crossed") {
       TANDEM_ASSIGN_OR_RETURN(std::vector<std::string> names, t.Strings("keys", nullptr));
@@ -328,7 +324,7 @@ class Resolver {
       }
       TANDEM_ASSIGN_OR_RETURN(int64_t size, t.Int("hash_bucket_size", 0, true));
       TANDEM_ASSIGN_OR_RETURN(std::optional<int64_t> hash_key, t.OptionalInt("hash_key"));
-      return Wrapped(t, fc::CrossedColumn(std::move(keys), size, hash_key, t.name()));
+      return Wrapped(t, fc::CrossedColumn(std::move(keys), size, hash_key, t.name()), "keys");
     }
     TANDEM_ASSIGN_OR_RETURN(fc::Column categorical, Ref(t, {"categorical", "categorical_column"}));
     if (type == "weighted") {
@@ -355,11 +351,14 @@ class Resolver {
       }
       o.initializer = ops::TruncatedNormalInitializer(0.f, static_cast<float>(stddev[0]));
     }
-    return Wrapped(t, fc::EmbeddingColumn(categorical, dim, o, t.name()));
+    return Wrapped(t, fc::EmbeddingColumn(categorical, dim, o, t.name()), "dimension");
   }
 
-  static absl::StatusOr<fc::Column> Wrapped(const Table& t, absl::StatusOr<fc::Column> c) {
-    if (!c.ok()) return t.Wrap(c.status());
+  // A factory's column, or its error placed at `key` (the value it most likely refers
+  // to; the table when that key is not set).
+  static absl::StatusOr<fc::Column> Wrapped(const Table& t, absl::StatusOr<fc::Column> c,
+                                            const std::string& key = "") {
+    if (!c.ok()) return t.Error(t.Has(key) ? key : "", c.status().message(), c.status().code());
     return c;
   }
 

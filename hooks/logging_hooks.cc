@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "framework/core/status.h"
@@ -80,6 +81,8 @@ std::string FormatNumber(const Tensor& t, int64_t i) {
       auto r = std::to_chars(buf, buf + sizeof(buf), t.data<float>()[i]);
       return std::string(buf, r.ptr);
     }
+    case DType::kString:
+      return absl::StrCat("b'", absl::CHexEscape(t.StringAt(i)), "'");  // As NumPy prints bytes.
     default:
       return absl::StrFormat("%g", t.ValueAsDouble(i));
   }

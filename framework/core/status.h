@@ -7,7 +7,7 @@
 //   TANDEM_ASSIGN_OR_RETURN(lhs, expr);      // lhs = *expr, or returns its status
 //
 // AnnotateStatus prefixes context (a file, a tensor name, an op) to a status message
-// while keeping its code.
+// while keeping its code and payloads.
 #ifndef TANDEM_FRAMEWORK_CORE_STATUS_H_
 #define TANDEM_FRAMEWORK_CORE_STATUS_H_
 
@@ -15,15 +15,20 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
 namespace tandem {
 
-// Returns `status` with "`context`: " prefixed to its message; OK stays OK.
+// Returns `status` with "`context`: " prefixed to its message and its payloads kept
+// (a config error stays one); OK stays OK.
 inline absl::Status AnnotateStatus(const absl::Status& status, absl::string_view context) {
   if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+  absl::Status out(status.code(), absl::StrCat(context, ": ", status.message()));
+  status.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
 }
 
 }  // namespace tandem

@@ -149,9 +149,22 @@ class ColumnValues {
     counts_.resize(m.counts);
   }
 
-  // The column's tensor for `rows` rows.
-  Tensor Finish(int64_t rows) {
-    if (!column_.value_separator.empty()) return FinishList(rows);
+  // The column's tensor for `rows` rows; RESOURCE_EXHAUSTED when padding its lists to
+  // the longest would take more than a quarter of the memory this process may use.
+  absl::StatusOr<Tensor> Finish(int64_t rows) {
+    if (!column_.value_separator.empty()) {
+      int64_t width = 1;
+      for (int64_t n : counts_) width = std::max(width, n);
+      const double bytes = static_cast<double>(rows) * static_cast<double>(width) *
+                           static_cast<double>(DTypeSize(column_.dtype));
+      if (bytes > env::MemoryLimitBytes() / 4) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "CSV column ", column_.name, ": ", rows, " rows padded to its longest list of ",
+            width, " values need ", static_cast<int64_t>(bytes / (1 << 20)),
+            " MiB, more than a quarter of the memory this process may use"));
+      }
+      return FinishList(rows);
+    }
     const TensorShape shape({rows});
     switch (column_.dtype) {
       case DType::kFloat:
@@ -405,7 +418,8 @@ absl::StatusOr<CsvTable> ReadCsv(const std::vector<std::string>& paths,
   }
   for (size_t k = 0; k < keep.size(); ++k) {
     table.names.push_back(columns[keep[k]].name);
-    table.columns.push_back(values[k].Finish(table.rows));
+    TANDEM_ASSIGN_OR_RETURN(Tensor column, values[k].Finish(table.rows));
+    table.columns.push_back(std::move(column));
   }
   return table;
 }

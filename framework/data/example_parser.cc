@@ -134,12 +134,20 @@ struct Column {
     return absl::OkStatus();
   }
 
-  Tensor Finish(int64_t n) {
+  absl::StatusOr<Tensor> Finish(int64_t n) {
     std::vector<int64_t> dims = {n};
     int64_t row = width;
     if (spec->var_len) {
       row = 1;
       for (int64_t c : counts) row = std::max(row, c);
+      const double bytes = static_cast<double>(n) * static_cast<double>(row) *
+                           static_cast<double>(DTypeSize(spec->dtype));
+      if (bytes > env::MemoryLimitBytes() / 4) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "feature '", spec->key, "': ", n, " examples padded to its longest list of ", row,
+            " values need ", static_cast<int64_t>(bytes / (1 << 20)),
+            " MiB, more than a quarter of the memory this process may use"));
+      }
       dims.push_back(row);
     } else if (!(spec->shape.size() == 1 && spec->shape[0] == 1)) {
       dims.insert(dims.end(), spec->shape.begin(), spec->shape.end());
@@ -222,7 +230,10 @@ absl::StatusOr<std::vector<Tensor>> Parse(const std::vector<absl::string_view>& 
     }
   }
   std::vector<Tensor> out;
-  for (Column& c : columns) out.push_back(c.Finish(static_cast<int64_t>(records.size())));
+  for (Column& c : columns) {
+    TANDEM_ASSIGN_OR_RETURN(Tensor t, c.Finish(static_cast<int64_t>(records.size())));
+    out.push_back(std::move(t));
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/feature_column/internal.h"
 #include "framework/ops/array_ops.h"
@@ -77,6 +78,15 @@ namespace internal {
 
 absl::Status ColumnError(const std::string& column, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("feature column '", column, "': ", message));
+}
+
+absl::Status CheckTableFits(const std::string& column, int64_t rows, int64_t cols) {
+  const double bytes = 4.0 * static_cast<double>(rows) * static_cast<double>(cols);
+  if (bytes <= env::MemoryLimitBytes() / 2) return absl::OkStatus();
+  return ColumnError(column, absl::StrCat("a table of ", rows, " x ", cols, " floats (",
+                                          static_cast<int64_t>(bytes / (1 << 20)),
+                                          " MiB) does not fit in half the memory this process "
+                                          "may use"));
 }
 
 absl::Status AddRaw(RawFeatureSpec* spec, RawFeature feature, const std::string& column) {
@@ -281,19 +291,44 @@ class ScopedBuilder {
   Scope saved_;
 };
 
-// Columns ordered by name; an error for two of one name.
-absl::StatusOr<std::vector<Column>> SortedByName(std::vector<Column> columns) {
+// Columns ordered by name; an error for none, a null one, or two of one name.
+absl::StatusOr<std::vector<Column>> SortedByName(std::vector<Column> columns,
+                                                 absl::string_view layer) {
+  if (columns.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(layer, ": feature_columns must not be empty"));
+  }
+  for (const Column& c : columns) {
+    if (c == nullptr) return absl::InvalidArgumentError(absl::StrCat(layer, ": a null column"));
+  }
   std::sort(columns.begin(), columns.end(),
             [](const Column& a, const Column& b) { return a->name() < b->name(); });
-  for (size_t i = 0; i < columns.size(); ++i) {
-    if (columns[i] == nullptr) return absl::InvalidArgumentError("a feature column is null");
-    if (i > 0 && columns[i]->name() == columns[i - 1]->name()) {
+  for (size_t i = 1; i < columns.size(); ++i) {
+    if (columns[i]->name() == columns[i - 1]->name()) {
       return absl::InvalidArgumentError(
           absl::StrCat("Duplicate feature column name found for columns: ", columns[i]->name()));
     }
   }
   return columns;
 }
+
+// What InputLayer and LinearModel build with: the columns in name order, and a builder
+// (the caller's, or `local`) pointed at the layer's name scope while the layer lives.
+struct Layer {
+  Layer(const Scope& outer, const Features& features, const std::vector<Column>& columns,
+        Builder* builder, absl::string_view name)
+      : scope(outer.NewSubScope(name)),
+        sorted(SortedByName(columns, name)),
+        local(scope, features),
+        b(builder != nullptr ? *builder : local),
+        in_layer(b, scope) {
+    if (!sorted.ok()) outer.UpdateStatus(sorted.status());
+  }
+  const Scope scope;
+  const absl::StatusOr<std::vector<Column>> sorted;
+  Builder local;
+  Builder& b;
+  ScopedBuilder in_layer;
+};
 
 }  // namespace
 
@@ -341,6 +376,11 @@ absl::StatusOr<Column> IndicatorColumn(const Column& categorical, const std::str
   if (categorical == nullptr || !categorical->is_categorical()) {
     return ColumnError(n, "indicator_column needs a categorical column");
   }
+  if (categorical->num_buckets() > (int64_t{1} << 24)) {
+    return ColumnError(n, absl::StrCat("an indicator of ", categorical->num_buckets(),
+                                       " buckets is that many floats per example (more than "
+                                       "2^24); use an embedding_column"));
+  }
   return Column(std::make_shared<IndicatorColumnImpl>(n, categorical));
 }
 
@@ -353,10 +393,7 @@ absl::StatusOr<Column> EmbeddingColumn(const Column& categorical, int64_t dimens
   if (dimension < 1 || dimension > (int64_t{1} << 20)) {
     return ColumnError(n, absl::StrCat("Invalid dimension ", dimension, "."));
   }
-  if (categorical->num_buckets() > (int64_t{1} << 40) / dimension) {
-    return ColumnError(n, absl::StrCat("a table of ", categorical->num_buckets(), " x ", dimension,
-                                       " is too large"));
-  }
+  TANDEM_RETURN_IF_ERROR(internal::CheckTableFits(n, categorical->num_buckets(), dimension));
   return Column(std::make_shared<EmbeddingColumnImpl>(n, categorical, dimension, options));
 }
 
@@ -371,21 +408,10 @@ absl::StatusOr<RawFeatureSpec> RawFeatures(const std::vector<Column>& columns) {
 
 Output InputLayer(const Scope& scope, const Features& features, const std::vector<Column>& columns,
                   Builder* builder) {
-  absl::StatusOr<std::vector<Column>> sorted = SortedByName(columns);
-  if (!sorted.ok()) {
-    scope.UpdateStatus(sorted.status());
-    return Output();
-  }
-  if (sorted->empty()) {
-    scope.UpdateStatus(absl::InvalidArgumentError("InputLayer: feature_columns must not be empty"));
-    return Output();
-  }
-  const Scope s = scope.NewSubScope("input_layer");
-  Builder local(s, features);
-  Builder& b = builder != nullptr ? *builder : local;
-  ScopedBuilder in_layer(b, s);
+  Layer layer(scope, features, columns, builder, "input_layer");
+  if (!layer.sorted.ok()) return Output();
   std::vector<Output> parts;
-  for (const Column& c : *sorted) {
+  for (const Column& c : *layer.sorted) {
     if (!c->is_dense()) {
       scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
           "Items of feature_columns must be a DenseColumn. You can wrap a categorical column "
@@ -393,31 +419,31 @@ Output InputLayer(const Scope& scope, const Features& features, const std::vecto
           c->name(), "'")));
       return Output();
     }
-    parts.push_back(c->DenseTensor(b));
+    parts.push_back(c->DenseTensor(layer.b));
     if (!parts.back().valid()) return Output();
   }
   if (parts.size() == 1) return parts[0];
-  return ops::Concat(s, parts, 1);
+  return ops::Concat(layer.scope, parts, 1);
 }
 
 Output LinearModel(const Scope& scope, const Features& features, const std::vector<Column>& columns,
                    int64_t units, const LinearModelOptions& options, Builder* builder) {
-  absl::StatusOr<std::vector<Column>> sorted = SortedByName(columns);
-  if (!sorted.ok()) {
-    scope.UpdateStatus(sorted.status());
-    return Output();
-  }
   if (units < 1) {
     scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat("units must be >= 1, got ", units)));
     return Output();
   }
-  const Scope s = scope.NewSubScope("linear_model");
-  Builder local(s, features);
-  Builder& b = builder != nullptr ? *builder : local;
-  ScopedBuilder in_model(b, s);
+  Layer layer(scope, features, columns, builder, "linear_model");
+  if (!layer.sorted.ok()) return Output();
+  const Scope& s = layer.scope;
+  Builder& b = layer.b;
   std::vector<Output> terms;
-  for (const Column& c : *sorted) {
+  for (const Column& c : *layer.sorted) {
     const Scope cs = s.NewSubScope(c->name());
+    const int64_t rows = c->is_categorical() ? c->num_buckets() : c->dense_width();
+    if (absl::Status s = internal::CheckTableFits(c->name(), rows, units); !s.ok()) {
+      scope.UpdateStatus(s);
+      return Output();
+    }
     if (c->is_categorical()) {
       CategoricalIds ids = c->Ids(b);
       if (!ids.ids.valid()) return Output();
@@ -436,11 +462,6 @@ Output LinearModel(const Scope& scope, const Features& features, const std::vect
   ops::Variable bias =
       MakeVariable(s, "bias_weights", TensorShape({units}), ops::ZerosInitializer(),
                    options.trainable);
-  if (terms.empty()) {
-    // Bias only: [batch, units] of the bias needs a batch; TensorFlow requires columns too.
-    scope.UpdateStatus(absl::InvalidArgumentError("LinearModel: feature_columns must not be empty"));
-    return Output();
-  }
   Output sum = terms.size() == 1 ? terms[0] : ops::AddN(s, terms);
   return ops::BiasAdd(s, sum, bias.value());
 }

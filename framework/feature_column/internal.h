@@ -15,6 +15,9 @@ namespace tandem::feature_column::internal {
 
 // INVALID_ARGUMENT "feature column '<column>': <message>".
 absl::Status ColumnError(const std::string& column, absl::string_view message);
+// An error naming `column` when a float32 table of rows x cols would take more than
+// half the memory this process may use (env::MemoryLimitBytes).
+absl::Status CheckTableFits(const std::string& column, int64_t rows, int64_t cols);
 // Adds `feature` to `spec` (an error when the key is there with another spec).
 absl::Status AddRaw(RawFeatureSpec* spec, RawFeature feature, const std::string& column);
 // The column's ids (or dense tensor) from the builder's cache, made in a name scope of

@@ -15,6 +15,7 @@
 #include "framework/ops/optimizers.h"
 #include "framework/ops/standard_ops.h"
 #include "framework/ops/state_ops.h"
+#include "framework/protos/example.pb.h"
 #include "framework/protos/worker.pb.h"
 #include "framework/tensor/tensor_codec.h"
 #include "gtest/gtest.h"
@@ -239,15 +240,44 @@ TEST(FuzzReplayTest, RecordFileMutations) {
 }
 
 TEST(FuzzReplayTest, CsvMutations) {
-  std::string seed = "x,n,flag\n1.5,3,true\n-2e3,-7,false\n\"4\",0,1\n";
+  std::string seed = "x,n,flag\n1.5,3|4,true\n-2e3,,\n\"4\",0,\"a,b\"\n?,?,?\n";
   EXPECT_EQ(Feed(FuzzCsv, seed), 2);
   auto depth = Campaign(FuzzCsv, seed, 1500, 12);
-  EXPECT_GT(depth[1], 200);
+  EXPECT_GT(depth[1], 200);  // Refused with an error naming the line.
   EXPECT_GT(depth[2], 50);
 }
 
+TEST(FuzzReplayTest, ExampleMutations) {
+  std::string seed;
+  for (int i = 0; i < 4; ++i) {
+    proto::Example e;
+    auto& f = *e.mutable_features()->mutable_feature();
+    f["age"].mutable_float_list()->add_value(30.f + i);
+    for (int j = 0; j < i; ++j) f["tags"].mutable_bytes_list()->add_value("t" + std::to_string(j));
+    f["ids"].mutable_int64_list()->add_value(i);
+    seed += io::EncodeRecord(e.SerializeAsString());
+  }
+  EXPECT_EQ(Feed(FuzzExamples, seed), 2);
+  auto depth = Campaign(FuzzExamples, seed, 1500, 14);
+  EXPECT_GT(depth[1], 500);  // Corrupt records and examples refused, never a crash.
+}
+
+TEST(FuzzReplayTest, StringPredictRequests) {
+  const std::vector<std::string> seeds = {
+      R"({"instances": [{"s": "a", "tags": ["x", "y"], "ids": [1]},
+                        {"s": {"b64": "AP8="}, "tags": [], "ids": 3}]})",
+      R"({"inputs": {"s": ["a", "b"], "tags": [["x"], ["y", "z"]], "ids": [[], [4, 5]]}})"};
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    EXPECT_EQ(Feed(FuzzPredictStrings, seeds[i]), 2) << "seed " << i;
+    auto depth = Campaign(FuzzPredictStrings, seeds[i], 400, 70 + i);
+    EXPECT_EQ(depth[3], 0) << "seed " << i;
+    EXPECT_GT(depth[1], 20) << "seed " << i;
+  }
+}
+
 TEST(FuzzReplayTest, JobConfigMutations) {
-  for (const char* name : {"fashion_mlp.toml", "fashion_cnn.toml", "linear_regression.toml"}) {
+  for (const char* name :
+       {"fashion_mlp.toml", "fashion_cnn.toml", "linear_regression.toml", "census_wide_deep.toml"}) {
     auto text = env::ReadFile(std::string(TANDEM_SOURCE_DIR "/configs/") + name);
     ASSERT_TRUE(text.ok()) << text.status();
     EXPECT_EQ(Feed(FuzzJobConfig, *text), 2) << name;

@@ -9,6 +9,8 @@
 #include "estimator/run_config.h"
 #include "framework/core/env.h"
 #include "framework/core/record_io.h"
+#include "framework/data/csv.h"
+#include "framework/data/example_parser.h"
 #include "framework/data/readers.h"
 #include "framework/distributed/worker.h"
 #include "framework/graph/graph.h"
@@ -42,8 +44,10 @@ int FuzzTensorProto(const uint8_t* data, size_t size) {
   if (!p.ParseFromArray(data, static_cast<int>(size))) return 0;
   auto t = TensorFromProto(p);
   if (!t.ok()) return 1;
-  if (t->dtype() != DType::kResource && t->NumElements() > 0) {
-    (void)t->ValueAsDouble(t->NumElements() - 1);  // Touch the last element.
+  if (t->dtype() == DType::kString && t->NumElements() > 0) {
+    (void)t->StringAt(t->NumElements() - 1).size();  // Touch the last element.
+  } else if (t->dtype() != DType::kResource && t->NumElements() > 0) {
+    (void)t->ValueAsDouble(t->NumElements() - 1);
   }
   return 2;
 }
@@ -80,16 +84,30 @@ int FuzzRecordFile(const uint8_t* data, size_t size) {
 }
 
 int FuzzCsv(const uint8_t* data, size_t size) {
-  auto ds =
-      data::FromCsv(ScratchFile(data, size, ".csv"), {DType::kFloat, DType::kInt32, DType::kBool});
-  if (!ds.ok()) return 0;
-  auto it = (*ds)->MakeIterator();
-  if (!it.ok()) return 0;
-  for (;;) {
-    auto e = (*it)->GetNext();
-    if (!e.ok()) return 1;
-    if (!e->has_value()) return 2;
-  }
+  data::CsvReadOptions o;
+  o.header = true;
+  o.na_value = "?";
+  auto table = data::ReadCsv({ScratchFile(data, size, ".csv")},
+                             {{"x", DType::kFloat},
+                              {"n", DType::kInt64, "-1", "|"},
+                              {"flag", DType::kString, ""}},
+                             o);
+  if (!table.ok()) return 1;
+  if (table->rows == 0) return 2;
+  auto ds = data::CsvDataset(*std::move(table));
+  if (!ds.ok()) return 1;
+  auto batches = data::CollectAll(*(*ds)->Batch(2));
+  return batches.ok() ? 2 : 1;
+}
+
+int FuzzExamples(const uint8_t* data, size_t size) {
+  google::protobuf::LogSilencer quiet;
+  auto columns = data::ReadExampleFiles({ScratchFile(data, size, ".tfrecord")},
+                                        {{"age", DType::kFloat, false, {1}, {0}},
+                                         {"tags", DType::kString, true, {}, {}},
+                                         {"ids", DType::kInt64, true, {}, {}}},
+                                        data::Compression::kNone);
+  return columns.ok() ? 2 : 1;
 }
 
 int FuzzJobConfig(const uint8_t* data, size_t size) {
@@ -287,13 +305,9 @@ nlohmann::json ToNlohmann(const serving::JsonValue& v) {
 
 }  // namespace
 
-int FuzzPredictRequest(const uint8_t* data, size_t size) {
-  static const serving::Signature* signature = [] {
-    auto* s = new serving::Signature();
-    s->inputs["x"] = {"input/x:0", DType::kFloat, PartialShape({-1, 3})};
-    s->inputs["n"] = {"input/n:0", DType::kInt64, PartialShape({-1})};
-    return s;
-  }();
+namespace {
+
+int FuzzPredict(const uint8_t* data, size_t size, const serving::Signature* signature) {
   const absl::string_view body(reinterpret_cast<const char*>(data), size);
   serving::RestLimits limits;
   limits.max_instances = 64;
@@ -315,6 +329,29 @@ int FuzzPredictRequest(const uint8_t* data, size_t size) {
   if (!response.ok()) return 1;
   // The response must parse back (NaN and Infinity cannot occur: inputs are finite).
   return nlohmann::json::accept(*response) ? 2 : 3;
+}
+
+}  // namespace
+
+int FuzzPredictRequest(const uint8_t* data, size_t size) {
+  static const serving::Signature* signature = [] {
+    auto* s = new serving::Signature();
+    s->inputs["x"] = {"input/x:0", DType::kFloat, PartialShape({-1, 3})};
+    s->inputs["n"] = {"input/n:0", DType::kInt64, PartialShape({-1})};
+    return s;
+  }();
+  return FuzzPredict(data, size, signature);
+}
+
+int FuzzPredictStrings(const uint8_t* data, size_t size) {
+  static const serving::Signature* signature = [] {
+    auto* s = new serving::Signature();
+    s->inputs["s"] = {"input/s:0", DType::kString, PartialShape({-1})};
+    s->inputs["tags"] = {"input/tags:0", DType::kString, PartialShape({-1, -1})};
+    s->inputs["ids"] = {"input/ids:0", DType::kInt64, PartialShape({-1, -1})};
+    return s;
+  }();
+  return FuzzPredict(data, size, signature);
 }
 
 }  // namespace tandem::fuzz

@@ -5,9 +5,9 @@
 //   FuzzGraphDef: bytes -> GraphDef -> Graph (op lookup, attr decoding, inference of
 //     every node) -> DirectSession creation (placement, kernel construction).
 //   FuzzTensorProto: bytes -> TensorProto -> Tensor.
-//   FuzzRecordFile, FuzzCsv, FuzzJobConfig, FuzzTfConfig: the TFRecord, CSV, TOML and
-//     TF_CONFIG parsers.
-//   FuzzPredictRequest: the REST server's JSON request decoder.
+//   FuzzRecordFile, FuzzCsv, FuzzExamples, FuzzJobConfig, FuzzTfConfig: the TFRecord,
+//     CSV, tf.Example, TOML and TF_CONFIG parsers.
+//   FuzzPredictRequest, FuzzPredictStrings: the REST server's JSON request decoder.
 // fuzz_main.cc wraps them for libFuzzer; fuzz_replay_test.cc runs them on seeds,
 // byte mutations and structured random graphs in the default test tier.
 #ifndef TANDEM_TESTS_FUZZ_FUZZ_TARGETS_H_
@@ -25,8 +25,12 @@ int FuzzGraphDef(const uint8_t* data, size_t size);
 int FuzzTensorProto(const uint8_t* data, size_t size);
 // TFRecord framing (bytes as a file) -> RecordReader until end or error.
 int FuzzRecordFile(const uint8_t* data, size_t size);
-// CSV text (bytes as a file) -> FromCsv with typed columns, iterated to the end.
+// CSV text with a header (bytes as a file) -> ReadCsv of a float, an int64 list and a
+// string column with defaults -> batches of its rows. 1: refused; 2: read.
 int FuzzCsv(const uint8_t* data, size_t size);
+// A TFRecord file of tf.Examples (bytes) -> ReadExampleFiles of a fixed-length float,
+// a string list and an int64 list. 1: refused; 2: read.
+int FuzzExamples(const uint8_t* data, size_t size);
 // TOML job-config text -> JobConfig (-> ToToml -> JobConfig again).
 int FuzzJobConfig(const uint8_t* data, size_t size);
 // TF_CONFIG JSON -> TfConfig -> RunConfig.
@@ -53,6 +57,9 @@ std::string WorkerRequestSeed(int method, const std::string& wire);
 // disagreed with nlohmann::json on whether the bytes are JSON or on their value, or
 // the response did not parse back.
 int FuzzPredictRequest(const uint8_t* data, size_t size);
+// FuzzPredictRequest for a signature of string inputs: "s" string [-1], and the lists
+// "tags" string [-1, -1] and "ids" int64 [-1, -1] (ragged per instance, padded).
+int FuzzPredictStrings(const uint8_t* data, size_t size);
 
 }  // namespace tandem::fuzz
 

@@ -12,6 +12,7 @@
 #include "estimator/training.h"
 #include "framework/core/env.h"
 #include "gtest/gtest.h"
+#include "tests/util/config_estimator.h"
 
 namespace tandem {
 namespace {
@@ -26,27 +27,22 @@ void TrainConfig(const std::string& name, float want_accuracy,
   ASSERT_TRUE(job.ok()) << job.status();
   ModelRegistry registry;
   ASSERT_TRUE(examples::RegisterExampleModels(registry).ok());
-  auto model = registry.Create(job->model.name);
-  ASSERT_TRUE(model.ok());
-  EstimatorOptions eo;
-  eo.model_fn = BindModelFn(model->get());
-  eo.config = job->run_config();
-  eo.params = job->model;
-  auto est = Estimator::Create(eo);
-  ASSERT_TRUE(est.ok()) << est.status();
-  InputFn input = BindInputFn(model->get(), &*job);
+  auto c = testing::MakeConfiguredEstimator(*std::move(job), registry);
+  ASSERT_TRUE(c.ok()) << c.status();
+  Estimator* est = (*c)->estimator.get();
+  InputFn input = (*c)->input();
   auto start = std::chrono::steady_clock::now();
   TrainOptions to;
-  to.max_steps = job->train.max_steps;
-  auto step = (*est)->Train(input, to);
+  to.max_steps = (*c)->job.train.max_steps;
+  auto step = est->Train(input, to);
   ASSERT_TRUE(step.ok()) << step.status();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EvalOptions eval;  // The whole test split.
-  auto r = (*est)->Evaluate(input, eval);
+  auto r = est->Evaluate(input, eval);
   ASSERT_TRUE(r.ok()) << r.status();
   std::printf("%s (%s): steps=%lld batch=%lld train_seconds=%.1f test_accuracy=%.4f loss=%.4f\n",
               name.c_str(), precision.c_str(), static_cast<long long>(*step),
-              static_cast<long long>(job->train.batch_size), seconds, r->metrics["accuracy"],
+              static_cast<long long>((*c)->job.train.batch_size), seconds, r->metrics["accuracy"],
               r->metrics["loss"]);
   EXPECT_GE(r->metrics["accuracy"], want_accuracy);
   env::DeleteRecursively(*dir).IgnoreError();

@@ -459,6 +459,10 @@ class MultiHotKernel : public OpKernel {
     TANDEM_ASSIGN_OR_RETURN(TensorShape shape, IdsShape(ctx, 0));
     TANDEM_ASSIGN_OR_RETURN(const float* w, Weights(ctx, 1, ids));
     const int64_t batch = shape.dim(0), n = shape.dim(1);
+    if (batch > 0 && depth_ > kMaxIds / batch) {
+      return ctx.Error(absl::StrCat("a multi-hot of ", batch, " rows of ", depth_,
+                                    " buckets is more than ", kMaxIds, " values"));
+    }
     Tensor* out = ctx.allocate_output(0, TensorShape({batch, depth_}));
     float* o = out->data<float>();
     std::fill_n(o, batch * depth_, 0.f);

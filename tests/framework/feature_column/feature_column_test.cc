@@ -10,6 +10,7 @@
 
 #include "framework/core/env.h"
 #include "framework/ops/array_ops.h"
+#include "framework/ops/math_ops.h"
 #include "framework/ops/optimizers.h"
 #include "framework/ops/state_ops.h"
 #include "framework/runtime/session.h"
@@ -101,7 +102,7 @@ TEST(FeatureColumnTest, RawFeaturesAreTheParseSpec) {
 }
 
 // Runs `out` over the features fed by name.
-std::vector<float> Run(const Scope& root, Output out, const FeedMap& feeds) {
+std::vector<float> RunGraph(const Scope& root, Output out, const FeedMap& feeds) {
   EXPECT_TRUE(root.ok()) << root.status();
   Node* init = ops::GlobalVariablesInitializer(root);
   proto::GraphDef def;
@@ -131,7 +132,7 @@ TEST(FeatureColumnTest, InputLayerConcatenatesByName) {
   ASSERT_TRUE(root.ok()) << root.status();
   EXPECT_EQ(x.shape().dim(1), 1 + 2 + 3);
   std::vector<float> v =
-      Run(root, x,
+      RunGraph(root, x,
           {{"age", Tensor::FromVector<int64_t>({25, 40}, TensorShape({2}))},
            {"color", Tensor::FromVector<std::string>({"red", "red", "blue", ""}, {2, 2})}});
   EXPECT_THAT(v, ElementsAre(25, 1, 0, 2, 0, 0,  //
@@ -175,7 +176,7 @@ TEST(FeatureColumnTest, EmbeddingMeanAndLinearModelSums) {
   auto train = sgd.ApplyGradients(root, *grads);
   ASSERT_TRUE(train.ok()) << train.status();
   const FeedMap feeds = {{"tags", Tensor::FromVector<std::string>({"a", "c", "c", ""}, {2, 2})}};
-  EXPECT_THAT(Run(root, emb, feeds), ElementsAre(.5, .5, .5, .5));
+  EXPECT_THAT(RunGraph(root, emb, feeds), ElementsAre(.5, .5, .5, .5));
   Node* init = ops::GlobalVariablesInitializer(root);
   proto::GraphDef def;
   root.graph()->ToGraphDef(&def);
@@ -192,4 +193,3 @@ TEST(FeatureColumnTest, EmbeddingMeanAndLinearModelSums) {
 
 }  // namespace
 }  // namespace tandem::feature_column
-EOF
