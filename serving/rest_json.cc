@@ -231,13 +231,13 @@ absl::StatusOr<Tensor> Decode(const std::vector<JsonValue>& values, const Dims& 
   return t;
 }
 
-// Whether `info` is a variable-length list per example (a feature column's list of
-// strings or ids, [batch, -1]): examples may give lists of different lengths, and the
-// shorter ones are padded with '' or -1, the feature columns' missing-value marks.
+// Whether `info` is a variable-length list per example: a feature column's list of
+// strings or int64 ids, [batch, -1] (the only inputs an export leaves that open).
+// Examples may give lists of different lengths, and the shorter ones are padded with ''
+// or -1, the feature columns' missing-value marks.
 bool IsRagged(const TensorInfo& info) {
   return info.shape.rank() == 2 && info.shape.dim(1) < 0 &&
-         (info.dtype == DType::kString || info.dtype == DType::kInt64 ||
-          info.dtype == DType::kInt32);
+         (info.dtype == DType::kString || info.dtype == DType::kInt64);
 }
 
 // The [examples, longest list] tensor of ragged `values` (each a list, or one value).
@@ -253,9 +253,8 @@ absl::StatusOr<Tensor> DecodeRagged(const std::vector<JsonValue>& values, const 
     return InvalidAt(at, absl::StrCat(n, " lists padded to ", width, " values is too large"));
   }
   Tensor t(info.dtype, TensorShape({n, width}));
-  for (int64_t i = 0; i < n * width; ++i) {
-    if (info.dtype == DType::kInt64) t.data<int64_t>()[i] = -1;
-    if (info.dtype == DType::kInt32) t.data<int32_t>()[i] = -1;
+  for (int64_t i = 0; info.dtype == DType::kInt64 && i < n * width; ++i) {
+    t.data<int64_t>()[i] = -1;
   }
   for (int64_t i = 0; i < n; ++i) {
     at.instance = i;

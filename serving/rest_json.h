@@ -13,8 +13,8 @@
 // batch dimension for an instance): numbers for float32 (integers accepted), integers
 // in range for int32, int64 and uint8, true/false for bool, strings for string (or
 // {"b64": "<base64>"} for any bytes, as TensorFlow Serving). A variable-length list
-// input ([batch, -1] of strings or integers: a feature column's list) takes lists of
-// any length per example, padded with '' or -1 to the longest.
+// input ([batch, -1] of strings or int64: a feature column's list) takes lists of any
+// length per example, padded with '' or -1 to the longest.
 //
 // The body is untrusted. Anything wrong is INVALID_ARGUMENT with a message naming the
 // input, the instance and the position. Nesting deeper than RestLimits::max_json_depth

@@ -3,6 +3,7 @@
 // every registered op with hostile attrs (negative and huge dimensions, wrong types,
 // out-of-range axes). Passing means nothing crashed; ASan/UBSan builds
 // (-DTANDEM_SANITIZE=ON) also catch memory errors here.
+#include <cstdio>
 #include <random>
 
 #include "checkpoint/saver.h"
@@ -270,8 +271,8 @@ TEST(FuzzReplayTest, StringPredictRequests) {
   for (size_t i = 0; i < seeds.size(); ++i) {
     EXPECT_EQ(Feed(FuzzPredictStrings, seeds[i]), 2) << "seed " << i;
     auto depth = Campaign(FuzzPredictStrings, seeds[i], 400, 70 + i);
-    EXPECT_EQ(depth[3], 0) << "seed " << i;
-    EXPECT_GT(depth[1], 20) << "seed " << i;
+    EXPECT_EQ(depth[3], 0) << "seed " << i;  // The reader and nlohmann never disagree.
+    EXPECT_GT(depth[1] + depth[2], 10) << "seed " << i;  // Mutants still JSON reach the decoder.
   }
 }
 

@@ -88,7 +88,7 @@ int FuzzCsv(const uint8_t* data, size_t size) {
   o.header = true;
   o.na_value = "?";
   auto table = data::ReadCsv({ScratchFile(data, size, ".csv")},
-                             {{"x", DType::kFloat},
+                             {{"x", DType::kFloat, "0"},
                               {"n", DType::kInt64, "-1", "|"},
                               {"flag", DType::kString, ""}},
                              o);

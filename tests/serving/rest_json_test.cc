@@ -162,7 +162,7 @@ TEST(RestJsonTest, WrongShapesAreNamed) {
 TEST(RestJsonTest, WrongDtypesAndStringsAreRefused) {
   EXPECT_THAT(ErrorOf(R"({"instances": [[1, "2", 3]]})", SingleInput()),
               HasSubstr("input 'x', instance 0, element [1]: expected a number (float32), got "
-                        "string \"2\" (string values are not supported)"));
+                        "string \"2\""));
   EXPECT_THAT(ErrorOf(R"({"instances": [[1, null, 3]]})", SingleInput()), HasSubstr("got null"));
   EXPECT_THAT(ErrorOf(R"({"instances": [{"image": [[1, 2], [3, 4]], "mask": [1, 0], "id": 1}]})",
                       MultiInput()),
@@ -175,7 +175,9 @@ TEST(RestJsonTest, Base64IsRefused) {
   for (const char* body :
        {R"({"instances": [{"b64": "AAAA"}]})", R"({"instances": [[{"b64": "AAAA"}, 1, 2]]})",
         R"({"inputs": {"b64": "AAAA"}})", R"({"instances": [{"x": {"b64": "AAAA"}}]})"}) {
-    EXPECT_THAT(ErrorOf(body, SingleInput()), HasSubstr("base64 values ({\"b64\": ...}) are not"))
+    EXPECT_THAT(ErrorOf(body, SingleInput()),
+                HasSubstr("a base64 value ({\"b64\": ...}) can only be one string of a string "
+                          "input"))
         << body;
   }
 }
@@ -249,6 +251,50 @@ TEST(RestJsonTest, RaggedBodyDoesNotAllocateWhatItsFirstInstanceImplies) {
   for (int i = 0; i < 1000; ++i) body += ",[]";
   body += "]}";
   EXPECT_THAT(ErrorOf(body, s), HasSubstr("the values do not all have the shape [100000]"));
+}
+
+// A feature-column model's raw inputs: a string per example and lists of strings and
+// int64 ids of any length per example, padded with '' and -1.
+Signature RawColumns() {
+  Signature s;
+  s.inputs["workclass"] = {"input/workclass:0", DType::kString, PartialShape({-1})};
+  s.inputs["tags"] = {"input/tags:0", DType::kString, PartialShape({-1, -1})};
+  s.inputs["ids"] = {"input/ids:0", DType::kInt64, PartialShape({-1, -1})};
+  return s;
+}
+
+TEST(RestJsonTest, StringsBase64AndListsOfAnyLength) {
+  auto r = Parse(R"({"instances": [
+      {"workclass": "State-gov", "tags": ["a", "b", "c"], "ids": 7},
+      {"workclass": {"b64": "AP9h"}, "tags": [], "ids": [1, 2]}]})",
+                 RawColumns());
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Tensor& w = r->inputs.at("workclass");
+  EXPECT_EQ(w.StringAt(0), "State-gov");
+  EXPECT_EQ(w.StringAt(1), std::string("\x00\xff" "a", 3));  // Any bytes, base64.
+  const Tensor& tags = r->inputs.at("tags");
+  ASSERT_EQ(tags.shape(), TensorShape({2, 3}));
+  EXPECT_EQ(tags.StringAt(2), "c");
+  EXPECT_EQ(tags.StringAt(3), "");  // Padding.
+  const Tensor& ids = r->inputs.at("ids");
+  ASSERT_EQ(ids.shape(), TensorShape({2, 2}));
+  EXPECT_EQ(ids.data<int64_t>()[0], 7);
+  EXPECT_EQ(ids.data<int64_t>()[1], -1);
+  EXPECT_EQ(ids.data<int64_t>()[3], 2);
+  // The columnar form takes the lists as a list per example too.
+  auto c = Parse(R"({"inputs": {"workclass": ["a"], "tags": [["x", "y"]], "ids": [[]]}})",
+                 RawColumns());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->inputs.at("tags").shape(), TensorShape({1, 2}));
+  EXPECT_EQ(c->inputs.at("ids").data<int64_t>()[0], -1);
+  EXPECT_THAT(ErrorOf(R"({"instances": [{"workclass": 3, "tags": [], "ids": []}]})", RawColumns()),
+              HasSubstr("input 'workclass', instance 0: expected a string (string), got number 3"));
+  EXPECT_THAT(ErrorOf(R"({"instances": [{"workclass": {"b64": "!!"}, "tags": [], "ids": []}]})",
+                      RawColumns()),
+              HasSubstr("a base64 value must be"));
+  EXPECT_THAT(ErrorOf(R"({"instances": [{"workclass": "a", "tags": ["x", 1], "ids": []}]})",
+                      RawColumns()),
+              HasSubstr("input 'tags', instance 0, element [1]: expected a string"));
 }
 
 TEST(RestJsonTest, UnknownInnerDimsTakeTheFirstInstancesShape) {

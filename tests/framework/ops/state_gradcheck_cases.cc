@@ -1,6 +1,7 @@
-// Gradient-check cases for the resource-variable ops: gradients with respect to
-// variable handles flow through reads and gathers.
+// Gradient-check cases for the resource-variable ops (gradients with respect to
+// variable handles flow through reads and gathers) and the embedding bag's combine.
 #include "framework/ops/array_ops.h"
+#include "framework/ops/feature_ops.h"
 #include "framework/ops/state_ops.h"
 #include "tests/framework/ops/gradient_check.h"
 
@@ -28,6 +29,21 @@ std::vector<GradCheckCase> StateGradCheckCases() {
     c.build = [](const Scope& s, const std::vector<Output>& xs) {
       return ops::ResourceGather(s, xs[0], ops::ConstInt32(s, std::vector<int32_t>{2, 0, 2}),
                                  DType::kFloat);
+    };
+    cases.push_back(c);
+  }
+  {
+    // The embedding bag's rows: three distinct ids (0, 2, 1) over two rows of a batch,
+    // one repeated, weighted and combined by mean.
+    GradCheckCase c;
+    c.op = "BagCombine";
+    c.label = "weighted_mean";
+    c.inputs = {RandomTensor({3, 2}, 3)};
+    c.build = [](const Scope& s, const std::vector<Output>& xs) {
+      Output ids = ops::ConstInt64(s, {0, 2, -1, 1, 1, 0});
+      ids = ops::Reshape(s, ids, std::vector<int64_t>{2, 3});
+      Output w = ops::Const(s, Tensor::FromVector<float>({1, .5f, 2, 1, 3, .25f}, {2, 3}));
+      return ops::BagCombine(s, xs[0], ops::PrepareBag(s, ids, w, ops::Combiner::kMean));
     };
     cases.push_back(c);
   }
