@@ -98,24 +98,6 @@ absl::Status AddRaw(RawFeatureSpec* spec, RawFeature feature, const std::string&
                                           " and ", feature.DebugString()));
 }
 
-CategoricalIds CachedIds(Builder& b, const FeatureColumn* column,
-                         const std::function<CategoricalIds(const Scope&)>& make) {
-  auto it = b.ids.find(column);
-  if (it != b.ids.end()) return it->second;
-  CategoricalIds ids = make(b.scope().NewSubScope(column->name()));
-  b.ids[column] = ids;
-  return ids;
-}
-
-Output CachedDense(Builder& b, const FeatureColumn* column,
-                   const std::function<Output(const Scope&)>& make) {
-  auto it = b.dense.find(column);
-  if (it != b.dense.end()) return it->second;
-  Output x = make(b.scope().NewSubScope(column->name()));
-  b.dense[column] = x;
-  return x;
-}
-
 }  // namespace internal
 
 namespace {

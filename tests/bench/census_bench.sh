@@ -15,6 +15,10 @@
 # step spent in its input pipeline (input_bench's time per batch over the trainer's
 # time per step) beside the peer's.
 set -euo pipefail
+if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 build=${1:-build}
 mode=${2:-}
 here="$(dirname "$0")"

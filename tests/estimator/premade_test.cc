@@ -9,6 +9,7 @@
 // blue and the tags hold "a". An indicator per color and per tag separates it, so a
 // linear model can drive the loss towards 0 from its start at ln 2 = 0.693.
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -218,15 +219,33 @@ tags = { type = "vocabulary_list", vocabulary = ["a", "b", "c"] }
   }
   ASSERT_TRUE(env::WriteFileAtomic(Path("train.csv"), csv).ok());
   ASSERT_TRUE(env::WriteFileAtomic(Path("eval.csv"), csv).ok());
-  absl::StatusOr<EvalResult> reg = TrainAndEvaluate(
-      absl::StrReplaceAll(Toml("linear_regressor", "feature_columns = [\"color\", \"size\"]\n"),
-                          {{"column_defaults = [\"\", 0.0, \"\", \"\"]",
-                            "column_defaults = [\"\", 0.0, \"\", 0.0]"}}),
-      800);
+  auto regressor = [&](const std::string& model, const std::string& params) {
+    return TrainAndEvaluate(
+        absl::StrReplaceAll(Toml(model, params), {{"column_defaults = [\"\", 0.0, \"\", \"\"]",
+                                                   "column_defaults = [\"\", 0.0, \"\", 0.0]"}}),
+        800);
+  };
+  // The labels' variance is about 2.3: each regressor fits them to a small fraction.
+  absl::StatusOr<EvalResult> reg =
+      regressor("linear_regressor", "feature_columns = [\"color\", \"size\"]\n");
   ASSERT_TRUE(reg.ok()) << reg.status();
-  EXPECT_LT(reg->metrics.at("average_loss"), 0.05f);  // The labels' variance is about 2.3.
+  EXPECT_LT(reg->metrics.at("average_loss"), 0.05f);
   EXPECT_TRUE(reg->metrics.contains("label/mean"));
   EXPECT_TRUE(reg->metrics.contains("prediction/mean"));
+  absl::StatusOr<EvalResult> dnn = regressor(
+      "dnn_regressor", "feature_columns = [\"color_indicator\", \"size\"]\nhidden_units = [8]\n");
+  ASSERT_TRUE(dnn.ok()) << dnn.status();
+  EXPECT_LT(dnn->metrics.at("average_loss"), 0.1f);
+  absl::StatusOr<EvalResult> both =
+      regressor("dnn_linear_combined_regressor",
+                "linear_feature_columns = [\"color\", \"size\"]\n"
+                "dnn_feature_columns = [\"color_indicator\", \"size\"]\ndnn_hidden_units = [8]\n"
+                "linear_learning_rate = 0.2\ndnn_learning_rate = 0.05\n");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_LT(both->metrics.at("average_loss"), 0.1f);
+  std::printf("average_loss: linear %.4f, dnn %.4f, wide & deep %.4f regressor\n",
+              reg->metrics.at("average_loss"), dnn->metrics.at("average_loss"),
+              both->metrics.at("average_loss"));
 }
 
 TEST_F(PremadeTest, WeightColumnWeighsTheMetrics) {

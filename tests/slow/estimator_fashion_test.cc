@@ -4,7 +4,6 @@
 // table's 0.8833 and fashion_cnn TensorFlow's documented 0.916 test accuracy on the full
 // 10k test split. The same targets hold with the one setting [run] precision =
 // "mixed_bfloat16". Prints steps, wall time and accuracy.
-#include <chrono>
 #include <cstdio>
 
 #include "apps/examples/models.h"
@@ -29,22 +28,14 @@ void TrainConfig(const std::string& name, float want_accuracy,
   ASSERT_TRUE(examples::RegisterExampleModels(registry).ok());
   auto c = testing::MakeConfiguredEstimator(*std::move(job), registry);
   ASSERT_TRUE(c.ok()) << c.status();
-  Estimator* est = (*c)->estimator.get();
-  InputFn input = (*c)->input();
-  auto start = std::chrono::steady_clock::now();
-  TrainOptions to;
-  to.max_steps = (*c)->job.train.max_steps;
-  auto step = est->Train(input, to);
-  ASSERT_TRUE(step.ok()) << step.status();
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EvalOptions eval;  // The whole test split.
-  auto r = est->Evaluate(input, eval);
+  auto r = testing::TrainThenEvaluate(**c);  // The eval input is the whole test split.
   ASSERT_TRUE(r.ok()) << r.status();
+  auto& m = r->eval.metrics;
   std::printf("%s (%s): steps=%lld batch=%lld train_seconds=%.1f test_accuracy=%.4f loss=%.4f\n",
-              name.c_str(), precision.c_str(), static_cast<long long>(*step),
-              static_cast<long long>((*c)->job.train.batch_size), seconds, r->metrics["accuracy"],
-              r->metrics["loss"]);
-  EXPECT_GE(r->metrics["accuracy"], want_accuracy);
+              name.c_str(), precision.c_str(), static_cast<long long>(r->global_step),
+              static_cast<long long>((*c)->job.train.batch_size), r->train_seconds, m["accuracy"],
+              m["loss"]);
+  EXPECT_GE(m["accuracy"], want_accuracy);
   env::DeleteRecursively(*dir).IgnoreError();
 }
 

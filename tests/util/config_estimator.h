@@ -2,10 +2,12 @@
 //
 // ConfiguredEstimator: a job config's model and Estimator, made as the trainer makes
 // them (the model from the registry with the job, EstimatorOptions from the config),
-// for tests that train shipped or inline configs through the Estimator.
+// for tests that train shipped or inline configs through the Estimator; and
+// TrainThenEvaluate, the accuracy tests' run.
 #ifndef TANDEM_TESTS_UTIL_CONFIG_ESTIMATOR_H_
 #define TANDEM_TESTS_UTIL_CONFIG_ESTIMATOR_H_
 
+#include <chrono>
 #include <memory>
 #include <utility>
 
@@ -35,6 +37,25 @@ inline absl::StatusOr<std::unique_ptr<ConfiguredEstimator>> MakeConfiguredEstima
   eo.params = c->job.model;
   TANDEM_ASSIGN_OR_RETURN(c->estimator, Estimator::Create(eo));
   return c;
+}
+
+// Trains to the job's [train] max_steps, then evaluates the whole eval input: the
+// global step reached, the wall seconds of training, and the result.
+struct TrainedAndEvaluated {
+  int64_t global_step = 0;
+  double train_seconds = 0;
+  EvalResult eval;
+};
+inline absl::StatusOr<TrainedAndEvaluated> TrainThenEvaluate(ConfiguredEstimator& c) {
+  TrainedAndEvaluated out;
+  const auto start = std::chrono::steady_clock::now();
+  TrainOptions to;
+  to.max_steps = c.job.train.max_steps;
+  TANDEM_ASSIGN_OR_RETURN(out.global_step, c.estimator->Train(c.input(), to));
+  out.train_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  TANDEM_ASSIGN_OR_RETURN(out.eval, c.estimator->Evaluate(c.input(), EvalOptions{}));
+  return out;
 }
 
 }  // namespace tandem::testing
