@@ -122,6 +122,52 @@ TEST_F(TrainerTest, TrainEvaluatePredict) {
   EXPECT_EQ(lines, 2000);  // The evaluation split, read once.
 }
 
+// Census wide & deep from its config file alone, as a user runs it: on a launched
+// cluster with a parameter server (the string features fed through the cluster's
+// session), then predict with string classes, and export with string inputs.
+TEST_F(TrainerTest, CensusFromAConfigFileOnAClusterPredictsAndExports) {
+  const std::string root = TANDEM_SOURCE_DIR;
+  const std::vector<std::string> sets = {
+      "--config", root + "/configs/census_wide_deep.toml",
+      "--set", "run.model_dir=\"" + model_dir_ + "\"",
+      "--set", "data.train_path=\"" + root + "/data/adult/adult.data.gz\"",
+      "--set", "data.eval_path=\"" + root + "/data/adult/adult.test.gz\"",
+      "--set", "train.max_steps=400", "--set", "run.save_checkpoints_steps=400"};
+  std::vector<std::string> launch = {"launch", "--ps", "1", "--workers", "1"};
+  launch.insert(launch.end(), sets.begin(), sets.end());
+  std::string out, err;
+  ASSERT_EQ(Run(launch, &out, &err), 0) << out << err;
+  std::smatch m;
+  const std::string all = out + err;
+  ASSERT_TRUE(std::regex_search(all, m, std::regex("final evaluation: accuracy = ([0-9.]+), "
+                                                    "accuracy_baseline = [0-9.]+, auc = ([0-9.]+)")))
+      << all;
+  EXPECT_GT(std::stod(m[1]), 0.7638);  // Better than always answering "<=50K".
+  EXPECT_GT(std::stod(m[2]), 0.5);
+
+  const std::string predictions = dir_ + "/census.jsonl";
+  std::vector<std::string> predict = {"predict", "--output", predictions};
+  predict.insert(predict.end(), sets.begin(), sets.end());
+  ASSERT_EQ(Run(predict, &out, &err), 0) << err;
+  std::ifstream in(predictions);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  auto j = nlohmann::json::parse(line);
+  const std::string cls = j["classes"][0];
+  EXPECT_TRUE(cls == "<=50K" || cls == ">50K") << line;
+
+  std::vector<std::string> exp = {"export", "--output", dir_ + "/export"};
+  exp.insert(exp.end(), sets.begin(), sets.end());
+  ASSERT_EQ(Run(exp, &out, &err), 0) << err;
+  std::smatch d;
+  ASSERT_TRUE(std::regex_search(out, d, std::regex("exported: (\\S+)"))) << out;
+  auto sig = env::ReadFile(std::string(d[1]) + "/signature.json");
+  ASSERT_TRUE(sig.ok()) << sig.status();
+  auto signature = nlohmann::json::parse(*sig);
+  EXPECT_EQ(signature["inputs"]["workclass"]["dtype"], "string");
+  EXPECT_EQ(signature["inputs"].size(), 10u);  // The columns the model reads, no more.
+}
+
 TEST_F(TrainerTest, PrintConfigShowsOverrides) {
   std::string out, err;
   ASSERT_EQ(Run({"train", "--config", kConfig, "--set", "train.max_steps=77", "--print_config"},
