@@ -35,7 +35,7 @@
 // the distributed version changes only WriteShards/LoadShards: add per group a
 // "SaveShard" op placed on the group's device (attrs: the model_dir, tensor names,
 // shard k/n; inputs: the variables' values and the int64 step, from which it names its
-// file, since tandem has no string tensors), run those ops as the save step's targets,
+// file), run those ops as the save step's targets,
 // and have the caller write only the index and state file afterwards; restore
 // symmetrically with a "RestoreShard" op per device whose outputs feed the existing
 // AssignVariableOps. Until then, restore values reach remote variables through the

@@ -21,8 +21,8 @@ absl::Status CheckAxis(const char* who, const TensorShape& shape, int axis) {
   return absl::OkStatus();
 }
 
-// tandem has no string tensors, so bytes_per_string_element (kept for TensorFlow's
-// signatures) never applies.
+// Variables cannot hold strings in tandem, so bytes_per_string_element (kept for
+// TensorFlow's signatures) never applies.
 absl::StatusOr<int64_t> ElementBytes(const char* who, DType dtype) {
   int64_t size = static_cast<int64_t>(DTypeSize(dtype));
   if (size <= 0) {

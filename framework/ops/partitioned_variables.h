@@ -15,8 +15,8 @@
 //                                       capped by max_shards.
 //   MinMaxVariablePartitioner(m, ...)   ceil(bytes / min_slice_size) parts, at least 1,
 //                                       at most m and S[axis].
-// bytes_per_string_element is kept for TensorFlow's signatures; tandem has no string
-// tensors, so it is only validated. Invalid partitioner arguments are reported when the partitioner
+// bytes_per_string_element is kept for TensorFlow's signatures; variables cannot hold
+// strings in tandem (string tensors are inputs only), so it is only validated. Invalid partitioner arguments are reported when the partitioner
 // is called (the error is recorded in the scope by PartitionedVariable).
 //
 // Split rule (TensorFlow's): S[axis] rows in n parts gives the first S[axis] % n parts

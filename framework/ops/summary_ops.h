@@ -1,7 +1,7 @@
 // framework/ops/summary_ops.h
 //
-// Scalar summaries inside a model function (tf.summary.scalar). tandem has no string
-// tensors, so a summary is not a serialised Summary proto: Scalar adds a
+// Scalar summaries inside a model function (tf.summary.scalar). Strings stay at tandem's
+// input boundary, so a summary is not a serialised Summary proto: Scalar adds a
 // "ScalarSummary" node (attr "tag", output: the value cast to float32) and records it in
 // the graph collection ops::kSummaries. SummarySaverHook (hooks/) fetches every recorded
 // summary when it fires and writes them as TensorBoard scalars; Evaluate writes its

@@ -166,7 +166,7 @@ TEST(GrpcSessionTest, LocalServerRunsAConstant) {
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_THAT((*server)->target(), HasSubstr("grpc://127.0.0.1:"));
   Scope root = Scope::NewRootScope();
-  // tandem has no string tensors: the seeds' "Hello, distributed" becomes its bytes.
+  // The seeds' "Hello, distributed", as its bytes (a number tensor crosses the cluster).
   std::string hello = "Hello, distributed";
   std::vector<int32_t> codes(hello.begin(), hello.end());
   Output c = ops::Const(
