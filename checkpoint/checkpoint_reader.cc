@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 
@@ -14,6 +15,35 @@ std::string Dirname(const std::string& path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
+}
+
+// Copies the block of shape `block` at `src_offset` in `src` (of `src_shape`) to
+// `dst_offset` in `dst` (of `dst_shape`), innermost rows at a time. The caller checked
+// that the block lies inside both.
+void CopyBlock(const char* src, const Dims& src_shape, const Dims& src_offset, char* dst,
+               const Dims& dst_shape, const Dims& dst_offset, const Dims& block, size_t elem) {
+  const int rank = static_cast<int>(block.size());
+  if (rank == 0) {
+    std::memcpy(dst, src, elem);
+    return;
+  }
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < rank; ++d) rows *= block[d];
+  const int64_t row = block[rank - 1];
+  if (rows == 0 || row == 0) return;
+  std::vector<int64_t> idx(rank, 0);  // Index into the block, innermost fixed at 0.
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t from = 0, to = 0;
+    for (int d = 0; d < rank; ++d) {
+      from = from * src_shape[d] + src_offset[d] + idx[d];
+      to = to * dst_shape[d] + dst_offset[d] + idx[d];
+    }
+    std::memcpy(dst + to * elem, src + from * elem, row * elem);
+    for (int d = rank - 2; d >= 0; --d) {
+      if (++idx[d] < block[d]) break;
+      idx[d] = 0;
+    }
+  }
 }
 
 }  // namespace
@@ -90,30 +120,49 @@ absl::StatusOr<Tensor> CheckpointReader::ReadSliced(const std::string& name,
     dtype = info.dtype;
   }
   Tensor full(dtype, full_shape);
-  const int rank = full_shape.rank();
+  const Dims zeros(full_shape.rank(), 0);
   for (const SlicePart& part : sliced.parts) {
     TANDEM_ASSIGN_OR_RETURN(Tensor value, Read(part.part));
     if (value.NumElements() == 0) continue;
-    const size_t elem = DTypeSize(value.dtype());
-    if (rank == 0) {
-      std::memcpy(full.raw_data(), value.raw_data(), elem);
-      continue;
-    }
-    // Copy row by row (a row: the innermost dimension of the part).
-    const int64_t row = part.shape[rank - 1];
-    const int64_t rows = value.NumElements() / row;
-    std::vector<int64_t> idx(rank, 0);  // Index into the part, innermost fixed at 0.
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t dst = 0;
-      for (int d = 0; d < rank; ++d) dst = dst * full_shape.dim(d) + part.offset[d] + idx[d];
-      std::memcpy(full.raw_data() + dst * elem, value.raw_data() + r * row * elem, row * elem);
-      for (int d = rank - 2; d >= 0; --d) {
-        if (++idx[d] < part.shape[d]) break;
-        idx[d] = 0;
-      }
-    }
+    CopyBlock(value.raw_data(), part.shape, zeros, full.raw_data(), full_shape.dims(),
+              part.offset, part.shape, DTypeSize(dtype));
   }
   return full;
+}
+
+absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& name,
+                                                   const Dims& full_shape, const Dims& offset,
+                                                   const Dims& shape) {
+  TANDEM_ASSIGN_OR_RETURN(Tensor full, Read(name));
+  const Dims& dims = full.shape().dims();
+  if (dims != full_shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        IndexPath(prefix_), ": ", name, " has shape ", full.shape().DebugString(),
+        " in the checkpoint but ", TensorShape(full_shape).DebugString(), " in the model"));
+  }
+  absl::StatusOr<Tensor> part = SliceTensor(full, offset, shape);
+  if (!part.ok()) return AnnotateStatus(part.status(), absl::StrCat(IndexPath(prefix_), ": ", name));
+  return part;
+}
+
+absl::StatusOr<Tensor> SliceTensor(const Tensor& full, const Dims& offset, const Dims& shape) {
+  const Dims& dims = full.shape().dims();
+  bool inside = offset.size() == dims.size() && shape.size() == dims.size();
+  for (size_t d = 0; inside && d < dims.size(); ++d) {
+    inside = offset[d] >= 0 && shape[d] >= 0 && offset[d] + shape[d] <= dims[d];
+  }
+  if (!inside) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a tensor of shape ", full.shape().DebugString(), " has no slice of shape ",
+        TensorShape(shape).DebugString(), " at offset [", absl::StrJoin(offset, ","), "]"));
+  }
+  if (full.dtype() == DType::kString) {
+    return absl::UnimplementedError("slices of string tensors");
+  }
+  Tensor part(full.dtype(), TensorShape(shape));
+  CopyBlock(full.raw_data(), dims, offset, part.raw_data(), shape, Dims(dims.size(), 0), shape,
+            DTypeSize(full.dtype()));
+  return part;
 }
 
 absl::Status CheckpointReader::Verify() {

@@ -36,6 +36,13 @@ class CheckpointReader {
   // A stored tensor, or a partitioned tensor named in the index's "slices" assembled
   // from its parts. NOT_FOUND naming the index when neither.
   absl::StatusOr<Tensor> Read(const std::string& name);
+  // The block of shape `shape` at `offset` of the tensor Read(name) gives, which must
+  // have shape `full_shape`: a part of a partitioned variable restored from a
+  // checkpoint partitioned another way (or not at all). Reads the whole tensor.
+  // INVALID_ARGUMENT naming both shapes when the stored one differs or the block is not
+  // inside it.
+  absl::StatusOr<Tensor> ReadSlice(const std::string& name, const Dims& full_shape,
+                                   const Dims& offset, const Dims& shape);
   // Opens every shard and checks every tensor's CRC and that the weight_map matches
   // the shards' contents.
   absl::Status Verify();
@@ -50,6 +57,10 @@ class CheckpointReader {
   CheckpointIndex index_;
   std::map<std::string, std::unique_ptr<SafetensorsFile>> shards_;
 };
+
+// The block of shape `shape` at `offset` of `full` (a copy); INVALID_ARGUMENT when it is
+// not inside, UNIMPLEMENTED for strings.
+absl::StatusOr<Tensor> SliceTensor(const Tensor& full, const Dims& offset, const Dims& shape);
 
 }  // namespace tandem::checkpoint
 

@@ -9,12 +9,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/safetensors.h"
+#include "checkpoint/shard_ops.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/core/thread_pool.h"
+#include "framework/graph/device_spec.h"
 #include "framework/graph/scope.h"
 #include "framework/ops/array_ops.h"
+#include "framework/ops/partitioned_variables.h"
 #include "glog/logging.h"
 
 namespace tandem::checkpoint {
@@ -39,13 +43,6 @@ void ParallelRun(int n, int max_threads, const std::function<void(int)>& fn) {
   });
 }
 
-absl::Status FirstError(const std::vector<absl::Status>& statuses) {
-  for (const absl::Status& s : statuses) {
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
 // The device a variable's handle will be placed on, as far as the graph says: its
 // requested device, else that of the first node of its colocation group that
 // requests one (optimizer slots and beta powers follow their variable this way).
@@ -60,9 +57,21 @@ std::string HandleDevice(Graph* graph, const Node* handle) {
   return "";
 }
 
+// The CPU of the task of `device` (a SaveShard's place: it has only a CPU kernel, and a
+// variable on a GPU is read into its task's memory); "" stays "".
+std::string CpuOfTask(const std::string& device) {
+  if (device.empty()) return device;
+  absl::StatusOr<DeviceSpec> spec = DeviceSpec::Parse(device);
+  if (!spec.ok()) return device;
+  spec->type = "CPU";
+  spec->id = 0;
+  return spec->ToString();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions options) {
+  EnsureCheckpointOps();
   std::vector<ops::Variable> vars = options.var_list;
   if (vars.empty()) {
     TANDEM_ASSIGN_OR_RETURN(vars, ops::VariablesInCollection(graph, ops::kGlobalVariables));
@@ -81,6 +90,14 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions 
           absl::StrCat("Saver: variable ", v.name(), ": ", dtype.status().message()));
     }
     devices.insert(HandleDevice(graph, v.handle().node));
+  }
+  // Parts of partitioned variables say so on their handles (ops::PartitionedVariable).
+  for (const ops::Variable& v : vars) {
+    std::optional<ops::SaveSliceInfo> info = ops::GetSaveSliceInfo(*v.handle().node);
+    if (info) {
+      options.partitions.try_emplace(v.name(),
+                                     PartitionInfo{info->full_name, info->full_shape, info->offset});
+    }
   }
   std::map<std::string, SlicedTensor> slices;
   for (const auto& [part, info] : options.partitions) {
@@ -113,6 +130,8 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions 
   Scope save = Scope::ForGraph(graph).NewSubScope("save");
   std::vector<SavedVariable> saved;
   std::vector<Node*> assigns;
+  std::vector<std::vector<Output>> shard_values(shard_devices.size());
+  std::vector<std::vector<std::string>> shard_names(shard_devices.size());
   for (const ops::Variable& v : vars) {
     Scope s = save.ColocateWith(v.handle().node);
     SavedVariable sv;
@@ -126,23 +145,42 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions 
     Output feed = ops::Placeholder(s.WithOpName("restore_value"), v.dtype(), v.shape());
     Output assign = ops::AssignVariableOp(s.WithOpName("restore"), v.handle(), feed);
     if (!save.ok()) break;
-    sv.read_tensor = read.name();
+    shard_values[sv.shard].push_back(read);
+    shard_names[sv.shard].push_back(sv.name);
     sv.restore_feed = feed.name();
     assigns.push_back(assign.node);
     saved.push_back(std::move(sv));
   }
+  // One SaveShard per device, on that device's task: values are written where they live.
+  Output prefix = ops::Placeholder(save.WithOpName("prefix"), DType::kString, PartialShape({}));
+  Output step = ops::Placeholder(save.WithOpName("global_step"), DType::kInt64, PartialShape({}));
+  std::vector<std::string> shard_ops;
+  const int64_t num_shards = static_cast<int64_t>(shard_devices.size());
+  for (int64_t k = 0; k < num_shards && save.ok(); ++k) {
+    std::vector<Output> inputs = {prefix, step};
+    inputs.insert(inputs.end(), shard_values[k].begin(), shard_values[k].end());
+    Node* n = save.WithDevice(CpuOfTask(shard_devices[k]))
+                  .AddNode(kSaveShardOp, absl::StrCat("save_shard_", k), inputs,
+                           {{"names", shard_names[k]},
+                            {"shard", k},
+                            {"num_shards", num_shards},
+                            {"device", shard_devices[k]}});
+    if (n != nullptr) shard_ops.push_back(absl::StrCat(n->name(), ":0"));
+  }
   Node* restore_all = ops::NoOp(save.WithControlDependencies(assigns).WithOpName("restore_all"));
   if (!save.ok()) return AnnotateStatus(save.status(), "Saver: adding save/restore ops");
   return std::unique_ptr<Saver>(new Saver(std::move(options), std::move(saved),
-                                          std::move(shard_devices), restore_all->name()));
+                                          std::move(shard_devices), restore_all->name(),
+                                          SaveOps{prefix.name(), step.name(), std::move(shard_ops)}));
 }
 
 Saver::Saver(SaverOptions options, std::vector<SavedVariable> vars,
-             std::vector<std::string> shard_devices, std::string restore_op)
+             std::vector<std::string> shard_devices, std::string restore_op, SaveOps save_ops)
     : options_(std::move(options)),
       vars_(std::move(vars)),
       shard_devices_(std::move(shard_devices)),
       restore_op_(std::move(restore_op)),
+      save_ops_(std::move(save_ops)),
       retention_(options_.max_to_keep, options_.keep_checkpoint_every_n_hours) {}
 
 std::map<std::string, std::string> Saver::RestoreFeeds() const {
@@ -157,56 +195,34 @@ std::vector<std::string> Saver::VariableNames() const {
   return names;
 }
 
-absl::Status Saver::WriteShards(const std::string& prefix, int64_t global_step,
-                                const std::vector<Tensor>& values, CheckpointIndex* index) {
-  const int n = NumShards();
-  std::vector<std::vector<NamedTensor>> groups(n);
-  for (size_t i = 0; i < vars_.size(); ++i) {
-    groups[vars_[i].shard].emplace_back(vars_[i].name, values[i]);
-    index->total_size += static_cast<int64_t>(values[i].TotalBytes());
-  }
-  const std::string dir(Dirname(prefix));
-  std::vector<absl::Status> statuses(n);
-  ParallelRun(n, options_.max_parallel_writes, [&](int k) {
-    const std::string path = env::JoinPath(dir, ShardFileName(prefix, k, n));
-    statuses[k] = WriteSafetensors(
-        path, groups[k],
-        {{"tandem_global_step", absl::StrCat(global_step)}, {"tandem_device", shard_devices_[k]}});
-  });
-  TANDEM_RETURN_IF_ERROR(FirstError(statuses));
-  for (int k = 0; k < n; ++k) {
-    for (const NamedTensor& t : groups[k]) index->weight_map[t.first] = ShardFileName(prefix, k, n);
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& model_dir,
                                         int64_t global_step) {
-  std::vector<std::string> fetches;
-  for (const SavedVariable& v : vars_) fetches.push_back(v.read_tensor);
-  // One step: every value comes from the same point between training steps.
-  absl::StatusOr<std::vector<Tensor>> fetched = session->Run({}, fetches);
-  if (!fetched.ok()) return AnnotateStatus(fetched.status(), "Saver: reading the variables");
-  std::vector<Tensor> values = *std::move(fetched);
-  if (values.size() != vars_.size()) {
-    return absl::InternalError("Saver: session returned the wrong number of values");
-  }
   TANDEM_RETURN_IF_ERROR(env::MakeDirs(model_dir));
   const std::string prefix = env::JoinPath(model_dir, CheckpointBaseName(global_step));
+  Tensor prefix_value(DType::kString, TensorShape({}));
+  prefix_value.data<std::string>()[0] = prefix;
 
   CheckpointIndex index;
   index.global_step = global_step;
   index.num_shards = NumShards();
-  for (size_t i = 0; i < vars_.size(); ++i) {
-    auto it = options_.partitions.find(vars_[i].name);
+  for (const SavedVariable& v : vars_) {
+    index.weight_map[v.name] = ShardFileName(prefix, v.shard, NumShards());
+    auto it = options_.partitions.find(v.name);
     if (it == options_.partitions.end()) continue;
     SlicedTensor& t = index.slices[it->second.full_name];
     t.full_shape = it->second.full_shape;
-    t.parts.push_back({vars_[i].name, it->second.offset, values[i].shape().dims()});
+    t.parts.push_back({v.name, it->second.offset, v.shape.dims()});  // Parts' shapes are defined.
   }
 
   absl::MutexLock lock(&save_mu_);
-  TANDEM_RETURN_IF_ERROR(WriteShards(prefix, global_step, values, &index));
+  // One step: every shard reads its values at the same point between training steps
+  // and writes them on its own device.
+  absl::StatusOr<std::vector<Tensor>> written =
+      session->Run({{save_ops_.prefix, prefix_value},
+                    {save_ops_.global_step, Tensor::Scalar<int64_t>(global_step)}},
+                   save_ops_.shards);
+  if (!written.ok()) return AnnotateStatus(written.status(), "Saver: writing the shards");
+  for (const Tensor& bytes : *written) index.total_size += bytes.data<int64_t>()[0];
   TANDEM_RETURN_IF_ERROR(WriteIndex(IndexPath(prefix), index));
   TANDEM_RETURN_IF_ERROR(
       retention_.RecordSave(model_dir, prefix, static_cast<double>(env::NowMicros()) / 1e6));
@@ -223,12 +239,41 @@ absl::StatusOr<std::vector<Tensor>> Saver::LoadValues(const std::string& prefix,
   std::vector<std::string> shard_files;
   absl::flat_hash_map<std::string, int> shard_of_file;
   std::vector<int> shard_of_var;
-  for (const SavedVariable& v : vars_) {
+  // A variable stored under another layout: a part whose logical variable the
+  // checkpoint holds whole or in other parts, or a whole variable stored in parts. Read
+  // through a CheckpointReader (-1 in shard_of_var).
+  std::vector<std::string> relayout(vars_.size());
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    const SavedVariable& v = vars_[i];
+    auto part = options_.partitions.find(v.name);
+    const std::string full = part == options_.partitions.end() ? v.name : part->second.full_name;
     auto it = index.weight_map.find(v.name);
-    if (it == index.weight_map.end()) {
-      *kind = FailureKind::kMismatch;
-      return absl::NotFoundError(absl::StrCat(index_path, ": variable ", v.name,
-                                              " of the model is not in the checkpoint"));
+    // A part is read by name only when the checkpoint has that very slice.
+    bool same_slice = it != index.weight_map.end();
+    if (same_slice && part != options_.partitions.end()) {
+      auto sliced = index.slices.find(full);
+      same_slice = sliced != index.slices.end() && sliced->second.full_shape == part->second.full_shape;
+      if (same_slice) {
+        same_slice = std::any_of(sliced->second.parts.begin(), sliced->second.parts.end(),
+                                 [&](const SlicePart& p) {
+                                   return p.part == v.name && p.offset == part->second.offset &&
+                                          PartialShape(p.shape) == v.shape;
+                                 });
+      }
+    }
+    if (!same_slice) {
+      if (index.slices.contains(full) || (full != v.name && index.weight_map.contains(full))) {
+        relayout[i] = full;
+        shard_of_var.push_back(-1);
+        continue;
+      }
+      if (it == index.weight_map.end()) {
+        *kind = FailureKind::kMismatch;
+        return absl::NotFoundError(absl::StrCat(
+            index_path, ": variable ", v.name,
+            full != v.name ? absl::StrCat(" (part of ", full, ")") : std::string(),
+            " of the model is not in the checkpoint"));
+      }
     }
     auto [pos, inserted] = shard_of_file.emplace(it->second, static_cast<int>(shard_files.size()));
     if (inserted) shard_files.push_back(it->second);
@@ -249,6 +294,7 @@ absl::StatusOr<std::vector<Tensor>> Saver::LoadValues(const std::string& prefix,
   // Check every dtype and shape before reading (and CRC-checking) any data.
   for (size_t i = 0; i < vars_.size(); ++i) {
     const SavedVariable& v = vars_[i];
+    if (shard_of_var[i] < 0) continue;  // Checked once read, below.
     const SafetensorsFile& file = *shards[shard_of_var[i]];
     absl::StatusOr<SafetensorsEntry> info = file.Info(v.name);
     if (!info.ok()) {
@@ -271,12 +317,49 @@ absl::StatusOr<std::vector<Tensor>> Saver::LoadValues(const std::string& prefix,
   }
   std::vector<Tensor> values;
   values.reserve(vars_.size());
+  std::unique_ptr<CheckpointReader> reader;
   for (size_t i = 0; i < vars_.size(); ++i) {
-    TANDEM_ASSIGN_OR_RETURN(Tensor t, shards[shard_of_var[i]]->Read(vars_[i].name));
+    const SavedVariable& v = vars_[i];
+    if (shard_of_var[i] >= 0) {
+      TANDEM_ASSIGN_OR_RETURN(Tensor t, shards[shard_of_var[i]]->Read(v.name));
+      values.push_back(std::move(t));
+      continue;
+    }
+    if (reader == nullptr) {
+      TANDEM_ASSIGN_OR_RETURN(reader, CheckpointReader::Open(prefix));
+    }
+    TANDEM_ASSIGN_OR_RETURN(Tensor t, ReadRelayout(*reader, prefix, v, relayout[i], kind));
     values.push_back(std::move(t));
   }
   *kind = FailureKind::kNone;
   return values;
+}
+
+absl::StatusOr<Tensor> Saver::ReadRelayout(CheckpointReader& reader, const std::string& prefix,
+                                           const SavedVariable& v, const std::string& full,
+                                           FailureKind* kind) const {
+  absl::StatusOr<Tensor> t;
+  auto part = options_.partitions.find(v.name);
+  if (part == options_.partitions.end()) {
+    t = reader.Read(full);
+  } else {
+    if (!v.shape.IsFullyDefined()) {
+      return absl::InternalError(absl::StrCat("Saver: part ", v.name, " has no full shape"));
+    }
+    t = reader.ReadSlice(full, part->second.full_shape, part->second.offset, v.shape.dims());
+  }
+  if (!t.ok()) {
+    if (absl::IsInvalidArgument(t.status())) *kind = FailureKind::kMismatch;
+    return t.status();
+  }
+  if (t->dtype() != v.dtype || !v.shape.IsCompatibleWith(PartialShape(t->shape()))) {
+    *kind = FailureKind::kMismatch;
+    return absl::InvalidArgumentError(
+        absl::StrCat(IndexPath(prefix), ": ", v.name, " read from ", full, " is ",
+                     DTypeName(t->dtype()), t->shape().DebugString(), " but the model has ",
+                     DTypeName(v.dtype), v.shape.DebugString()));
+  }
+  return t;
 }
 
 absl::Status Saver::RestoreImpl(Session* session, const std::string& prefix, FailureKind* kind) {

@@ -16,34 +16,31 @@
 // handed to a session (or the session Extended with it). For each variable it adds,
 // colocated with the variable's handle, a ReadVariableOp ("save/read...") and a
 // Placeholder feeding an AssignVariableOp ("save/restore..."), plus one NoOp
-// "save/restore_all" that depends on every assign.
+// "save/restore_all" that depends on every assign. The variables are grouped by the
+// device of their handle (the handle node's requested device, else that of the node
+// its colocation group names, as optimizer slots follow their variable; one group per
+// distinct device, in sorted order, so a DirectSession model gives one shard), and
+// each group gets a SaveShard op (checkpoint/shard_ops.h) on the CPU of that device's
+// task, fed the checkpoint prefix ("save/prefix") and the step.
 //
-// Save runs all reads in ONE session step (a consistent snapshot of every variable),
-// groups the values by the device of their variable's handle (the handle node's
-// requested device, else that of the node its colocation group names, as optimizer
-// slots follow their variable; one group per distinct device, in sorted order, so a DirectSession
-// model gives one shard), writes the groups' shards in parallel threads, then the
-// index, then the state file (each atomically: temp file, fsync, rename), and applies
-// retention. Restore reads the index and the shards this Saver's variables need,
-// validates every tensor (CRC, dtype, shape) before touching any variable, then feeds
-// all values into the restore placeholders and runs "save/restore_all" in one step.
+// Save runs every SaveShard in ONE session step (a consistent snapshot of every
+// variable): each writes its group's shard where the variables live, so in a
+// distributed job a parameter server writes its own parts and no variable crosses the
+// network to be saved (the model directory must be one filesystem for every task, as
+// in TensorFlow). The caller then writes the index and the state file (each atomically:
+// temp file, fsync, rename) and applies retention. Restore reads the index and the
+// shards this Saver's variables need, validates every tensor (CRC, dtype, shape) before
+// touching any variable, then feeds all values into the restore placeholders and runs
+// "save/restore_all" in one step: restored values reach remote variables from the
+// restoring process (Send/Recv), which holds them while it restores.
 //
-// Design note, the distributed seam: writing happens in the process calling
-// Save, after the values were fetched through the session. In a distributed job that
-// is correct but moves every variable from its parameter server to the chief. The
-// grouping, file names and index already follow the one-shard-per-device layout, so
-// the distributed version changes only WriteShards/LoadShards: add per group a
-// "SaveShard" op placed on the group's device (attrs: the model_dir, tensor names,
-// shard k/n; inputs: the variables' values and the int64 step, from which it names its
-// file), run those ops as the save step's targets,
-// and have the caller write only the index and state file afterwards; restore
-// symmetrically with a "RestoreShard" op per device whose outputs feed the existing
-// AssignVariableOps. Until then, restore values reach remote variables through the
-// fed placeholders (Send/Recv from the chief).
-//
-// Partitioned variables: SaverOptions::partitions says which saved variables are parts
-// of a larger logical tensor; they are stored under their own names and described in
-// the index's "slices". Restore assigns parts by name (same partitioning required).
+// Partitioned variables: SaverOptions::partitions, and the slice info that
+// ops::PartitionedVariable leaves on each part's handle, say which saved variables are
+// parts of a larger logical tensor; they are stored under their own names and described
+// in the index's "slices". Restore reads parts by name when the checkpoint has them,
+// else it cuts each part from the logical tensor (stored whole or in other parts), so a
+// checkpoint written with N parts restores into M (TensorFlow's slice-aware restore);
+// a whole variable restores from a checkpoint that holds it in parts.
 //
 // Thread safety: Save, Restore and RestoreLatest may be called from several threads;
 // saves are serialised (one writer of the state file).
@@ -60,6 +57,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "checkpoint/checkpoint_index.h"
+#include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
 #include "framework/graph/graph.h"
 #include "framework/ops/state_ops.h"
@@ -84,7 +82,7 @@ struct SaverOptions {
   std::vector<ops::Variable> var_list;
   // Variable (handle) name -> its place in a partitioned tensor.
   std::map<std::string, PartitionInfo> partitions;
-  // Most shard files written at once.
+  // Most shard files read at once by a restore.
   int max_parallel_writes = 8;
 };
 
@@ -139,25 +137,34 @@ class Saver {
     DType dtype;
     PartialShape shape;
     int shard;
-    std::string read_tensor;   // Fetched by Save.
     std::string restore_feed;  // Fed by Restore.
+  };
+  // What Save feeds and fetches.
+  struct SaveOps {
+    std::string prefix;               // The string placeholder of the prefix.
+    std::string global_step;          // The int64 placeholder of the step.
+    std::vector<std::string> shards;  // Each SaveShard's output (its bytes), by shard.
   };
   // Why a restore failed: the checkpoint cannot be read (fall back to an older one) or
   // it does not fit the model (report).
   enum class FailureKind { kNone, kUnreadable, kMismatch };
 
   Saver(SaverOptions options, std::vector<SavedVariable> vars,
-        std::vector<std::string> shard_devices, std::string restore_op);
-  absl::Status WriteShards(const std::string& prefix, int64_t global_step,
-                           const std::vector<Tensor>& values, CheckpointIndex* index);
+        std::vector<std::string> shard_devices, std::string restore_op, SaveOps save_ops);
   absl::StatusOr<std::vector<Tensor>> LoadValues(const std::string& prefix,
                                                  FailureKind* kind) const;
+  // A variable stored under another layout (see LoadValues): the slice of `full` a part
+  // covers, or a whole variable assembled from parts.
+  absl::StatusOr<Tensor> ReadRelayout(CheckpointReader& reader, const std::string& prefix,
+                                      const SavedVariable& v, const std::string& full,
+                                      FailureKind* kind) const;
   absl::Status RestoreImpl(Session* session, const std::string& prefix, FailureKind* kind);
 
   const SaverOptions options_;
   const std::vector<SavedVariable> vars_;
   const std::vector<std::string> shard_devices_;
   const std::string restore_op_;
+  const SaveOps save_ops_;
   absl::Mutex save_mu_;
   CheckpointRetention retention_ ABSL_GUARDED_BY(save_mu_);
 };

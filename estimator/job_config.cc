@@ -21,6 +21,7 @@
 #include "estimator/feature_config.h"
 #include "estimator/internal/data_config.h"
 #include "estimator/internal/distribute_config.h"
+#include "estimator/internal/partition_config.h"
 #include "estimator/internal/export_config.h"
 #include "estimator/internal/security_config.h"
 #include "estimator/internal/toml_limits.h"
@@ -131,8 +132,15 @@ std::vector<Section> Sections(JobConfig& c) {
         {"total_num_replicas", &c.distribute.total_num_replicas, 0},
         {"on_missing_replicas", &c.distribute.on_missing_replicas, kNoMin, {"wait", "continue"}},
         {"missing_replicas_patience_secs", &c.distribute.missing_replicas_patience_secs, 0},
-        {"partitioner", &c.distribute.partitioner, kNoMin, {"none", "fixed", "min_max"}},
-        {"num_shards", &c.distribute.num_shards, 0},
+        {"partitioner",
+         &c.distribute.partitioner,
+         kNoMin,
+         {"auto", "none", "fixed", "min_size", "max_size", "fixed_size", "min_max_variable",
+          "min_max", "variable_axis_size"}},
+        {"num_shards", &c.distribute.num_shards, 0, {}, internal::kMaxTableParts},
+        {"max_shards", &c.distribute.max_shards, 0, {}, internal::kMaxTableParts},
+        {"min_shard_bytes", &c.distribute.min_shard_bytes, 1},
+        {"max_shard_bytes", &c.distribute.max_shard_bytes, 0},
         {"bytes_per_pack", &c.distribute.bytes_per_pack, 1024, {}, int64_t{1} << 30},
         {"collective_timeout_secs", &c.distribute.collective_timeout_secs, 1, {}, 86400},
         {"check_replicas_steps", &c.distribute.check_replicas_steps, 0}}},

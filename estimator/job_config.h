@@ -22,8 +22,9 @@
 //   [export]      strategy ("none" | "final" | "latest" | "best"), name, keep,
 //                 model_name, metric and metric_mode (strategy "best" only)
 //   [distribute]  strategy ("auto" | "none" | "parameter_server"), sync,
-//                 replicas_to_aggregate, partitioner ("none" | "fixed" | "min_max"),
-//                 num_shards
+//                 replicas_to_aggregate, partitioner ("auto" | "none" | "fixed" |
+//                 "min_size" | "max_size"), num_shards, max_shards, min_shard_bytes,
+//                 max_shard_bytes
 //   [security]    tls_cert, tls_key, tls_ca, tls_server_name, health_port
 //   [cluster]     job = ["host:port", ...]  or  job = { 1 = "host:port" } (sparse ids)
 //   [task]        type = "worker", index = 0 (the TOML twin of TF_CONFIG's "task")
@@ -66,8 +67,11 @@
 //     waits, naming them every 30 s, for at most missing_replicas_patience_secs (0: no bound), and
 //     "continue" aggregates what the live replicas send. These keys without sync
 //     are refused.
-//   partitioner / num_shards: the model layers create whole variables and no scope
-//     partitions them, so anything but "none" / 0 is refused (UNIMPLEMENTED).
+//   partitioner, num_shards, max_shards, min_shard_bytes, max_shard_bytes: how the
+//     tables of a model that has them are split across the ps tasks
+//     (internal/partition_config.h: TensorFlow 2's partitioners, TensorFlow 1's names
+//     as aliases). A key of another partitioner, a partitioner with the collective
+//     strategy, and one for a model without tables are refused.
 //
 // [run] operation_timeout_secs (default 300, 0: none): the deadline of each training
 // step on a cluster (TensorFlow's operation_timeout_in_ms); a step past it fails
@@ -275,8 +279,12 @@ struct DistributeSection {
   int64_t total_num_replicas = 0;     // 0: the chief and the workers.
   std::string on_missing_replicas = "wait";
   int64_t missing_replicas_patience_secs = 0;  // 0: wait as long as it takes.
-  std::string partitioner = "none";
-  int64_t num_shards = 0;  // 0: one per ps task.
+  // Tables of models that have them (internal/partition_config.h).
+  std::string partitioner = "auto";
+  int64_t num_shards = 0;       // "fixed": 0 = one per ps task.
+  int64_t max_shards = 0;       // "min_size": 0 = one per ps task; "max_size": 0 = no cap.
+  int64_t min_shard_bytes = int64_t{256} << 10;  // "min_size".
+  int64_t max_shard_bytes = 0;                   // "max_size": required.
   // Collective strategy only.
   int64_t bytes_per_pack = int64_t{25} << 20;  // Gradient bucket size (DDP's bucket_cap_mb).
   int64_t collective_timeout_secs = 60;        // A silent peer fails the step after this.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "estimator/internal/did_you_mean.h"
+#include "estimator/internal/partition_config.h"
 #include "framework/core/status.h"
 
 namespace tandem {
@@ -119,6 +120,13 @@ absl::StatusOr<std::unique_ptr<Model>> ModelRegistry::Create(const std::string& 
 absl::StatusOr<std::unique_ptr<Model>> ModelRegistry::Create(const std::string& name,
                                                              const JobConfig& job) const {
   TANDEM_ASSIGN_OR_RETURN(const Entry* e, Find(name));
+  if (e->plain && internal::PartitionerRequested(job.distribute)) {
+    return ConfigError(absl::StrCat(
+        "[distribute] partitioner = \"", job.distribute.partitioner, "\": model '", name,
+        "' builds its own variables and partitions none of them; the partitioner applies "
+        "to the tables of the premade estimators (and of models made from the job config "
+        "that read it). Use partitioner = \"none\" or \"auto\""));
+  }
   return NotNull(name, e->plain ? absl::StatusOr<std::unique_ptr<Model>>(e->plain())
                                 : e->configured(job));
 }

@@ -105,6 +105,8 @@ class Model {
 using ModelFactory = std::function<std::unique_ptr<Model>()>;
 // A model made from the job itself (the premade estimators read [features] and
 // [model.params] when made, so that a bad declaration fails before anything runs).
+// Such a model honours or refuses [distribute] partitioner; Create refuses a
+// partitioner for a plain model, which has no table it would apply to.
 using ConfiguredModelFactory =
     std::function<absl::StatusOr<std::unique_ptr<Model>>(const JobConfig& job)>;
 

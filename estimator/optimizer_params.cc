@@ -35,6 +35,7 @@ absl::StatusOr<std::unique_ptr<ops::Optimizer>> OptimizerFromParams(
     return std::make_unique<ops::AdagradOptimizer>(lr, init);
   }
   if (name == "adam") return std::make_unique<ops::AdamOptimizer>(lr);
+  if (name == "lazy_adam") return std::make_unique<ops::LazyAdamOptimizer>(lr);
   if (name == "rmsprop") return std::make_unique<ops::RMSPropOptimizer>(lr);
   if (name == "ftrl") {
     TANDEM_ASSIGN_OR_RETURN(float power, number("learning_rate_power", -0.5, -1e6, 0, false));
@@ -44,7 +45,7 @@ absl::StatusOr<std::unique_ptr<ops::Optimizer>> OptimizerFromParams(
     return std::make_unique<ops::FtrlOptimizer>(lr, power, init, l1, l2);
   }
   return ConfigError(absl::StrCat("[model.params] ", key("optimizer"), ": unknown '", name,
-                                  "' (sgd, momentum, adagrad, adam, rmsprop, ftrl)"));
+                                  "' (sgd, momentum, adagrad, adam, lazy_adam, rmsprop, ftrl)"));
 }
 
 }  // namespace tandem

@@ -1,7 +1,8 @@
 // estimator/optimizer_params.h
 //
 // An optimizer from [model.params] (tf.train's optimizers, TensorFlow 1.x defaults):
-//   <prefix>optimizer      "sgd", "momentum", "adagrad", "adam", "rmsprop" or "ftrl"
+//   <prefix>optimizer      "sgd", "momentum", "adagrad", "adam", "lazy_adam" (sparse
+//                          updates touch only the named rows), "rmsprop" or "ftrl"
 //   <prefix>learning_rate  > 0
 //   and the chosen one's own keys: <prefix>momentum (momentum, 0.9),
 //   <prefix>initial_accumulator_value (adagrad and ftrl, 0.1), <prefix>learning_rate_power

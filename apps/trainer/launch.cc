@@ -4,14 +4,11 @@
 // prefixed output, signal forwarding and the end of the run.
 #include "apps/trainer/launch.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "apps/trainer/exit_codes.h"
 #include "framework/core/env.h"
+#include "framework/core/free_port.h"
 #include "nlohmann/json.hpp"
 
 namespace tandem {
@@ -42,29 +40,6 @@ struct Task {
   std::optional<int> status;  // wait status once exited.
   std::string name() const { return absl::StrCat(job, ":", index); }
 };
-
-// `n` distinct free TCP ports on 127.0.0.1 (bound together, then released).
-absl::StatusOr<std::vector<int>> FreePorts(int n) {
-  std::vector<int> fds, ports;
-  absl::Status error;
-  for (int i = 0; i < n && error.ok(); ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      error = absl::UnavailableError(absl::StrCat("picking a free port: ", std::strerror(errno)));
-    } else {
-      ports.push_back(ntohs(addr.sin_port));
-    }
-    if (fd >= 0) fds.push_back(fd);
-  }
-  for (int fd : fds) close(fd);
-  if (!error.ok()) return error;
-  return ports;
-}
 
 std::vector<Task> PlanTasks(const LaunchFlags& flags, const std::vector<int>& ports) {
   nlohmann::json cluster = nlohmann::json::object();
@@ -251,7 +226,7 @@ int Launch(const LaunchFlags& flags) {
                                            "acts as the chief)"));
   }
   absl::StatusOr<std::vector<int>> ports =
-      FreePorts((flags.no_chief ? 0 : 1) + flags.workers + flags.ps);
+      PickFreePorts((flags.no_chief ? 0 : 1) + flags.workers + flags.ps);
   if (!ports.ok()) return Fail(kRuntimeError, ports.status());
   std::vector<Task> tasks = PlanTasks(flags, *ports);
   if (flags.print_tf_config) {

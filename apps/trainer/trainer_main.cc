@@ -30,6 +30,7 @@
 #include "framework/core/status.h"
 #include "framework/core/termination.h"
 #include "framework/distributed/process_setup.h"
+#include "framework/distributed/rpc/grpc_util.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
 
@@ -59,6 +60,7 @@ std::string FormatMetrics(const EvalResult& r) {
 }
 
 void PrintTaskResult(const TaskResult& r, const std::string& model_dir) {
+  if (!WireTrafficSent().empty()) LOG(INFO) << WireTrafficSummary();
   if (r.role == kJobPs) {
     std::printf("ps: stopped: %s\n", r.stop_reason.c_str());
   } else if (r.role == kJobEvaluator) {

@@ -15,6 +15,7 @@
 #include "estimator/input_pipeline.h"
 #include "estimator/internal/data_config.h"
 #include "estimator/internal/did_you_mean.h"
+#include "estimator/internal/partition_config.h"
 #include "estimator/optimizer_params.h"
 #include "framework/core/status.h"
 #include "framework/data/csv.h"
@@ -269,6 +270,17 @@ absl::StatusOr<std::unique_ptr<Model>> MakePremade(Kind kind, bool regression,
     TANDEM_ASSIGN_OR_RETURN(o.batch_norm, p.GetBool("batch_norm", false));
     TANDEM_ASSIGN_OR_RETURN(o.dnn_optimizer,
                             MakeOptimizerFactory(p, dnn, "adagrad", combined ? 0.001 : 0.05));
+  }
+  TANDEM_ASSIGN_OR_RETURN(internal::TablePartitioning tables, internal::TablePartitionerFor(job));
+  if (internal::PartitionerRequested(job.distribute) && !PremadeHasTables(o)) {
+    return ConfigError(absl::StrCat(
+        "[distribute] partitioner = \"", job.distribute.partitioner, "\", but '", job.model.name,
+        "' has no table to partition (an embedding column, or a categorical column of the "
+        "linear part); use partitioner = \"none\""));
+  }
+  if (tables.partitioner && PremadeHasTables(o)) {
+    LOG(INFO) << "Tables of '" << job.model.name << "' partitioned by " << tables.description;
+    o.table_partitioner = std::move(tables.partitioner);
   }
   TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Head> head, Head::Create(h));
   absl::StatusOr<fc::RawFeatureSpec> raw = PremadeRawFeatures(o);

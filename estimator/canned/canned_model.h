@@ -22,7 +22,10 @@
 //                                    optimizer keys of estimator/optimizer_params.h
 //   classifiers                      n_classes = 2, label_vocabulary
 //   regressors                       label_dimension = 1
-// The defaults are those of TensorFlow's canned estimators (v1). The input reads the
+// The defaults are those of TensorFlow's canned estimators (v1). [distribute]
+// partitioner splits their tables (internal/partition_config.h; by default, on a
+// cluster with ps tasks, TensorFlow's rule: parts of at least 64 MiB, at most one per
+// ps task). The input reads the
 // raw features the columns need (make_parse_example_spec) and the label from [data]
 // train_path / eval_path; a variable-length feature's batches are padded ('' / -1).
 //

@@ -53,6 +53,16 @@ absl::StatusOr<std::unique_ptr<ops::Optimizer>> TrainOptimizer(const PremadeOpti
 
 }  // namespace
 
+bool PremadeHasTables(const PremadeOptions& o) {
+  for (const fc::Column& c : o.linear_feature_columns) {
+    if (c->is_categorical() || c->has_table()) return true;
+  }
+  for (const fc::Column& c : o.dnn_feature_columns) {
+    if (c->has_table()) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<feature_column::RawFeatureSpec> PremadeRawFeatures(const PremadeOptions& o) {
   std::vector<fc::Column> all = o.linear_feature_columns;
   all.insert(all.end(), o.dnn_feature_columns.begin(), o.dnn_feature_columns.end());
@@ -80,6 +90,7 @@ absl::StatusOr<EstimatorSpec> PremadeModelFn(const PremadeOptions& o, const Head
   }
   const bool training = mode == ModeKey::kTrain;
   fc::Builder builder(scope, features);
+  builder.partitioner = o.table_partitioner;
   std::vector<Output> parts;
   if (!o.linear_feature_columns.empty()) {
     fc::LinearModelOptions lo;

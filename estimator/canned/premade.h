@@ -47,7 +47,13 @@ struct PremadeOptions {
   OptimizerFactory linear_optimizer;  // Required with a linear part.
   OptimizerFactory dnn_optimizer;     // Required with a DNN part.
   std::string weight_column;          // A raw feature of example weights; "" = none.
+  // Splits the tables (embedding weights, the linear part's weights of categorical
+  // columns) along their rows; null: whole tables (feature_column::Builder::partitioner).
+  ops::Partitioner table_partitioner;
 };
+
+// Whether the options' columns create any table a partitioner would split.
+bool PremadeHasTables(const PremadeOptions& o);
 
 // The raw features the options' columns (and weight column) read.
 absl::StatusOr<feature_column::RawFeatureSpec> PremadeRawFeatures(const PremadeOptions& o);

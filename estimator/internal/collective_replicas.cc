@@ -10,13 +10,11 @@
 #include "framework/core/crc32c.h"
 #include "framework/core/status.h"
 #include "framework/core/termination.h"
+#include "framework/ops/collective_ops.h"
 #include "glog/logging.h"
 
 namespace tandem::internal {
 namespace {
-
-// The all-gather of the replicas' checksums.
-constexpr int64_t kChecksumInstanceKey = int64_t{1} << 21;
 
 // Forwards to a session it does not own; Close leaves that session open.
 class ForwardingSession : public Session {
@@ -85,7 +83,7 @@ absl::Status CheckReplicasAgree(Session* session, CollectiveExecutor* executor,
   std::memcpy(mine.raw_data(), sum, sizeof(sum));
   absl::Notification done;
   absl::StatusOr<std::vector<Tensor>> all;
-  executor->AllGather(kChecksumInstanceKey, mine, [&](absl::StatusOr<std::vector<Tensor>> got) {
+  executor->AllGather(ops::kChecksumInstanceKey, mine, [&](absl::StatusOr<std::vector<Tensor>> got) {
     all = std::move(got);
     done.Notify();
   });

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "estimator/internal/partition_config.h"
+#include "framework/core/status.h"
 
 namespace tandem::internal {
 
@@ -77,13 +79,7 @@ absl::Status CheckDistribute(const JobConfig& c,
       if (set) return refuse(key, key + " applies only with sync = true (synchronous replicas)");
     }
   }
-  if (d.partitioner != "none" || d.num_shards != 0) {
-    return refuse(d.partitioner != "none" ? "partitioner" : "num_shards",
-                  "variable partitioning from the config is not implemented: the layers create "
-                  "whole variables (a model may build ops::PartitionedVariable itself); use "
-                  "partitioner = \"none\" and num_shards = 0",
-                  absl::StatusCode::kUnimplemented);
-  }
+  TANDEM_RETURN_IF_ERROR(CheckPartitionerKeys(c, where));
   if (replicas <= 1 && c.cluster.NumTasks(kJobPs) == 0) {
     if (d.strategy == "parameter_server" && !c.cluster.empty()) {
       return refuse("strategy",

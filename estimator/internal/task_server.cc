@@ -1,10 +1,14 @@
 // estimator/internal/task_server.cc
 #include "estimator/internal/task_server.h"
 
+#include "checkpoint/shard_ops.h"
+
 namespace tandem::internal {
 
 absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const RunConfig& config,
                                                         const TransportSecurity& security) {
+  // The chief's Saver places a SaveShard on every task that holds variables.
+  checkpoint::EnsureCheckpointOps();
   ServerOptions so;
   so.cluster = config.cluster_spec();
   so.task = config.task();

@@ -12,6 +12,7 @@
 #include "estimator/internal/mode_graph.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
+#include "framework/ops/partitioned_variables.h"
 #include "glog/logging.h"
 
 namespace tandem::internal {
@@ -81,19 +82,40 @@ std::function<absl::Status(Session*)> WarmStartFn(Graph* graph, WarmStartSetting
     std::map<std::string, std::string> unused_map = ws.var_name_to_prev_var_name;
     FeedMap feeds;
     std::vector<std::string> targets;
+    // A part of a partitioned variable is warm-started by its logical variable's name,
+    // cut from the whole tensor (the last one read is kept: parts come in a row).
+    std::string cached_name;
+    Tensor cached;
     for (const ops::Variable& v : vars) {
-      if (!std::regex_search(v.name(), pattern, std::regex_constants::match_continuous)) continue;
-      std::string stored = v.name();
-      if (auto it = ws.var_name_to_prev_var_name.find(v.name());
+      const std::optional<ops::SaveSliceInfo> slice = ops::GetSaveSliceInfo(*v.handle().node);
+      const std::string name = slice ? slice->full_name : v.name();
+      if (!std::regex_search(name, pattern, std::regex_constants::match_continuous)) continue;
+      std::string stored = name;
+      if (auto it = ws.var_name_to_prev_var_name.find(name);
           it != ws.var_name_to_prev_var_name.end()) {
         stored = it->second;
-        unused_map.erase(v.name());
+        unused_map.erase(name);
       }
       const std::string what =
           stored == v.name()
               ? absl::StrCat("warm start of variable '", v.name(), "'")
               : absl::StrCat("warm start of variable '", v.name(), "' from '", stored, "'");
-      TANDEM_ASSIGN_OR_RETURN(Tensor value, Annotated(source.Read(stored), what));
+      if (cached_name != stored) {
+        cached_name.clear();
+        TANDEM_ASSIGN_OR_RETURN(cached, Annotated(source.Read(stored), what));
+        cached_name = stored;
+      }
+      Tensor value = cached;
+      if (slice) {
+        if (cached.shape().dims() != slice->full_shape) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              what, ": ", source.description(), " holds ", DTypeName(cached.dtype()),
+              cached.shape().DebugString(), ", the model's partitioned variable is ",
+              TensorShape(slice->full_shape).DebugString()));
+        }
+        TANDEM_ASSIGN_OR_RETURN(
+            value, Annotated(checkpoint::SliceTensor(cached, slice->offset, v.shape().dims()), what));
+      }
       if (value.dtype() != v.dtype() || !v.shape().IsCompatibleWith(value.shape())) {
         return absl::InvalidArgumentError(
             absl::StrCat(what, ": ", source.description(), " holds ", DTypeName(value.dtype()),

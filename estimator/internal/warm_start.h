@@ -13,6 +13,9 @@
 // Every value is read and checked (present, dtype, shape) before the first variable is
 // assigned, so a bad source leaves the session untouched. A map entry that names no
 // warm-started variable is an error (TensorFlow's rule), as is a bad regex.
+// A part of a partitioned variable (ops::PartitionedVariable) is matched and mapped by
+// its logical variable's name and cut from that whole tensor, so the source may be
+// partitioned in any way, or not at all.
 //
 // Thread safety: the returned function runs once per session creation.
 #ifndef TANDEM_ESTIMATOR_INTERNAL_WARM_START_H_

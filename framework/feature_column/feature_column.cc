@@ -14,9 +14,11 @@
 #include "framework/core/status.h"
 #include "framework/feature_column/internal.h"
 #include "framework/ops/array_ops.h"
+#include "framework/ops/embedding_ops.h"
 #include "framework/ops/math_ops.h"
 #include "framework/ops/nn_ops.h"
 #include "framework/ops/state_ops.h"
+#include "glog/logging.h"
 
 namespace tandem::feature_column {
 
@@ -218,13 +220,45 @@ ops::Variable MakeVariable(const Scope& scope, const std::string& name, const Te
   return ops::Variable(scope, name, initial, options);
 }
 
-// The bag of `ids` over `table` [buckets, d]: [batch, d].
-Output Bag(const Scope& s, const ops::Variable& table, const CategoricalIds& ids,
+// A table of `shape` (rows x columns): whole, or in parts when the builder partitions
+// tables. Empty on error (recorded in the scope).
+std::vector<ops::Variable> MakeTable(Builder& b, const Scope& scope, const std::string& name,
+                                     const TensorShape& shape, const ops::Initializer& init,
+                                     bool trainable) {
+  if (!b.partitioner) {
+    ops::Variable v = MakeVariable(scope, name, shape, init, trainable);
+    if (!v.valid()) return {};
+    return {v};
+  }
+  ops::VariableOptions options;
+  options.trainable = trainable;
+  ops::PartitionedVariable pv(scope, name, shape, DType::kFloat, init, b.partitioner, options);
+  if (!pv.valid()) return {};
+  if (pv.axis() != 0) {
+    scope.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat("table ", pv.name(), ": the partitioner split axis ", pv.axis(),
+                     "; tables are split along their rows (axis 0)")));
+    return {};
+  }
+  if (pv.num_parts() > 1) {
+    LOG(INFO) << "Table " << pv.name() << " " << shape.DebugString() << " in "
+              << pv.num_parts() << " parts of " << absl::StrJoin(ops::PartitionSizes(shape.dim(0), pv.num_parts()), ", ")
+              << " rows";
+  }
+  return pv.parts();
+}
+
+// The bag of `ids` over `table` [buckets, d] (whole or in "div" parts): [batch, d].
+Output Bag(const Scope& s, const std::vector<ops::Variable>& table, const CategoricalIds& ids,
            ops::Combiner combiner) {
+  if (table.empty()) return Output();
   ops::BagPlan plan = ops::PrepareBag(s, ids.ids, ids.weights, combiner);
   if (!plan.unique_ids.valid()) return Output();
-  Output rows = ops::ResourceGather(s.ColocateWith(table.handle().node), table.handle(),
-                                    plan.unique_ids, DType::kFloat);
+  Output rows =
+      table.size() == 1
+          ? ops::ResourceGather(s.ColocateWith(table[0].handle().node), table[0].handle(),
+                                plan.unique_ids, DType::kFloat)
+          : ops::PartitionedRows(s, table, plan.unique_ids, "div");
   return ops::BagCombine(s, rows, plan);
 }
 
@@ -237,6 +271,7 @@ class EmbeddingColumnImpl : public FeatureColumn {
         dimension_(dimension),
         options_(std::move(options)) {}
   bool is_dense() const override { return true; }
+  bool has_table() const override { return true; }
   int64_t dense_width() const override { return dimension_; }
   absl::Status AddRawFeatures(RawFeatureSpec* spec) const override {
     return categorical_->AddRawFeatures(spec);
@@ -247,11 +282,10 @@ class EmbeddingColumnImpl : public FeatureColumn {
       if (!ids.ids.valid()) return Output();
       ops::Initializer init = options_.initializer.value_or(ops::TruncatedNormalInitializer(
           0.f, static_cast<float>(1.0 / std::sqrt(static_cast<double>(dimension_)))));
-      ops::Variable table =
-          MakeVariable(s, "embedding_weights",
-                       TensorShape({categorical_->num_buckets(), dimension_}), init,
-                       options_.trainable);
-      if (!table.valid()) return Output();
+      std::vector<ops::Variable> table =
+          MakeTable(b, s, "embedding_weights",
+                    TensorShape({categorical_->num_buckets(), dimension_}), init,
+                    options_.trainable);
       return Bag(s, table, ids, options_.combiner);
     });
   }
@@ -429,8 +463,9 @@ Output LinearModel(const Scope& scope, const Features& features, const std::vect
     if (c->is_categorical()) {
       CategoricalIds ids = c->Ids(b);
       if (!ids.ids.valid()) return Output();
-      ops::Variable w = MakeVariable(cs, "weights", TensorShape({c->num_buckets(), units}),
-                                     ops::ZerosInitializer(), options.trainable);
+      std::vector<ops::Variable> w = MakeTable(b, cs, "weights",
+                                               TensorShape({c->num_buckets(), units}),
+                                               ops::ZerosInitializer(), options.trainable);
       terms.push_back(Bag(cs, w, ids, options.sparse_combiner));
     } else {
       Output x = c->DenseTensor(b);

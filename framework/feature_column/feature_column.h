@@ -31,6 +31,13 @@
 // "<scope>/<column>/embedding_weights" [buckets, dimension], truncated normal with
 // stddev 1/sqrt(dimension) unless given.
 //
+// Tables (an embedding column's weights, a LinearModel's weights of a categorical
+// column) may be partitioned along their rows: with Builder::partitioner set, each is
+// an ops::PartitionedVariable ("<name>/part_<i>", TensorFlow's names), laid out by
+// the "div" rule, and a batch's distinct ids are looked up row-exactly
+// (ops::PartitionedRows: each part gathers, and receives gradient rows for, only its
+// own ids). A table split in more than one part is logged.
+//
 // Errors: the factories return INVALID_ARGUMENT for bad declarations (TensorFlow's
 // checks: unsorted boundaries, duplicate vocabulary entries, a hash-bucket column in a
 // cross, a categorical column in InputLayer, ...); InputLayer and LinearModel record
@@ -51,6 +58,7 @@
 #include "framework/graph/scope.h"
 #include "framework/ops/feature_ops.h"
 #include "framework/ops/initializers.h"
+#include "framework/ops/partitioned_variables.h"
 
 namespace tandem::feature_column {
 
@@ -95,6 +103,8 @@ class FeatureColumn {
   // Categorical columns: ids in [0, num_buckets) (or -1).
   virtual int64_t num_buckets() const { return 0; }
   virtual CategoricalIds Ids(Builder& b) const;
+  // A dense column that owns a table (an embedding column).
+  virtual bool has_table() const { return false; }
 
  protected:
   explicit FeatureColumn(std::string name) : name_(std::move(name)) {}
@@ -121,6 +131,8 @@ class Builder {
   // Cached results, by column.
   std::map<const FeatureColumn*, CategoricalIds> ids;
   std::map<const FeatureColumn*, Output> dense;
+  // Splits the tables columns create (see above); null: whole tables.
+  ops::Partitioner partitioner;
 
  private:
   Scope scope_;

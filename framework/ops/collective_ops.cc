@@ -16,6 +16,7 @@ namespace {
 constexpr char kEnabled[] = "collective/enabled";
 constexpr char kAllReduce[] = "CollectiveAllReduce";
 constexpr char kBroadcast[] = "CollectiveBroadcast";
+constexpr char kGatherRows[] = "CollectiveAllGatherRows";
 
 // One output per input, of the input's dtype and shape.
 absl::Status SameAsInputs(InferenceContext& ctx) {
@@ -53,6 +54,30 @@ void RegisterCollectiveOps(OpRegistry* r) {
                  }
                  return SameAsInputs(ctx);
                }});
+  r->Register({.name = kGatherRows,
+               .min_inputs = 2,
+               .max_inputs = 2,
+               .default_attrs = {{"instance_key", int64_t{0}}, {"average", true}},
+               .stateful = true,
+               .infer = [](InferenceContext& ctx) -> absl::Status {
+                 if (ctx.input_dtype(0) != DType::kInt32 && ctx.input_dtype(0) != DType::kInt64) {
+                   return ctx.Error("indices must be int32 or int64");
+                 }
+                 TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(0, 1));
+                 TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(1, DType::kFloat));
+                 const PartialShape& values = ctx.input_shape(1);
+                 if (!values.known_rank() || values.rank() < 1) {
+                   return ctx.Error("values need a known rank of at least 1");
+                 }
+                 for (int d = 1; d < values.rank(); ++d) {
+                   if (values.dim(d) < 0) return ctx.Error("a row of values needs a known shape");
+                 }
+                 Dims dims = values.dims();
+                 dims[0] = -1;
+                 ctx.AddOutput(ctx.input_dtype(0), PartialShape::Unknown(1));
+                 ctx.AddOutput(DType::kFloat, PartialShape(absl::MakeConstSpan(dims)));
+                 return absl::OkStatus();
+               }});
 }
 
 void EnableCollectiveAllReduce(const Scope& scope, const CollectiveAllReduceOptions& options) {
@@ -73,27 +98,53 @@ std::vector<Output> CollectiveAllReduce(const Scope& scope, const std::vector<Ou
   return internal::AllOutputs(n);
 }
 
-absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
-                                                       const std::vector<Output>& grads,
-                                                       const std::vector<Variable>& vars) {
+GradientRows CollectiveAllGatherRows(const Scope& scope, const GradientRows& rows,
+                                     int64_t instance_key, bool average) {
+  Node* n = internal::BuildNode(scope, kGatherRows, {rows.indices, rows.values},
+                                {{"instance_key", instance_key}, {"average", average}});
+  std::vector<Output> out = internal::AllOutputs(n);
+  if (out.size() != 2) return {};
+  return GradientRows{out[0], out[1]};
+}
+
+absl::StatusOr<ReducedGradients> ReduceGradients(
+    const Scope& scope, const std::vector<Output>& grads,
+    const std::vector<std::optional<GradientRows>>& rows, const std::vector<Variable>& vars) {
   const std::vector<std::string>& marks = scope.graph()->GetCollection(kEnabled);
   if (marks.empty()) {
     return absl::FailedPreconditionError(
-        "AllReduceGradients: the graph is not marked with "
-        "EnableCollectiveAllReduce");
+        "ReduceGradients: the graph is not marked with EnableCollectiveAllReduce");
+  }
+  if (vars.size() != grads.size() || rows.size() != grads.size()) {
+    return absl::InvalidArgumentError("ReduceGradients: one gradient per variable");
   }
   const Node* mark = scope.graph()->FindNode(marks[0]);
   const int64_t per_pack = GetAttrOr<int64_t>(mark->attrs(), "bytes_per_pack", 25 << 20);
   const int64_t first = GetAttrOr<int64_t>(mark->attrs(), "first_bucket_bytes", 1 << 20);
-  // Backward order: the last gradient first.
+  ReducedGradients out;
+  out.dense.resize(grads.size());
+  out.rows.resize(grads.size());
+  std::vector<Node*> nodes;  // Every collective of the step.
+  // Rows: one all-gather per variable, keyed by the variable's position.
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!rows[i]) continue;
+    GradientRows gathered = CollectiveAllGatherRows(
+        scope.WithOpName(absl::StrCat("collective/all_gather_rows_", i)), *rows[i],
+        kGatherRowsInstanceKey + static_cast<int64_t>(i), /*average=*/true);
+    TANDEM_RETURN_IF_ERROR(scope.status());
+    nodes.push_back(gathered.indices.node);
+    out.rows[i] = gathered;
+  }
+  // Dense gradients in buckets, backward order: the last gradient first.
   std::vector<std::vector<int>> buckets;
   int64_t bytes = 0;
   for (int i = static_cast<int>(grads.size()) - 1; i >= 0; --i) {
+    if (rows[i]) continue;
     // A gradient has its variable's shape, which is fully defined where the gradient's
     // static shape may not be (Conv2DBackpropFilter's).
-    if (vars.size() != grads.size() || !vars[i].shape().IsFullyDefined()) {
+    if (!vars[i].shape().IsFullyDefined()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("AllReduceGradients: the variable of gradient ", grads[i].name(),
+          absl::StrCat("ReduceGradients: the variable of gradient ", grads[i].name(),
                        " needs a fully defined shape"));
     }
     const int64_t g = vars[i].shape().num_elements() * 4;
@@ -105,8 +156,6 @@ absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
     buckets.back().push_back(i);
     bytes += g;
   }
-  std::vector<Output> reduced(grads.size());
-  std::vector<Node*> nodes;
   for (size_t b = 0; b < buckets.size(); ++b) {
     std::vector<Output> xs;
     for (int i : buckets[b]) xs.push_back(grads[i]);
@@ -115,14 +164,22 @@ absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
                             static_cast<int64_t>(b) + 1, /*average=*/true);
     TANDEM_RETURN_IF_ERROR(scope.status());
     nodes.push_back(ys[0].node);
-    for (size_t k = 0; k < buckets[b].size(); ++k) reduced[buckets[b][k]] = ys[k];
+    for (size_t k = 0; k < buckets[b].size(); ++k) out.dense[buckets[b][k]] = ys[k];
   }
-  // No update starts before every bucket is reduced: a step that fails in any
-  // all-reduce changes no variable.
+  // No update starts before every collective of the step is done: a step that fails in
+  // any of them changes no variable.
   Scope after = scope.WithControlDependencies(nodes);
-  std::vector<Output> out;
-  for (size_t i = 0; i < reduced.size(); ++i) {
-    out.push_back(Identity(after.WithOpName(absl::StrCat("collective/reduced_", i)), reduced[i]));
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (out.rows[i]) {
+      out.rows[i] = GradientRows{
+          Identity(after.WithOpName(absl::StrCat("collective/gathered_indices_", i)),
+                   out.rows[i]->indices),
+          Identity(after.WithOpName(absl::StrCat("collective/gathered_values_", i)),
+                   out.rows[i]->values)};
+    } else {
+      out.dense[i] =
+          Identity(after.WithOpName(absl::StrCat("collective/reduced_", i)), out.dense[i]);
+    }
   }
   TANDEM_RETURN_IF_ERROR(scope.status());
   return out;
@@ -153,7 +210,7 @@ absl::StatusOr<Node*> BroadcastVariables(const Scope& scope, const std::vector<V
 std::string CollectiveFingerprint(const Graph& graph) {
   std::vector<std::string> parts;
   for (const auto& n : graph.nodes()) {
-    if (n->op() != kAllReduce && n->op() != kBroadcast) continue;
+    if (n->op() != kAllReduce && n->op() != kBroadcast && n->op() != kGatherRows) continue;
     std::vector<std::string> shapes;
     for (const Output& in : n->inputs()) {
       shapes.push_back(absl::StrCat(DTypeName(in.dtype()), in.shape().DebugString()));

@@ -11,6 +11,8 @@
 //     unpacked: one all-reduce per node, whatever k.
 //   CollectiveBroadcast(x_0 .. x_k-1) -> y_0 .. y_k-1: any dtypes; every replica gets
 //     the group's broadcast source's values (the replica with the newest global step).
+//   CollectiveAllGatherRows(indices [n], values [n, ...]) -> (indices [m], values
+//     [m, ...]): every replica's rows of a gradient, summed per row (below).
 //
 // EnableCollectiveAllReduce marks a graph: every ops::Optimizer::ApplyGradients on it
 // packs the dense gradients into buckets in backward order (the last variable's
@@ -19,19 +21,22 @@
 // 1 MiB and 25 MiB), and applies the averaged gradients. Each bucket is one node that
 // depends only on its gradients, so its all-reduce starts as soon as they exist and
 // overlaps the rest of the backward pass. Instance keys follow bucket order, fixed at
-// graph-building time. Sparse gradients are densified first.
+// graph-building time. Sparse gradients (a table's rows) are all-gathered as rows, not
+// densified (ReduceGradients), and applied as sparse updates.
 //
 // Thread safety: graph building, one thread per graph.
 #ifndef TANDEM_FRAMEWORK_OPS_COLLECTIVE_OPS_H_
 #define TANDEM_FRAMEWORK_OPS_COLLECTIVE_OPS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "framework/graph/op_registry.h"
 #include "framework/graph/scope.h"
+#include "framework/ops/gradient_rows.h"
 #include "framework/ops/state_ops.h"
 
 namespace tandem::ops {
@@ -41,8 +46,12 @@ struct CollectiveAllReduceOptions {
   int64_t first_bucket_bytes = int64_t{1} << 20;
 };
 
-// The instance key of the variable broadcast; bucket i has key 1 + i.
+// The instance keys the strategies reserve: the all-reduce of bucket b has key 1 + b,
+// the variable broadcast kBroadcastInstanceKey, the replicas' variable checksums
+// kChecksumInstanceKey, the row all-gather of variable i kGatherRowsInstanceKey + i.
 inline constexpr int64_t kBroadcastInstanceKey = int64_t{1} << 20;
+inline constexpr int64_t kChecksumInstanceKey = int64_t{1} << 21;
+inline constexpr int64_t kGatherRowsInstanceKey = int64_t{1} << 22;
 
 void EnableCollectiveAllReduce(const Scope& scope, const CollectiveAllReduceOptions& options = {});
 bool CollectiveAllReduceEnabled(const Graph& graph);
@@ -50,11 +59,26 @@ bool CollectiveAllReduceEnabled(const Graph& graph);
 // The nodes y = CollectiveAllReduce(xs); errors are recorded in the scope.
 std::vector<Output> CollectiveAllReduce(const Scope& scope, const std::vector<Output>& xs,
                                         int64_t instance_key, bool average);
-// Buckets `grads` (float32, the gradients of `vars` in order) as
-// EnableCollectiveAllReduce describes and returns their averages in the same order.
-absl::StatusOr<std::vector<Output>> AllReduceGradients(const Scope& scope,
-                                                       const std::vector<Output>& grads,
-                                                       const std::vector<Variable>& vars);
+// GatherRows: every replica's `rows` (CollectiveAllGatherRows below) as one set of
+// unique rows, ascending, each the sum of its values over the replicas in rank order
+// (and within a replica in order), times 1 / group size when `average`. Every replica
+// computes it from the same gathered bytes, so every replica gets the same bits.
+GradientRows CollectiveAllGatherRows(const Scope& scope, const GradientRows& rows,
+                                     int64_t instance_key, bool average);
+
+// The replicas' mean gradients of `vars`: dense `grads[i]` bucketed and all-reduced as
+// EnableCollectiveAllReduce describes; where `rows[i]` is set (grads[i] is then
+// ignored) the rows are all-gathered and summed per row instead (instance key
+// kGatherRowsInstanceKey + i), so a table's gradient crosses the network as the rows a
+// step touched, never as the dense table. Every result depends on every collective of
+// the step, so an update built on them starts only once all succeeded.
+struct ReducedGradients {
+  std::vector<Output> dense;                       // Set where rows[i] was not.
+  std::vector<std::optional<GradientRows>> rows;  // Set where rows[i] was.
+};
+absl::StatusOr<ReducedGradients> ReduceGradients(
+    const Scope& scope, const std::vector<Output>& grads,
+    const std::vector<std::optional<GradientRows>>& rows, const std::vector<Variable>& vars);
 
 // A NoOp "collective/broadcast_variables" that sets every variable of `vars` to the
 // broadcast source's value (one CollectiveBroadcast node).

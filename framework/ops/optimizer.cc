@@ -12,6 +12,7 @@
 #include "framework/ops/collective_ops.h"
 #include "framework/ops/gradients.h"
 #include "framework/ops/math_ops.h"
+#include "framework/ops/partitioned_variables.h"
 #include "framework/ops/sync_replicas.h"
 
 namespace tandem::ops {
@@ -129,6 +130,41 @@ std::optional<IndexedSlices> SparseGradient(const Scope& scope, const Variable& 
     out.indices = Concat(scope.WithOpName("indices"), indices, 0);
   }
   out.dense_shape = ShapeConst(scope.WithOpName("dense_shape"), shape);
+  return out;
+}
+
+// The rows of each sparse gradient (unset where the gradient is dense).
+std::vector<std::optional<GradientRows>> Rows(const std::vector<const IndexedSlices*>& sparse) {
+  std::vector<std::optional<GradientRows>> rows(sparse.size());
+  for (size_t i = 0; i < sparse.size(); ++i) {
+    if (sparse[i] != nullptr) rows[i] = GradientRows{sparse[i]->indices, sparse[i]->values};
+  }
+  return rows;
+}
+
+// Reduced rows as IndexedSlices of their variables (empty where unset). The dense shape
+// is the variable's shape as a constant: the replica's gradient graph is not part of
+// the update (the sync-replicas chief's update runs without it).
+std::vector<IndexedSlices> RowsAsSlices(const Scope& scope,
+                                        const std::vector<std::optional<GradientRows>>& rows,
+                                        const std::vector<Variable>& vars, absl::string_view name) {
+  std::vector<IndexedSlices> slices(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i]) continue;
+    slices[i] = IndexedSlices{
+        rows[i]->values, rows[i]->indices,
+        ConstInt64(scope.WithOpName(absl::StrCat(name, "/", vars[i].name(), "/dense_shape")),
+                   vars[i].shape().dims())};
+  }
+  return slices;
+}
+
+// Pointers to the set slices of `slices`, null elsewhere (BuildUpdates' `sparse`).
+std::vector<const IndexedSlices*> Pointers(const std::vector<IndexedSlices>& slices) {
+  std::vector<const IndexedSlices*> out(slices.size(), nullptr);
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if (slices[i].values.valid()) out[i] = &slices[i];
+  }
   return out;
 }
 
@@ -356,28 +392,24 @@ absl::StatusOr<Node*> Optimizer::ApplyGradients(const Scope& scope,
       return fail(absl::InvalidArgumentError(
           "synchronous replicas need the global step: ApplyGradients(..., &global_step)"));
     }
-    std::vector<Output> dense = grads;
-    for (size_t i = 0; i < vars.size(); ++i) {
-      if (sparse[i] != nullptr) dense[i] = IndexedSlicesToDense(scope, *sparse[i]);
-    }
+    // Sparse gradients go to the accumulators as rows and come back as rows.
     absl::StatusOr<Node*> train = internal::BuildSyncReplicas(
-        scope, vars, dense, *global_step, name, [&](const std::vector<Output>& means) {
-          return BuildUpdates(scope, vars, means,
-                              std::vector<const IndexedSlices*>(vars.size(), nullptr), global_step,
-                              absl::StrCat(name, "_sync_update"));
+        scope, vars, grads, Rows(sparse), *global_step, name,
+        [&](const std::vector<Output>& means,
+            const std::vector<std::optional<GradientRows>>& sparse_means) {
+          const std::string update = absl::StrCat(name, "_sync_update");
+          std::vector<IndexedSlices> slices = RowsAsSlices(scope, sparse_means, vars, update);
+          return BuildUpdates(scope, vars, means, Pointers(slices), global_step, update);
         });
     if (!train.ok()) return fail(train.status());
     return train;
   }
   if (CollectiveAllReduceEnabled(*scope.graph())) {
-    std::vector<Output> dense = grads;
-    for (size_t i = 0; i < vars.size(); ++i) {
-      if (sparse[i] != nullptr) dense[i] = IndexedSlicesToDense(scope, *sparse[i]);
-    }
-    absl::StatusOr<std::vector<Output>> reduced = AllReduceGradients(scope, dense, vars);
+    // Sparse gradients are all-gathered as rows and applied as rows.
+    absl::StatusOr<ReducedGradients> reduced = ReduceGradients(scope, grads, Rows(sparse), vars);
     if (!reduced.ok()) return fail(reduced.status());
-    return BuildUpdates(scope, vars, *reduced,
-                        std::vector<const IndexedSlices*>(vars.size(), nullptr), global_step, name);
+    std::vector<IndexedSlices> slices = RowsAsSlices(scope, reduced->rows, vars, name);
+    return BuildUpdates(scope, vars, reduced->dense, Pointers(slices), global_step, name);
   }
   return BuildUpdates(scope, vars, grads, sparse, global_step, name);
 }
@@ -483,6 +515,11 @@ absl::StatusOr<Variable> Optimizer::GetOrMakeSlot(const Variable& var, absl::str
   Output init = FilledConst(root, absl::StrCat(base, "/Initializer/", slot), shape, initial_value);
   Variable v(root, base, init, VariableOptions{.trainable = false});
   TANDEM_RETURN_IF_ERROR(root.status());
+  // The slot of a part is the same part of the logical variable's slot.
+  if (std::optional<SaveSliceInfo> part = GetSaveSliceInfo(*var.handle().node)) {
+    part->full_name += v.name().substr(var.name().size());  // "/Ftrl", "/Ftrl_1", ...
+    SetSaveSliceInfo(v.handle().node, *part);
+  }
   graph_->AddToCollection(SlotKey(slot, var.name()), v.name());
   return v;
 }

@@ -1,6 +1,5 @@
 // The concrete optimizers (see optimizers.h): slots, hyper-parameter tensors and one
-// ResourceApply* op per variable; the sparse updates of GradientDescent, Momentum,
-// Adagrad and Adam.
+// ResourceApply* op per variable; the sparse updates of each.
 #include "framework/ops/optimizers.h"
 
 #include <algorithm>
@@ -40,10 +39,11 @@ Node* GradientDescentOptimizer::ApplyDense(const Scope& scope, Output grad, cons
 
 Node* GradientDescentOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
                                             const Variable& var) {
-  // As TensorFlow: scatter_add(var, indices, -lr * values); duplicates accumulate.
-  Output delta = Mul(scope, grad.values, Neg(scope, lr_t_));
-  return ResourceScatterAdd(scope.WithOpName("ResourceScatterAdd"), var.handle(), grad.indices,
-                            delta);
+  // TensorFlow's scatter_add(var, indices, -lr * values) with duplicates summed first
+  // and the dense update's arithmetic per row, so a touched row gets the dense update's
+  // bits.
+  IndexedSlices g = DeduplicateIndexedSlices(scope, grad);
+  return ResourceSparseApplyGradientDescent(scope, var.handle(), lr_t_, g.values, g.indices);
 }
 
 // Momentum -------------------------------------------------------------------------------
@@ -175,6 +175,15 @@ Node* AdamOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
   return update.valid() ? update.node : nullptr;
 }
 
+Node* LazyAdamOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                     const Variable& var) {
+  IndexedSlices g = DeduplicateIndexedSlices(scope, grad);
+  return ResourceSparseApplyAdam(scope.WithOpName("ResourceSparseApplyAdam"), var.handle(),
+                                 Slot(var, "m").handle(), Slot(var, "v").handle(),
+                                 beta1_power_->value(), beta2_power_->value(), lr_t_, beta1_t_,
+                                 beta2_t_, epsilon_t_, g.values, g.indices);
+}
+
 std::vector<Node*> AdamOptimizer::Finish(const Scope& scope, absl::string_view prefix) {
   // beta_power <- beta_power * beta, after every update of the step has read it.
   std::vector<Node*> out;
@@ -234,6 +243,20 @@ Node* RMSPropOptimizer::ApplyDense(const Scope& scope, Output grad, const Variab
                               epsilon_t_, grad);
 }
 
+Node* RMSPropOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                    const Variable& var) {
+  IndexedSlices g = DeduplicateIndexedSlices(scope, grad);
+  if (centered_) {
+    return ResourceSparseApplyCenteredRMSProp(
+        scope.WithOpName("ResourceSparseApplyCenteredRMSProp"), var.handle(),
+        Slot(var, "mg").handle(), Slot(var, "rms").handle(), Slot(var, "momentum").handle(),
+        lr_t_, decay_t_, momentum_t_, epsilon_t_, g.values, g.indices);
+  }
+  return ResourceSparseApplyRMSProp(scope.WithOpName("ResourceSparseApplyRMSProp"), var.handle(),
+                                    Slot(var, "rms").handle(), Slot(var, "momentum").handle(),
+                                    lr_t_, decay_t_, momentum_t_, epsilon_t_, g.values, g.indices);
+}
+
 // Ftrl -----------------------------------------------------------------------------------
 
 FtrlOptimizer::FtrlOptimizer(HyperParameter learning_rate, HyperParameter learning_rate_power,
@@ -269,6 +292,14 @@ void FtrlOptimizer::Prepare(const Scope& scope, absl::string_view prefix) {
 Node* FtrlOptimizer::ApplyDense(const Scope& scope, Output grad, const Variable& var) {
   return ResourceApplyFtrl(scope, var.handle(), Slot(var, "accum").handle(),
                            Slot(var, "linear").handle(), grad, lr_t_, l1_t_, l2_t_, lr_power_t_);
+}
+
+Node* FtrlOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                 const Variable& var) {
+  IndexedSlices g = DeduplicateIndexedSlices(scope, grad);
+  return ResourceSparseApplyFtrl(scope.WithOpName("ResourceSparseApplyFtrl"), var.handle(),
+                                 Slot(var, "accum").handle(), Slot(var, "linear").handle(),
+                                 g.values, g.indices, lr_t_, l1_t_, l2_t_, lr_power_t_);
 }
 
 }  // namespace tandem::ops

@@ -14,20 +14,20 @@
 //                    epsilon = 1e-10, centered = false)           centered only), "momentum"
 //   FtrlOptimizer(lr, learning_rate_power = -0.5,                 "accum", "linear" (zeros)
 //                 initial_accumulator_value = 0.1, l1 = 0, l2 = 0)
+//   LazyAdamOptimizer(as Adam)                                    as Adam
 //
 // Sparse gradients (GradAndVar::sparse, e.g. of an embedding table), as TensorFlow 1.x:
-//   GradientDescent  ResourceScatterAdd(var, indices, -lr * values): only the rows named
-//                    change; duplicate indices accumulate.
-//   Momentum,        duplicates summed first (Unique + UnsortedSegmentSum, TensorFlow's
-//   Adagrad          _deduplicate_indexed_slices), then ResourceSparseApplyMomentum /
-//                    ResourceSparseApplyAdagrad: only the named rows of var and of the
-//                    slot change (elsewhere the dense update would decay the momentum).
-//                    The cost of these three is independent of the number of rows.
+//   GradientDescent, duplicates summed first (Unique + UnsortedSegmentSum, TensorFlow's
+//   Momentum,        _deduplicate_indexed_slices; TensorFlow's GradientDescent scatter-adds
+//   Adagrad, Ftrl,   each duplicate instead), then ResourceSparseApply<op>: the
+//   RMSProp,         dense formula on the named rows of var and of its slots, which get
+//   LazyAdam         the bits a dense update would give them; every other row and slot
+//                    keeps its bits (where a dense update would decay a momentum or a
+//                    mean square). The cost is independent of the number of rows.
 //   Adam             deduplicated, then Adam._apply_sparse: m and v decayed densely,
 //                    (1 - beta) * values (values^2 for v) scatter-added into the named
-//                    rows, and a dense var update (so every row moves, as in TF).
-//   RMSProp, Ftrl    densified (IndexedSlicesToDense) and applied densely: the same
-//                    result as a dense gradient; cost proportional to the table.
+//                    rows, and a dense var update (so every row moves, as in TF 1.x);
+//                    LazyAdamOptimizer is the sparse form above.
 //
 // Adam's beta1_power and beta2_power are float32 scalar non-trainable variables at the
 // root name scope ("beta1_power", "beta2_power"), colocated with the first variable (by
@@ -111,12 +111,21 @@ class AdamOptimizer : public Optimizer {
   Node* ApplySparse(const Scope& scope, const IndexedSlices& grad, const Variable& var) override;
   std::vector<Node*> Finish(const Scope& scope, absl::string_view prefix) override;
 
- private:
   HyperParameter learning_rate_;
   float beta1_, beta2_;
   HyperParameter epsilon_;
   std::optional<Variable> beta1_power_, beta2_power_;
   Output lr_t_, beta1_t_, beta2_t_, epsilon_t_;
+};
+
+// Adam whose sparse updates touch only the named rows of var, m and v (LazyAdam, as
+// TensorFlow Addons'), with the step's bias correction; dense updates are Adam's.
+class LazyAdamOptimizer : public AdamOptimizer {
+ public:
+  using AdamOptimizer::AdamOptimizer;
+
+ protected:
+  Node* ApplySparse(const Scope& scope, const IndexedSlices& grad, const Variable& var) override;
 };
 
 class RMSPropOptimizer : public Optimizer {
@@ -130,6 +139,7 @@ class RMSPropOptimizer : public Optimizer {
   absl::Status CreateSlots(const std::vector<Variable>& vars) override;
   void Prepare(const Scope& scope, absl::string_view prefix) override;
   Node* ApplyDense(const Scope& scope, Output grad, const Variable& var) override;
+  Node* ApplySparse(const Scope& scope, const IndexedSlices& grad, const Variable& var) override;
 
  private:
   HyperParameter learning_rate_, decay_, momentum_, epsilon_;
@@ -149,6 +159,7 @@ class FtrlOptimizer : public Optimizer {
   absl::Status CreateSlots(const std::vector<Variable>& vars) override;
   void Prepare(const Scope& scope, absl::string_view prefix) override;
   Node* ApplyDense(const Scope& scope, Output grad, const Variable& var) override;
+  Node* ApplySparse(const Scope& scope, const IndexedSlices& grad, const Variable& var) override;
 
  private:
   HyperParameter learning_rate_, learning_rate_power_;

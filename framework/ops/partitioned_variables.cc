@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/ops/array_ops.h"
+#include "framework/ops/embedding_ops.h"
 #include "framework/ops/math_ops.h"
 
 namespace tandem::ops {
@@ -40,12 +41,6 @@ std::vector<int> AlongAxis(const TensorShape& shape, int axis, int64_t n) {
 }
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// A scalar of the ids' integer dtype.
-Output IdConst(const Scope& scope, DType dtype, int64_t v) {
-  return dtype == DType::kInt64 ? Const(scope, Tensor::Scalar<int64_t>(v))
-                                : Const(scope, Tensor::Scalar<int32_t>(static_cast<int32_t>(v)));
-}
 
 }  // namespace
 
@@ -101,6 +96,25 @@ Partitioner MinMaxVariablePartitioner(int max_partitions, int axis, int64_t min_
         1, std::min<int64_t>({shape.dim(axis), static_cast<int64_t>(max_partitions), wanted}));
     return AlongAxis(shape, axis, n);
   };
+}
+
+std::optional<SaveSliceInfo> GetSaveSliceInfo(const Node& handle) {
+  const AttrMap& attrs = handle.attrs();
+  auto name = attrs.find(kSliceFullNameAttr);
+  auto shape = attrs.find(kSliceFullShapeAttr);
+  auto offset = attrs.find(kSliceOffsetAttr);
+  if (name == attrs.end() || shape == attrs.end() || offset == attrs.end()) return std::nullopt;
+  const auto* n = std::get_if<std::string>(&name->second);
+  const auto* sh = std::get_if<std::vector<int64_t>>(&shape->second);
+  const auto* off = std::get_if<std::vector<int64_t>>(&offset->second);
+  if (n == nullptr || sh == nullptr || off == nullptr) return std::nullopt;
+  return SaveSliceInfo{*n, Dims(sh->begin(), sh->end()), Dims(off->begin(), off->end())};
+}
+
+void SetSaveSliceInfo(Node* handle, const SaveSliceInfo& info) {
+  handle->SetAttr(kSliceFullNameAttr, info.full_name);
+  handle->SetAttr(kSliceFullShapeAttr, std::vector<int64_t>(info.full_shape));
+  handle->SetAttr(kSliceOffsetAttr, std::vector<int64_t>(info.offset));
 }
 
 std::vector<int64_t> PartitionSizes(int64_t dim, int num_parts) {
@@ -216,6 +230,7 @@ void PartitionedVariable::Build(
     if (!init.valid()) return fail(absl::InternalError(absl::StrCat("initializing ", part_name)));
     Variable v(scope, part_name, init, options);
     if (!scope.ok() || !v.valid()) return;
+    SetSaveSliceInfo(v.handle().node, SaveSliceInfo{full, shape.dims(), offset});
     parts.push_back(v);
     offsets.push_back(std::move(offset));
   }
@@ -311,42 +326,13 @@ Output EmbeddingLookup(const Scope& scope, const std::vector<Variable>& params, 
     return fail(absl::StrCat("parts of ", got, " rows do not follow the \"", partition_strategy,
                              "\" layout of ", total, " rows in ", n, " parts (", want, ")"));
   }
-  const DType it = ids.dtype();
+  // Each distinct id once, to the part that holds it (embedding_ops.h), then back to
+  // every id's place.
   Output flat = Reshape(s.WithOpName("flat_ids"), ids, std::vector<int64_t>{-1});
-  // part_of(id) and local(id). mod: id % n at row id / n (for negative ids: id itself,
-  // in part 0, so the gather reports it). div: the number of part starts <= id, at row
-  // id - start.
-  Output assignment, local;
-  std::vector<int64_t> starts(n, 0);
-  for (int p = 1; p < n; ++p) starts[p] = starts[p - 1] + rows[p - 1];
-  if (partition_strategy == "mod") {
-    Output np = IdConst(s.WithOpName("num_parts"), it, n);
-    Output quotient = Div(s.WithOpName("local_ids"), flat, np);
-    Output rem = Sub(s.WithOpName("p_assignments"), flat, Mul(s, quotient, np));
-    assignment = Maximum(s, rem, IdConst(s, it, 0));
-    local = Minimum(s.WithOpName("new_ids"), flat, quotient);
-  } else {
-    std::vector<Output> above;
-    Output start_of = IdConst(s, it, 0);
-    for (int p = 1; p < n; ++p) {
-      Output in_p = Cast(s, GreaterEqual(s, flat, IdConst(s, it, starts[p])), it);
-      above.push_back(in_p);
-      // start_of(id) = sum over p of in_p * (starts[p] - starts[p-1]).
-      start_of = Add(s, start_of, Mul(s, in_p, IdConst(s, it, starts[p] - starts[p - 1])));
-    }
-    assignment = above.size() == 1 ? above[0] : AddN(s.WithOpName("p_assignments"), above);
-    local = Sub(s.WithOpName("new_ids"), flat, start_of);
-  }
-  Output zero_ids = ZerosLike(s, flat);
-  Output result;
-  for (int p = 0; p < n; ++p) {
-    Scope ps = s.NewSubScope(absl::StrCat("part_", p));
-    Output mask = Equal(ps.WithOpName("mask"), assignment, IdConst(ps, it, p));
-    Output idx = Select(ps.WithOpName("local_ids"), mask, local, zero_ids);
-    Output rows_p = ResourceGather(ps.ColocateWith(params[p].handle().node).WithOpName("Gather"),
-                                   params[p].handle(), idx, dtype);
-    result = p == 0 ? rows_p : Select(ps.WithOpName("stitch"), mask, rows_p, result);
-  }
+  std::vector<Output> unique = Unique(s.WithOpName("unique_ids"), flat, DType::kInt32);
+  if (unique.size() != 2) return Output();
+  Output distinct_rows = PartitionedRows(s, params, unique[0], partition_strategy);
+  Output result = Gather(s.WithOpName("rows_of_ids"), distinct_rows, unique[1]);
   if (!scope.ok()) return Output();
   // Back to ids.shape + row shape: a constant (so the result's static shape is known)
   // when at most one dim of ids is unknown, else computed at run time.

@@ -31,17 +31,16 @@
 // over a partitioned table (axis 0). "mod": id lives in part id % n at row id / n.
 // "div": the parts hold contiguous ranges of ids laid out by the split rule (TF's div
 // rule with the extra rows in the first parts). The parts' row counts must be the ones
-// those rules give for their total (as the partitioners produce). tandem has no
-// DynamicPartition/DynamicStitch ops, so the routing is built from existing ops: for
-// each part p, mask_p = (part_of(ids) == p), one ResourceGather of every id's local row
-// (ids of other parts read row 0), and the results are merged with Select in id order.
-// Each part therefore gathers len(ids) rows (n times TF's work and, across a cluster, n
-// times the bytes moved); the result and its gradients (ResourceGather's dense
-// UnsortedSegmentSum per part, rows of other parts contributing zeros) are TF's. An id
-// outside [0, total rows) fails the step with ResourceGather's out-of-range error, as
-// in TF (a negative id and, for "div", one too large reach an end part and fail there).
+// those rules give for their total (as the partitioners produce). The lookup is
+// row-exact (embedding_ops.h): the distinct ids (Unique) go each to the one part that
+// holds it (PartitionIds), each part gathers only those, and StitchRows and a Gather
+// put the rows back in the ids' order; each part's gradient is sparse over its own rows
+// (the optimizers' IndexedSlices). An id outside [0, total rows) fails the step naming
+// it.
 //
-// Checkpoints: PartitionMap() gives, per part variable name, the logical variable's
+// Checkpoints: each part's handle node carries its place in the logical variable as
+// attrs (TensorFlow's save_slice_info), so a Saver of the graph writes the index's
+// "slices" without being told (GetSaveSliceInfo reads them back). PartitionMap() gives, per part variable name, the logical variable's
 // name, full shape and the part's offset: the map checkpoint::SaverOptions::partitions
 // takes, so the Saver writes the index's "slices":
 //   saver_options.partitions = pv.PartitionMap<checkpoint::PartitionInfo>();
@@ -53,6 +52,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +85,18 @@ struct SaveSliceInfo {
   Dims full_shape;
   Dims offset;
 };
+
+// The attrs on a part's handle node: its logical variable's name (string), full shape
+// and offset (int lists).
+inline constexpr char kSliceFullNameAttr[] = "_save_slice_full_name";
+inline constexpr char kSliceFullShapeAttr[] = "_save_slice_full_shape";
+inline constexpr char kSliceOffsetAttr[] = "_save_slice_offset";
+// The slice info of a variable's handle node; nullopt for a whole variable (or attrs
+// of the wrong types).
+std::optional<SaveSliceInfo> GetSaveSliceInfo(const Node& handle);
+// Marks `handle` as a slice of a logical variable (the partitioned variable's parts, and
+// the optimizer slots of a part, "<full name>/<slot>", so they restore across layouts).
+void SetSaveSliceInfo(Node* handle, const SaveSliceInfo& info);
 
 class PartitionedVariable {
  public:

@@ -22,6 +22,7 @@ void EnsureStandardOps() {
     RegisterSyncReplicasOps(r);
     RegisterCollectiveOps(r);
     RegisterFeatureOps(r);
+    RegisterEmbeddingOps(r);
     GradientRegistry* g = GradientRegistry::Global();
     RegisterArrayGradients(g);
     RegisterMathGradients(g);
@@ -30,6 +31,7 @@ void EnsureStandardOps() {
     RegisterSummaryGradients(g);
     RegisterRuntimeGradients(g);
     RegisterFeatureGradients(g);
+    RegisterEmbeddingGradients(g);
     g->RegisterNoGradient("CollectiveAllReduce");
     g->RegisterNoGradient("CollectiveBroadcast");
   });

@@ -30,6 +30,7 @@ void RegisterRuntimeOps(OpRegistry* r);
 void RegisterSummaryOps(OpRegistry* r);
 void RegisterSyncReplicasOps(OpRegistry* r);
 void RegisterFeatureOps(OpRegistry* r);
+void RegisterEmbeddingOps(OpRegistry* r);
 
 void RegisterArrayGradients(GradientRegistry* r);
 void RegisterMathGradients(GradientRegistry* r);
@@ -38,6 +39,7 @@ void RegisterStateGradients(GradientRegistry* r);
 void RegisterSummaryGradients(GradientRegistry* r);
 void RegisterRuntimeGradients(GradientRegistry* r);
 void RegisterFeatureGradients(GradientRegistry* r);
+void RegisterEmbeddingGradients(GradientRegistry* r);
 
 }  // namespace ops
 }  // namespace tandem

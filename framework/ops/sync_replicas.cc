@@ -100,6 +100,48 @@ void RegisterSyncReplicasOps(OpRegistry* r) {
                  }
                  return absl::OkStatus();
                }});
+  // The sparse forms: a gradient of some rows (int32/int64 indices [n], float32 values
+  // [n, shape[1:]...]) in; the mean of the rows accumulated out, indices int64 ascending.
+  r->Register({.name = "SparseAccumulatorApplyGradient",
+               .min_inputs = 4,
+               .max_inputs = 4,
+               .default_attrs = acc,
+               .stateful = true,
+               .infer = [](InferenceContext& ctx) -> absl::Status {
+                 PartialShape shape;
+                 TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
+                 TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt64));
+                 TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 1, DType::kInt64));
+                 if (ctx.input_dtype(2) != DType::kInt32 && ctx.input_dtype(2) != DType::kInt64) {
+                   return ctx.Error("the indices must be int32 or int64");
+                 }
+                 TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(3, DType::kFloat));
+                 if (shape.rank() < 1) return ctx.Error("a sparse accumulator needs rows");
+                 std::vector<int64_t> rows = shape.dims();
+                 rows[0] = -1;
+                 if (!PartialShape(rows).IsCompatibleWith(ctx.input_shape(3))) {
+                   return ctx.Error(absl::StrCat("the gradient's values must have rows of the "
+                                                 "accumulator's shape ",
+                                                 shape.DebugString()));
+                 }
+                 return absl::OkStatus();
+               }});
+  r->Register({.name = "SparseAccumulatorTakeGradient",
+               .min_inputs = 1,
+               .max_inputs = 1,
+               .default_attrs = acc,
+               .stateful = true,
+               .infer = [](InferenceContext& ctx) -> absl::Status {
+                 PartialShape shape;
+                 TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
+                 TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt32));
+                 if (shape.rank() < 1) return ctx.Error("a sparse accumulator needs rows");
+                 std::vector<int64_t> rows = shape.dims();
+                 rows[0] = -1;
+                 ctx.AddOutput(DType::kInt64, PartialShape({-1}));
+                 ctx.AddOutput(DType::kFloat, PartialShape(rows));
+                 return absl::OkStatus();
+               }});
   RegisterScalarInputOp(r, "AccumulatorTakeGradient", acc, DType::kInt32, Out::kAccumulatorShaped);
   RegisterScalarInputOp(r, "AccumulatorWait", acc_wait, DType::kInt32, Out::kScalarInt64);
   RegisterScalarInputOp(r, "AccumulatorSetGlobalStep", acc, DType::kInt64, Out::kNone);
@@ -158,10 +200,11 @@ absl::StatusOr<SyncReplicasGraph> GetSyncReplicasGraph(const Graph& graph) {
 
 namespace internal {
 
-absl::StatusOr<Node*> BuildSyncReplicas(
-    const Scope& scope, const std::vector<Variable>& vars, const std::vector<Output>& grads,
-    const Variable& global_step, absl::string_view name,
-    const std::function<absl::StatusOr<Node*>(const std::vector<Output>& grads)>& apply) {
+absl::StatusOr<Node*> BuildSyncReplicas(const Scope& scope, const std::vector<Variable>& vars,
+                                        const std::vector<Output>& grads,
+                                        const std::vector<std::optional<GradientRows>>& sparse,
+                                        const Variable& global_step, absl::string_view name,
+                                        const SyncApplyFn& apply) {
   Graph* graph = scope.graph();
   if (!graph->GetCollection(kUpdate).empty()) {
     return absl::FailedPreconditionError(
@@ -182,18 +225,34 @@ absl::StatusOr<Node*> BuildSyncReplicas(
   Output step_now = ReadVariableOp(at_step.WithOpName("sync_replicas/global_step"),
                                    global_step.handle(), DType::kInt64);
 
+  if (sparse.size() != vars.size() || grads.size() != vars.size()) {
+    return absl::InternalError("BuildSyncReplicas: one gradient per variable");
+  }
   std::vector<Node*> applies, set_steps;
-  std::vector<Output> takes;
+  std::vector<Output> takes(vars.size());
+  std::vector<std::optional<GradientRows>> sparse_takes(vars.size());
   for (size_t i = 0; i < vars.size(); ++i) {
     const Scope at_var = scope.ColocateWith(vars[i].handle().node);
     const std::string prefix = absl::StrCat("sync_replicas/", vars[i].name());
-    AttrMap attrs = {{"shared_name", absl::StrCat(vars[i].name(), "/grad_accum")},
+    AttrMap attrs = {{"shared_name", absl::StrCat(vars[i].name(), sparse[i] ? "/sparse_grad_accum"
+                                                                            : "/grad_accum")},
                      {"shape", vars[i].shape()}};
-    applies.push_back(BuildSyncOp(at_var.WithOpName(prefix + "/apply"), "AccumulatorApplyGradient",
-                                  {local_step, replica, grads[i]}, attrs));
-    Node* take = BuildSyncOp(at_var.WithOpName(prefix + "/take"), "AccumulatorTakeGradient",
-                             {num_required}, attrs);
-    takes.push_back(take == nullptr ? Output() : Output(take, 0));
+    if (sparse[i]) {
+      applies.push_back(BuildSyncOp(at_var.WithOpName(prefix + "/apply"),
+                                    "SparseAccumulatorApplyGradient",
+                                    {local_step, replica, sparse[i]->indices, sparse[i]->values},
+                                    attrs));
+      Node* take = BuildSyncOp(at_var.WithOpName(prefix + "/take"),
+                               "SparseAccumulatorTakeGradient", {num_required}, attrs);
+      if (take != nullptr) sparse_takes[i] = GradientRows{Output(take, 0), Output(take, 1)};
+    } else {
+      applies.push_back(BuildSyncOp(at_var.WithOpName(prefix + "/apply"),
+                                    "AccumulatorApplyGradient", {local_step, replica, grads[i]},
+                                    attrs));
+      Node* take = BuildSyncOp(at_var.WithOpName(prefix + "/take"), "AccumulatorTakeGradient",
+                               {num_required}, attrs);
+      if (take != nullptr) takes[i] = Output(take, 0);
+    }
     set_steps.push_back(BuildSyncOp(at_var.WithOpName(prefix + "/set_step"),
                                     "AccumulatorSetGlobalStep", {step_now}, attrs));
     Node* stats = BuildSyncOp(at_var.WithOpName(prefix + "/stats"), "AccumulatorStats", {}, attrs);
@@ -214,7 +273,7 @@ absl::StatusOr<Node*> BuildSyncReplicas(
 
   // The chief's aggregation: the wrapped optimizer's update of the means, then the
   // barrier moves to the new global_step.
-  TANDEM_ASSIGN_OR_RETURN(Node * update, apply(takes));
+  TANDEM_ASSIGN_OR_RETURN(Node * update, apply(takes, sparse_takes));
   Output step_after = ReadVariableOp(at_step.WithOpName("sync_replicas/global_step_after")
                                          .WithControlDependencies(std::vector<Node*>{update}),
                                      global_step.handle(), DType::kInt64);

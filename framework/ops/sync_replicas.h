@@ -33,18 +33,27 @@
 //     accumulator keeps its gradients when its step is unchanged).
 //   stats: per accumulator int64[4] {step, accumulated, stale dropped, duplicates}.
 //
-// Sparse gradients are aggregated densely. The graph needs an int64 global step.
+// Sparse gradients (an embedding table's rows) travel and aggregate as rows: the
+// replica sends its (indices, values) to a sparse accumulator beside the variable
+// (SparseAccumulatorApplyGradient), which sums each row; the chief takes the rows
+// any replica named with their means (SparseAccumulatorTakeGradient: the dense mean
+// on every row, the other rows' mean being zero) and the wrapped optimizer applies
+// them sparsely. No replica sends, and no ps builds, a dense copy of the table. The
+// graph needs an int64 global step.
 //
 // Thread safety: graph building, one thread per graph.
 #ifndef TANDEM_FRAMEWORK_OPS_SYNC_REPLICAS_H_
 #define TANDEM_FRAMEWORK_OPS_SYNC_REPLICAS_H_
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "framework/graph/scope.h"
+#include "framework/ops/gradient_rows.h"
 #include "framework/ops/state_ops.h"
 
 namespace tandem::ops {
@@ -74,13 +83,17 @@ absl::StatusOr<SyncReplicasGraph> GetSyncReplicasGraph(const Graph& graph);
 
 namespace internal {
 // Builds the replica step, aggregation, chief_init and stats for `vars` and their
-// dense `grads` (Optimizer::ApplyGradients on a marked graph). `apply` adds the
-// wrapped optimizer's update of the variables by the given gradients (and the
-// global_step increment) and returns its op. Returns the replica's train op.
-absl::StatusOr<Node*> BuildSyncReplicas(
-    const Scope& scope, const std::vector<Variable>& vars, const std::vector<Output>& grads,
-    const Variable& global_step, absl::string_view name,
-    const std::function<absl::StatusOr<Node*>(const std::vector<Output>& grads)>& apply);
+// gradients: dense `grads[i]`, or rows `sparse[i]` (then grads[i] is invalid)
+// (Optimizer::ApplyGradients on a marked graph). `apply` adds the wrapped optimizer's
+// update of the variables by the given means, in the same form (and the global_step
+// increment) and returns its op. Returns the replica's train op.
+using SyncApplyFn = std::function<absl::StatusOr<Node*>(
+    const std::vector<Output>& means, const std::vector<std::optional<GradientRows>>& sparse)>;
+absl::StatusOr<Node*> BuildSyncReplicas(const Scope& scope, const std::vector<Variable>& vars,
+                                        const std::vector<Output>& grads,
+                                        const std::vector<std::optional<GradientRows>>& sparse,
+                                        const Variable& global_step, absl::string_view name,
+                                        const SyncApplyFn& apply);
 }  // namespace internal
 
 }  // namespace tandem::ops

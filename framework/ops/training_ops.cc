@@ -49,6 +49,7 @@ const std::vector<ApplyOpLayout>& ApplyOpLayouts() {
        3,
        3,
        false},
+      {"ResourceSparseApplyGradientDescent", {"var", "alpha", "delta", "indices"}, 1, 2, false, 3},
       {"ResourceSparseApplyMomentum",
        {"var", "accum", "lr", "grad", "indices", "momentum"},
        2,
@@ -56,6 +57,31 @@ const std::vector<ApplyOpLayout>& ApplyOpLayouts() {
        true,
        4},
       {"ResourceSparseApplyAdagrad", {"var", "accum", "lr", "grad", "indices"}, 2, 3, false, 4},
+      {"ResourceSparseApplyAdam",
+       {"var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad",
+        "indices"},
+       3,
+       9,
+       true,
+       10},
+      {"ResourceSparseApplyRMSProp",
+       {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad", "indices"},
+       3,
+       7,
+       false,
+       8},
+      {"ResourceSparseApplyCenteredRMSProp",
+       {"var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad", "indices"},
+       4,
+       8,
+       false,
+       9},
+      {"ResourceSparseApplyFtrl",
+       {"var", "accum", "linear", "grad", "indices", "lr", "l1", "l2", "lr_power"},
+       3,
+       3,
+       false,
+       4},
   };
   return *layouts;
 }
@@ -257,6 +283,11 @@ Node* ResourceApplyFtrl(const Scope& scope, Output var, Output accum, Output lin
   return BuildApply(scope, "ResourceApplyFtrl", {var, accum, linear, grad, lr, l1, l2, lr_power});
 }
 
+Node* ResourceSparseApplyGradientDescent(const Scope& scope, Output var, Output alpha,
+                                         Output delta, Output indices) {
+  return BuildApply(scope, "ResourceSparseApplyGradientDescent", {var, alpha, delta, indices});
+}
+
 Node* ResourceSparseApplyMomentum(const Scope& scope, Output var, Output accum, Output lr,
                                   Output grad, Output indices, Output momentum, bool use_nesterov) {
   return BuildApply(scope, "ResourceSparseApplyMomentum", {var, accum, lr, grad, indices, momentum},
@@ -266,6 +297,34 @@ Node* ResourceSparseApplyMomentum(const Scope& scope, Output var, Output accum, 
 Node* ResourceSparseApplyAdagrad(const Scope& scope, Output var, Output accum, Output lr,
                                  Output grad, Output indices) {
   return BuildApply(scope, "ResourceSparseApplyAdagrad", {var, accum, lr, grad, indices});
+}
+
+Node* ResourceSparseApplyAdam(const Scope& scope, Output var, Output m, Output v,
+                              Output beta1_power, Output beta2_power, Output lr, Output beta1,
+                              Output beta2, Output epsilon, Output grad, Output indices) {
+  return BuildApply(scope, "ResourceSparseApplyAdam",
+                    {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, indices});
+}
+
+Node* ResourceSparseApplyRMSProp(const Scope& scope, Output var, Output ms, Output mom, Output lr,
+                                 Output rho, Output momentum, Output epsilon, Output grad,
+                                 Output indices) {
+  return BuildApply(scope, "ResourceSparseApplyRMSProp",
+                    {var, ms, mom, lr, rho, momentum, epsilon, grad, indices});
+}
+
+Node* ResourceSparseApplyCenteredRMSProp(const Scope& scope, Output var, Output mg, Output ms,
+                                         Output mom, Output lr, Output rho, Output momentum,
+                                         Output epsilon, Output grad, Output indices) {
+  return BuildApply(scope, "ResourceSparseApplyCenteredRMSProp",
+                    {var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices});
+}
+
+Node* ResourceSparseApplyFtrl(const Scope& scope, Output var, Output accum, Output linear,
+                              Output grad, Output indices, Output lr, Output l1, Output l2,
+                              Output lr_power) {
+  return BuildApply(scope, "ResourceSparseApplyFtrl",
+                    {var, accum, linear, grad, indices, lr, l1, l2, lr_power});
 }
 
 Output Floor(const Scope& scope, Output x) { return internal::Build(scope, "Floor", {x}); }

@@ -23,10 +23,13 @@
 //                    denominator sqrt(ms - mg^2 + epsilon)
 //   Ftrl             FTRL-Proximal (McMahan et al. 2013) as TensorFlow's ApplyFtrl.
 //
-// The sparse forms (ResourceSparseApplyMomentum, ResourceSparseApplyAdagrad) take the
+// The sparse forms (ResourceSparseApply<op>: GradientDescent, Momentum, Adagrad, Adam, RMSProp,
+// CenteredRMSProp, Ftrl; the dense op's inputs with `indices` after `grad`) take the
 // gradient of some rows only: grad [n, var.shape[1:]...] and int32/int64 indices [n];
 // they apply the dense formula to row indices[i] with grad[i], for i = 0..n-1 in order,
-// and leave every other row of var and accum untouched (TensorFlow's kernels). A
+// and leave every other row of var and its slots untouched (TensorFlow's kernels; its
+// Adam has no sparse kernel, ResourceSparseApplyAdam is tandem's lazy Adam: m and v of
+// the named rows only, with the dense step's bias correction). A
 // repeated index is updated once per occurrence, sequentially, as TensorFlow's kernels
 // do; the optimizers sum duplicates before calling them (optimizer.h). An index outside
 // [0, rows) is INVALID_ARGUMENT naming the op, the position and the index; nothing is
@@ -69,12 +72,26 @@ Node* ResourceApplyCenteredRMSProp(const Scope& scope, Output var, Output mg, Ou
 Node* ResourceApplyFtrl(const Scope& scope, Output var, Output accum, Output linear, Output grad,
                         Output lr, Output l1, Output l2, Output lr_power);
 
+Node* ResourceSparseApplyGradientDescent(const Scope& scope, Output var, Output alpha,
+                                         Output delta, Output indices);
 // Attr "use_nesterov".
 Node* ResourceSparseApplyMomentum(const Scope& scope, Output var, Output accum, Output lr,
                                   Output grad, Output indices, Output momentum,
                                   bool use_nesterov = false);
 Node* ResourceSparseApplyAdagrad(const Scope& scope, Output var, Output accum, Output lr,
                                  Output grad, Output indices);
+Node* ResourceSparseApplyAdam(const Scope& scope, Output var, Output m, Output v,
+                              Output beta1_power, Output beta2_power, Output lr, Output beta1,
+                              Output beta2, Output epsilon, Output grad, Output indices);
+Node* ResourceSparseApplyRMSProp(const Scope& scope, Output var, Output ms, Output mom, Output lr,
+                                 Output rho, Output momentum, Output epsilon, Output grad,
+                                 Output indices);
+Node* ResourceSparseApplyCenteredRMSProp(const Scope& scope, Output var, Output mg, Output ms,
+                                         Output mom, Output lr, Output rho, Output momentum,
+                                         Output epsilon, Output grad, Output indices);
+Node* ResourceSparseApplyFtrl(const Scope& scope, Output var, Output accum, Output linear,
+                              Output grad, Output indices, Output lr, Output l1, Output l2,
+                              Output lr_power);
 
 // Elementwise floor(x) and cos(x) of a float32 tensor.
 Output Floor(const Scope& scope, Output x);

@@ -14,7 +14,6 @@ Needs Debian's python3-torch and libopenblas0-pthread (run with /usr/bin/python3
 import argparse
 import datetime
 import os
-import socket
 import sys
 import time
 
@@ -25,19 +24,14 @@ import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_peer import Cnn, autocast, fashion_mlp, load_idx  # noqa: E402  (the same models)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from free_port import free_port  # noqa: E402
 
 
 def idx_path(data_dir, name):
     """<name>.gz if the directory has it, else the uncompressed <name> (as tandem does)."""
     gz = os.path.join(data_dir, name + ".gz")
     return gz if os.path.exists(gz) else os.path.join(data_dir, name)
-
-
-def free_port():
-    """A free ephemeral port on 127.0.0.1 (the OS picks it; released for rank 0 to bind)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def replica(rank, a, port):

@@ -41,7 +41,6 @@ import re
 import secrets
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -49,6 +48,9 @@ import time
 import tomllib
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from free_port import free_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MANIFEST = os.path.join(ROOT, "deploy", "kubeflow", "tfjob-fashion-mlp.yaml")
@@ -72,12 +74,6 @@ PROBE_DEFAULTS = {"initialDelaySeconds": 0, "timeoutSeconds": 1, "periodSeconds"
 def fail(message):
     print("FAILED: " + message, file=sys.stderr)
     sys.exit(1)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def is_int(v):

@@ -322,10 +322,20 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
 
       {"[distribute]\nreplicas_to_aggregate = 2\n", absl::StatusCode::kInvalidArgument,
        "replicas_to_aggregate applies only with sync = true"},
-      {"[distribute]\npartitioner = \"fixed\"\n", absl::StatusCode::kUnimplemented,
-       "variable partitioning from the config is not implemented"},
-      {"[distribute]\nnum_shards = 2\n", absl::StatusCode::kUnimplemented,
-       "[distribute] variable partitioning"},
+      {"[distribute]\nnum_shards = 2\n", absl::StatusCode::kInvalidArgument,
+       "num_shards applies to partitioner = \"fixed\"; this job has partitioner = \"auto\""},
+      {"[distribute]\npartitioner = \"fixed\"\nmin_shard_bytes = 4096\n",
+       absl::StatusCode::kInvalidArgument, "min_shard_bytes applies to partitioner = \"min_size\""},
+      {"[distribute]\npartitioner = \"fixed\"\nmax_shards = 3\n",
+       absl::StatusCode::kInvalidArgument,
+       "max_shards applies to partitioner = \"min_size\" or \"max_size\""},
+      {"[distribute]\npartitioner = \"variable_axis_size\"\n", absl::StatusCode::kInvalidArgument,
+       "partitioner = \"max_size\" needs max_shard_bytes"},
+      {"[distribute]\npartitioner = \"min_size\"\nmax_shard_bytes = 4096\n",
+       absl::StatusCode::kInvalidArgument, "max_shard_bytes applies to partitioner = \"max_size\""},
+      {"[distribute]\nstrategy = \"collective\"\npartitioner = \"fixed\"\n" + no_ps,
+       absl::StatusCode::kInvalidArgument,
+       "the collective strategy holds every variable whole on every replica"},
       {"[distribute]\nstrategy = \"parameter_server\"\n", absl::StatusCode::kInvalidArgument,
        "needs a cluster (TF_CONFIG or [cluster]) with ps tasks"},
       {"[distribute]\nstrategy = \"none\"\n" + cluster, absl::StatusCode::kInvalidArgument,
@@ -348,6 +358,10 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
     EXPECT_THAT(job.status().message(), HasSubstr(c.says));
     EXPECT_TRUE(IsConfigError(job.status())) << job.status();
   }
+  // Parts are bounded when parsed.
+  absl::StatusOr<JobConfig> many =
+      Parse(std::string(kMinimal) + "[distribute]\npartitioner = \"fixed\"\nnum_shards = 5000\n");
+  EXPECT_THAT(many.status().message(), HasSubstr("num_shards must be <= 1024, got 5000"));
   // The same cluster with "auto" (the default) is parameter-server training.
   absl::StatusOr<JobConfig> ok = Parse(std::string(kMinimal) + cluster);
   ASSERT_TRUE(ok.ok()) << ok.status();

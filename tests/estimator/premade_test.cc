@@ -2,7 +2,9 @@
 // trains a small fixture to a stated loss through the Estimator, as the trainer runs
 // it; weights weigh the metrics; tf.Example input trains as CSV does; the exported
 // model takes raw strings and predicts what Estimator::Predict does; the input's bad
-// declarations are config errors naming them.
+// declarations are config errors naming them; [distribute] partitioner splits the
+// tables without changing what the model computes, and its checkpoints restore into
+// another partitioning.
 //
 // The fixture: rows of a color ("red", "green", "blue"), a size in [-1, 1] and a list of
 // tags from {a, b, c}; the label is "yes" exactly when the color is red, or when it is
@@ -391,6 +393,86 @@ TEST_F(PremadeTest, InputMistakesAreConfigErrors) {
   absl::StatusOr<EvalResult> typo = TrainAndEvaluate(
       Toml("linear_classifier", "feature_columns = [\"size\"]\n", "skip_bad_rows = 3\n"), 10);
   EXPECT_THAT(std::string(typo.status().message()), HasSubstr("skip_bad_rows must be a boolean"));
+}
+
+// The linear classifier with its tables in 3 parts (1 row each) computes exactly what
+// it computes with whole tables: the same ids reach the same rows and FTRL updates the
+// same rows. Its checkpoint holds each table as one logical tensor of slices, and an
+// Estimator whose tables are whole restores it and evaluates the same.
+TEST_F(PremadeTest, PartitionedTablesTrainAsWholeTablesAndRestoreIntoThem) {
+  const std::string params =
+      "feature_columns = [\"color\", \"tags\"]\nlabel_vocabulary = [\"no\", \"yes\"]\n";
+  absl::StatusOr<EvalResult> whole = TrainAndEvaluate(Toml("linear_classifier", params), 60);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  auto whole_ckpt = checkpoint::CheckpointReader::Open(c_->estimator->LatestCheckpoint());
+  ASSERT_TRUE(whole_ckpt.ok()) << whole_ckpt.status();
+
+  const std::string parted_toml =
+      absl::StrReplaceAll(Toml("linear_classifier", params),
+                          {{"m_linear_classifier", "m_parted"},
+                           {"[train]", "[distribute]\npartitioner = \"fixed_size\"\n"
+                                       "num_shards = 3\n[train]"}});
+  absl::StatusOr<EvalResult> parted = TrainAndEvaluate(parted_toml, 60);
+  ASSERT_TRUE(parted.ok()) << parted.status();
+  EXPECT_EQ(parted->metrics.at("loss"), whole->metrics.at("loss"));
+  EXPECT_EQ(parted->metrics.at("auc"), whole->metrics.at("auc"));
+  const std::string ckpt = c_->estimator->LatestCheckpoint();
+  auto reader = checkpoint::CheckpointReader::Open(ckpt);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<std::string> names = (*reader)->TensorNames();
+  EXPECT_THAT(names, ::testing::Contains("linear/linear_model/color/weights/part_2"));
+  EXPECT_THAT(names, ::testing::Contains("linear/linear_model/tags/weights/part_0/Ftrl"));
+  for (const char* table : {"linear/linear_model/color/weights", "linear/linear_model/tags/weights"}) {
+    absl::StatusOr<Tensor> a = (*reader)->Read(table);
+    absl::StatusOr<Tensor> b = (*whole_ckpt)->Read(table);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    ASSERT_EQ(a->shape(), TensorShape({3, 1}));
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(a->ValueAsDouble(i), b->ValueAsDouble(i)) << table << i;
+  }
+
+  // Whole tables restored from the 3-part checkpoint.
+  absl::StatusOr<JobConfig> job = JobConfig::Parse(
+      absl::StrReplaceAll(Toml("linear_classifier", params), {{"m_linear_classifier", "m_parted"}}),
+      "premade.toml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto restored = testing::MakeConfiguredEstimator(*std::move(job), registry_);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EvalOptions eo;
+  eo.checkpoint_path = ckpt;
+  absl::StatusOr<EvalResult> again = (*restored)->estimator->Evaluate((*restored)->input(), eo);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->metrics.at("loss"), parted->metrics.at("loss"));
+}
+
+TEST_F(PremadeTest, PartitionerMistakesAreConfigErrors) {
+  auto fails = [&](const std::string& model, const std::string& params,
+                   const std::string& distribute) {
+    const std::string toml = absl::StrReplaceAll(
+        Toml(model, params + "label_vocabulary = [\"no\", \"yes\"]\n"),
+        {{"[train]", absl::StrCat("[distribute]\n", distribute, "[train]")}});
+    absl::StatusOr<EvalResult> r = TrainAndEvaluate(toml, 2);
+    EXPECT_FALSE(r.ok()) << distribute;
+    EXPECT_TRUE(IsConfigError(r.status())) << r.status();
+    return std::string(r.status().message());
+  };
+  // A model without a table (an indicator and a number feed the DNN).
+  EXPECT_THAT(fails("dnn_classifier", "feature_columns = [\"color_indicator\", \"size\"]\n"
+                                      "hidden_units = [4]\n",
+                    "partitioner = \"fixed\"\n"),
+              HasSubstr("'dnn_classifier' has no table to partition"));
+  // A part must hold a whole row: tags_embedding's rows are 3 floats.
+  EXPECT_THAT(fails("dnn_classifier", "feature_columns = [\"tags_embedding\"]\nhidden_units = [4]\n",
+                    "partitioner = \"max_size\"\nmax_shard_bytes = 8\n"),
+              HasSubstr("max_shard_bytes = 8 is below one row (12 bytes)"));
+  // A model that builds its own variables takes no partitioner.
+  ASSERT_TRUE(registry_.Register("plain", ModelFactory([] { return std::unique_ptr<Model>(); })).ok());
+  absl::StatusOr<JobConfig> job = JobConfig::Parse(
+      "[model]\nname = \"plain\"\n[distribute]\npartitioner = \"min_max\"\n", "plain.toml");
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<std::unique_ptr<Model>> plain = registry_.Create("plain", *job);
+  ASSERT_FALSE(plain.ok());
+  EXPECT_TRUE(IsConfigError(plain.status())) << plain.status();
+  EXPECT_THAT(std::string(plain.status().message()), HasSubstr("model 'plain' builds its own variables"));
 }
 
 }  // namespace

@@ -123,8 +123,9 @@ TEST_F(TrainerTest, TrainEvaluatePredict) {
 }
 
 // Census wide & deep from its config file alone, as a user runs it: on a launched
-// cluster with a parameter server (the string features fed through the cluster's
-// session), then predict with string classes, and export with string inputs.
+// cluster with two parameter servers holding each table in two parts (the string
+// features fed through the cluster's session), then predict with string classes and
+// export with string inputs, both locally with whole tables restored from those parts.
 TEST_F(TrainerTest, CensusFromAConfigFileOnAClusterPredictsAndExports) {
   const std::string root = TANDEM_SOURCE_DIR;
   const std::vector<std::string> sets = {
@@ -133,12 +134,18 @@ TEST_F(TrainerTest, CensusFromAConfigFileOnAClusterPredictsAndExports) {
       "--set", "data.train_path=\"" + root + "/data/adult/adult.data.gz\"",
       "--set", "data.eval_path=\"" + root + "/data/adult/adult.test.gz\"",
       "--set", "train.max_steps=400", "--set", "run.save_checkpoints_steps=400"};
-  std::vector<std::string> launch = {"launch", "--ps", "1", "--workers", "1"};
+  std::vector<std::string> launch = {"launch", "--ps", "2", "--workers", "1",
+                                     "--set", "distribute.partitioner=\"fixed\""};
   launch.insert(launch.end(), sets.begin(), sets.end());
   std::string out, err;
   ASSERT_EQ(Run(launch, &out, &err), 0) << out << err;
   std::smatch m;
   const std::string all = out + err;
+  EXPECT_THAT(all, ::testing::HasSubstr("Tables of 'dnn_linear_combined_classifier' "
+                                        "partitioned by fixed(num_shards=2)"));
+  EXPECT_THAT(all, ::testing::HasSubstr(
+                       "Table linear/linear_model/education_x_occupation/weights [1000,1] in 2 "
+                       "parts of 500, 500 rows"));
   ASSERT_TRUE(std::regex_search(all, m, std::regex("final evaluation: accuracy = ([0-9.]+), "
                                                     "accuracy_baseline = [0-9.]+, auc = ([0-9.]+)")))
       << all;

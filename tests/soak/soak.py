@@ -37,19 +37,15 @@ import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from free_port import free_port  # noqa: E402
+
 ROLES = [("ps", 0), ("ps", 1), ("chief", 0), ("worker", 0), ("worker", 1), ("worker", 2),
          ("worker", 3), ("evaluator", 0)]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Job:

@@ -43,6 +43,9 @@ void Scale(float* p, int64_t n, float scale) {
   for (int64_t i = 0; i < n; ++i) p[i] *= scale;
 }
 
+// RecvFrom's expected size of a piece whose size only its sender knows.
+constexpr size_t kAnyBytes = ~size_t{0};
+
 // Phase of the result a folded-in rank of recursive doubling receives.
 constexpr int kFoldResultPhase = 1000;
 
@@ -92,7 +95,7 @@ class CollectiveExecutor::Run : public std::enable_shared_from_this<CollectiveEx
               [self = shared_from_this()](const absl::Status& s) { self->Release(s); });
   }
   // Asks for (phase, piece) from `src`; `next` runs with its bytes, which must be
-  // `expect_bytes` long. Holds the run until `next` returns.
+  // `expect_bytes` long (kAnyBytes: any length). Holds the run until `next` returns.
   void RecvFrom(int src, int phase, int piece, size_t expect_bytes,
                 std::function<void(Tensor)> next) {
     Hold();
@@ -103,7 +106,7 @@ class CollectiveExecutor::Run : public std::enable_shared_from_this<CollectiveEx
                   self->Release(s);
                   return;
                 }
-                if (data.TotalBytes() != expect_bytes) {
+                if (expect_bytes != kAnyBytes && data.TotalBytes() != expect_bytes) {
                   self->Release(absl::InternalError(absl::StrCat(
                       "collective: ", self->ex_->MemberName(src), " sent ", data.TotalBytes(),
                       " bytes where ", expect_bytes, " were expected (different graphs?)")));
@@ -342,7 +345,8 @@ void CollectiveExecutor::Broadcast(int64_t instance_key, Tensor data, Done done)
 }
 
 void CollectiveExecutor::AllGather(int64_t instance_key, Tensor data,
-                                   std::function<void(absl::StatusOr<std::vector<Tensor>>)> done) {
+                                   std::function<void(absl::StatusOr<std::vector<Tensor>>)> done,
+                                   bool same_size) {
   absl::StatusOr<Start> start = Begin(instance_key);
   if (!start.ok()) {
     done(start.status());
@@ -368,7 +372,7 @@ void CollectiveExecutor::AllGather(int64_t instance_key, Tensor data,
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
     run->SendTo(peer, 0, 0, data.ByteRange(0, bytes));
-    run->RecvFrom(peer, 0, 0, bytes,
+    run->RecvFrom(peer, 0, 0, same_size ? bytes : kAnyBytes,
                   [gathered, peer](Tensor got) { (*gathered)[peer] = std::move(got); });
   }
   run->Release(absl::OkStatus());

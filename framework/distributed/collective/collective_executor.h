@@ -117,9 +117,12 @@ class CollectiveExecutor {
   void AllReduceSum(int64_t instance_key, Tensor data, Done done, float scale = 1.0f);
   // Every member's `data` (same byte size everywhere) ends with the source's bytes.
   void Broadcast(int64_t instance_key, Tensor data, Done done);
-  // Every member's `data` (same byte size everywhere), in rank order.
+  // Every member's `data`, in rank order, as bytes. With `same_size`, a member whose
+  // byte size differs from this one's fails the collective (different graphs); without,
+  // each member may bring any size.
   void AllGather(int64_t instance_key, Tensor data,
-                 std::function<void(absl::StatusOr<std::vector<Tensor>>)> done);
+                 std::function<void(absl::StatusOr<std::vector<Tensor>>)> done,
+                 bool same_size = true);
 
   // Marks this member as wanting to stop; StopAgreed() becomes true on every member
   // once they have completed an all-reduce or all-gather that started after it.

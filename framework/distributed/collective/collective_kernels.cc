@@ -1,17 +1,21 @@
 // framework/distributed/collective/collective_kernels.cc
 //
-// CPU kernels of the collective ops (framework/ops/collective_ops.h). Both are
+// CPU kernels of the collective ops (framework/ops/collective_ops.h). All are
 // asynchronous: they pack their inputs into one buffer, hand it to the step's
 // CollectiveExecutor and finish when it calls back; no thread waits for the peers.
 // Inputs are packed at 64-byte aligned offsets, so the all-reduce's outputs are
 // aligned views of the one reduced buffer (no copy out).
 #include "framework/distributed/collective/collective_kernels.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "framework/core/denormal.h"
 #include "framework/core/status.h"
 #include "framework/distributed/collective/collective_executor.h"
 #include "framework/graph/device_spec.h"
@@ -159,11 +163,134 @@ class CollectiveBroadcastKernel : public CollectiveKernel {
   }
 };
 
+// Each replica's rows travel as one byte buffer: int64 n, int64 row_elems, n int64
+// indices, n * row_elems floats. Every replica sums the gathered rows the same way (rank
+// order, then the order within a replica) into ascending unique rows, so all of them
+// hold the same bits.
+class CollectiveAllGatherRowsKernel : public CollectiveKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    average_ = GetAttrOr<bool>(node.attrs(), "average", true);
+    return CollectiveKernel::Init(node);
+  }
+
+  void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
+    CollectiveExecutor* ex = Group(ctx, done);
+    if (ex == nullptr) return;
+    const Tensor& indices = ctx.input(0);
+    const Tensor& values = ctx.input(1);
+    const int64_t n = indices.NumElements();
+    if (values.shape().rank() < 1 || values.shape().dim(0) != n) {
+      done(ctx.Annotate(absl::InvalidArgumentError(
+          absl::StrCat("values ", values.shape().DebugString(), " need one row per index (", n,
+                       ")"))));
+      return;
+    }
+    const int64_t row = n > 0 ? values.NumElements() / n : RowElems(values.shape());
+    Tensor mine(DType::kUInt8, TensorShape({static_cast<int64_t>(
+                                   (2 + n) * sizeof(int64_t) + n * row * sizeof(float))}));
+    auto* head = reinterpret_cast<int64_t*>(mine.raw_data());
+    head[0] = n;
+    head[1] = row;
+    for (int64_t i = 0; i < n; ++i) {
+      head[2 + i] = indices.dtype() == DType::kInt64
+                        ? indices.data<int64_t>()[i]
+                        : static_cast<int64_t>(indices.data<int32_t>()[i]);
+    }
+    if (n * row > 0) {
+      std::memcpy(head + 2 + n, values.data<float>(), n * row * sizeof(float));
+    }
+    const float scale = average_ ? 1.0f / static_cast<float>(ex->size()) : 1.0f;
+    ex->AllGather(
+        instance_key_, std::move(mine),
+        [&ctx, done = std::move(done), scale, row,
+         self = this](absl::StatusOr<std::vector<Tensor>> all) {
+          if (!all.ok()) {
+            done(ctx.Annotate(all.status()));
+            return;
+          }
+          done(ctx.Annotate(self->SumRows(ctx, *all, row, scale)));
+        },
+        /*same_size=*/false);
+  }
+
+ private:
+  static int64_t RowElems(const TensorShape& shape) {
+    int64_t row = 1;
+    for (int d = 1; d < shape.rank(); ++d) row *= shape.dim(d);
+    return row;
+  }
+
+  // Sets the outputs from every replica's buffer, or says which replica sent a bad one.
+  absl::Status SumRows(OpKernelContext& ctx, const std::vector<Tensor>& all, int64_t row,
+                       float scale) {
+    struct Part {
+      const int64_t* ids;
+      const float* values;
+      int64_t n;
+    };
+    std::vector<Part> parts;
+    std::vector<int64_t> ids;
+    for (size_t r = 0; r < all.size(); ++r) {
+      const size_t bytes = all[r].TotalBytes();
+      const auto* head = reinterpret_cast<const int64_t*>(all[r].raw_data());
+      const size_t max_n = bytes / sizeof(int64_t);
+      if (bytes < 2 * sizeof(int64_t) || head[0] < 0 || static_cast<size_t>(head[0]) > max_n ||
+          head[1] != row ||
+          bytes != (2 + head[0]) * sizeof(int64_t) + head[0] * row * sizeof(float)) {
+        return absl::InternalError(absl::StrCat(
+            "collective: replica ", r, " sent rows that do not match this replica's (", bytes,
+            " bytes; rows of ", row, " elements expected; different graphs?)"));
+      }
+      parts.push_back({head + 2, reinterpret_cast<const float*>(head + 2 + head[0]), head[0]});
+      ids.insert(ids.end(), head + 2, head + 2 + head[0]);
+    }
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    absl::flat_hash_map<int64_t, int64_t> slot;
+    slot.reserve(ids.size());
+    for (size_t k = 0; k < ids.size(); ++k) slot[ids[k]] = static_cast<int64_t>(k);
+    const int64_t m = static_cast<int64_t>(ids.size());
+    TensorShape out_shape = ctx.input(1).shape();
+    out_shape.set_dim(0, m);
+    Tensor values(DType::kFloat, out_shape);
+    float* out = values.data<float>();
+    std::fill(out, out + m * row, 0.0f);
+    {
+      ScopedFlushDenormals flush;
+      for (const Part& p : parts) {
+        for (int64_t i = 0; i < p.n; ++i) {
+          float* dst = out + slot[p.ids[i]] * row;
+          const float* src = p.values + i * row;
+          for (int64_t e = 0; e < row; ++e) dst[e] += src[e];
+        }
+      }
+      if (scale != 1.0f) {
+        for (int64_t e = 0; e < m * row; ++e) out[e] *= scale;
+      }
+    }
+    Tensor indices(ctx.input(0).dtype(), TensorShape({m}));
+    for (int64_t k = 0; k < m; ++k) {
+      if (indices.dtype() == DType::kInt64) {
+        indices.data<int64_t>()[k] = ids[k];
+      } else {
+        indices.data<int32_t>()[k] = static_cast<int32_t>(ids[k]);
+      }
+    }
+    ctx.set_output(0, std::move(indices));
+    ctx.set_output(1, std::move(values));
+    return absl::OkStatus();
+  }
+
+  bool average_ = true;
+};
+
 }  // namespace
 
 void RegisterCollectiveKernels(KernelRegistry* r) {
   r->Register<CollectiveAllReduceKernel>("CollectiveAllReduce", kDeviceCpu);
   r->Register<CollectiveBroadcastKernel>("CollectiveBroadcast", kDeviceCpu);
+  r->Register<CollectiveAllGatherRowsKernel>("CollectiveAllGatherRows", kDeviceCpu);
 }
 
 }  // namespace tandem

@@ -1,7 +1,7 @@
 // framework/distributed/collective/collective_kernels.h
 //
-// Registers the CPU kernels of CollectiveAllReduce and CollectiveBroadcast
-// (framework/ops/collective_ops.h), which run over the step's CollectiveExecutor
+// Registers the CPU kernels of CollectiveAllReduce, CollectiveBroadcast and
+// CollectiveAllGatherRows (framework/ops/collective_ops.h), which run over the step's CollectiveExecutor
 // (StepContext::collective). CollectiveExecutor's constructor registers them with
 // KernelRegistry::Global(), so any in-process session of a task with a collective group
 // can run them.

@@ -1,10 +1,13 @@
 #include "framework/distributed/rpc/grpc_util.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
@@ -60,11 +63,58 @@ void ReleaseOffCallbackThread(std::shared_ptr<void> state) {
   releaser->Release(std::move(state));
 }
 
+namespace {
+
+struct TrafficCounter {
+  absl::Mutex mu;
+  std::map<std::string, WireTraffic> sent ABSL_GUARDED_BY(mu);
+};
+TrafficCounter& Traffic() {
+  static TrafficCounter* counter = new TrafficCounter;  // Never destroyed.
+  return *counter;
+}
+
+}  // namespace
+
+std::map<std::string, WireTraffic> WireTrafficSent() {
+  TrafficCounter& t = Traffic();
+  absl::MutexLock lock(&t.mu);
+  return t.sent;
+}
+
+std::string WireTrafficSummary() {
+  std::map<std::string, WireTraffic> sent = WireTrafficSent();
+  std::vector<std::pair<std::string, WireTraffic>> types(sent.begin(), sent.end());
+  std::sort(types.begin(), types.end(),
+            [](const auto& a, const auto& b) { return a.second.bytes > b.second.bytes; });
+  WireTraffic total;
+  std::vector<std::string> parts;
+  for (const auto& [type, t] : types) {
+    total.messages += t.messages;
+    total.bytes += t.bytes;
+    parts.push_back(absl::StrCat(absl::StripPrefix(type, "tandem.proto."), " ", t.bytes, " in ",
+                                 t.messages));
+  }
+  return absl::StrCat("rpc sent: ", total.bytes, " bytes in ", total.messages, " messages (",
+                      absl::StrJoin(parts, ", "), ")");
+}
+
 grpc::ByteBuffer EncodeByteBuffer(const google::protobuf::MessageLite& body,
                                   const std::vector<Tensor>& tensors) {
   std::vector<grpc::Slice> slices;
   slices.reserve(tensors.size() + 1);
   slices.emplace_back(EncodeWireHead(body, tensors));
+  int64_t bytes = static_cast<int64_t>(slices.back().size());
+  for (const Tensor& t : tensors) {
+    if (HasWireBytes(t.dtype())) bytes += static_cast<int64_t>(t.TotalBytes());
+  }
+  {
+    TrafficCounter& traffic = Traffic();
+    absl::MutexLock lock(&traffic.mu);
+    WireTraffic& w = traffic.sent[body.GetTypeName()];
+    ++w.messages;
+    w.bytes += bytes;
+  }
   for (const Tensor& t : tensors) {
     if (!HasWireBytes(t.dtype()) || t.TotalBytes() == 0) continue;
     // The slice holds a reference to the tensor's buffer until gRPC has sent it.

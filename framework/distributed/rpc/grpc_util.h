@@ -13,7 +13,9 @@
 #define TANDEM_FRAMEWORK_DISTRIBUTED_RPC_GRPC_UTIL_H_
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +38,17 @@ absl::Status FromGrpcStatus(const grpc::Status& s);
 
 grpc::ByteBuffer EncodeByteBuffer(const google::protobuf::MessageLite& body,
                                   const std::vector<Tensor>& tensors);
+
+// What this process has sent through EncodeByteBuffer (every tandem RPC request and
+// response: the envelope and the tensor bytes), by message type
+// ("tandem.proto.RecvTensorResponse", ...), since the process started.
+struct WireTraffic {
+  int64_t messages = 0;
+  int64_t bytes = 0;
+};
+std::map<std::string, WireTraffic> WireTrafficSent();
+// One line for a log: the total and the types, largest first.
+std::string WireTrafficSummary();
 absl::Status DecodeByteBuffer(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite* body,
                               std::vector<Tensor>* tensors);
 

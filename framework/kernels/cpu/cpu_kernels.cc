@@ -12,6 +12,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterCpuSyncReplicasKernels(r);
   RegisterCpuTrainingKernels(r);
   RegisterCpuFeatureKernels(r);
+  RegisterCpuPartitionKernels(r);
 }
 
 }  // namespace tandem

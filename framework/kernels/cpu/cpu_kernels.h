@@ -19,6 +19,7 @@ void RegisterCpuSummaryKernels(KernelRegistry* registry);
 void RegisterCpuSyncReplicasKernels(KernelRegistry* registry);
 void RegisterCpuTrainingKernels(KernelRegistry* registry);
 void RegisterCpuFeatureKernels(KernelRegistry* registry);
+void RegisterCpuPartitionKernels(KernelRegistry* registry);
 
 // Registers the resource-variable kernels VarHandleOp, ReadVariableOp and
 // AssignVariableOp (type attr "dtype") for `device` and `dtype`, and

@@ -6,13 +6,19 @@
 //
 //   GradientAccumulator: the sum of the gradients of its current step, the replicas
 //     that sent them, its step, and counts of stale and duplicate gradients. Take
-//     returns the mean, clears the sum and advances the step by one.
+//     returns the mean, clears the sum and advances the step by one. A sparse one
+//     (the Sparse* ops) sums rows: each row a gradient names is added to that row's
+//     sum, and Take returns the rows any gradient named, ascending, each divided by the
+//     number of gradients taken, so the mean equals the dense accumulator's on every
+//     row (TensorFlow's SparseConditionalAccumulator divides a row by the number of
+//     gradients that named it instead, which a dense mean does not).
 //   StepBarrier: the global step of the last aggregated update; replicas wait on it
 //     for the next one.
 //
 // The waiting ops (AccumulatorWait, SyncStepWait) are asynchronous: they park a
 // callback, completed by the op that satisfies them or by a shared timer thread at
 // their timeout, and hold no executor thread meanwhile.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -24,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/kernels/cpu/cpu_kernels.h"
@@ -169,7 +176,32 @@ class GradientAccumulator : public ResourceBase {
   int64_t duplicates = 0;
   std::set<int64_t> replicas;  // Those that sent a gradient at `step`.
   Tensor sum;
+  // Sparse: row index -> its offset in row_sums (row_width floats each).
+  absl::flat_hash_map<int64_t, int64_t> row_at;
+  std::vector<float> row_sums;
   WaiterList waiters;
+
+  // Under mu: forgets the gradients of the current step.
+  void Clear() {
+    sum = Tensor();
+    row_at.clear();
+    row_sums.clear();
+    count = 0;
+    replicas.clear();
+  }
+  // Under mu: whether a gradient of `replica` at `local_step` counts (else it is
+  // counted as stale or duplicate).
+  bool Admit(int64_t local_step, int64_t replica) {
+    if (local_step < step) {
+      ++stale;
+      return false;
+    }
+    if (!replicas.insert(replica).second) {
+      ++duplicates;
+      return false;
+    }
+    return true;
+  }
 
  private:
   const TensorShape shape_;
@@ -248,11 +280,7 @@ class AccumulatorApplyGradientKernel : public AccumulatorKernel {
     std::vector<std::shared_ptr<Waiter>> ready;
     {
       std::lock_guard<std::mutex> lock(acc->mu);
-      if (local_step < acc->step) {
-        ++acc->stale;
-      } else if (!acc->replicas.insert(replica).second) {
-        ++acc->duplicates;
-      } else {
+      if (acc->Admit(local_step, replica)) {
         if (acc->count == 0) {
           acc->sum = grad.DeepCopy();
         } else {
@@ -288,11 +316,108 @@ class AccumulatorTakeGradientKernel : public AccumulatorKernel {
     float* m = mean.data<float>();
     const float scale = 1.0f / static_cast<float>(acc->count);
     for (int64_t i = 0; i < mean.NumElements(); ++i) m[i] *= scale;
-    acc->sum = Tensor();
-    acc->count = 0;
-    acc->replicas.clear();
+    acc->Clear();
     ++acc->step;
     ctx.set_output(0, std::move(mean));
+    return absl::OkStatus();
+  }
+};
+
+// Floats in one row of the accumulator's shape.
+int64_t RowWidth(const TensorShape& shape) {
+  return shape.dim(0) == 0 ? 0 : shape.num_elements() / shape.dim(0);
+}
+
+// Inputs: local_step (int64), replica (int64), indices (int32/int64 [n]), values
+// (float32 [n, shape[1:]...]). Each row is added to its index's sum.
+class SparseAccumulatorApplyGradientKernel : public AccumulatorKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt64, "local_step"));
+    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 1, DType::kInt64, "replica"));
+    const Tensor& indices = ctx.input(2);
+    const Tensor& values = ctx.input(3);
+    const int64_t width = RowWidth(ref_.shape);
+    const int64_t n = indices.NumElements();
+    if ((indices.dtype() != DType::kInt32 && indices.dtype() != DType::kInt64) ||
+        indices.rank() != 1 || values.dtype() != DType::kFloat || values.rank() < 1 ||
+        values.dim(0) != n || values.NumElements() != n * width) {
+      return ctx.Error(absl::StrCat("a sparse gradient of ", ref_.shape.DebugString(),
+                                    " needs int indices [n] and float32 values [n, row], got ",
+                                    DTypeName(indices.dtype()), indices.shape().DebugString(),
+                                    " and ", DTypeName(values.dtype()),
+                                    values.shape().DebugString()));
+    }
+    auto index = [&](int64_t i) {
+      return indices.dtype() == DType::kInt64 ? indices.data<int64_t>()[i]
+                                              : int64_t{indices.data<int32_t>()[i]};
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      if (index(i) < 0 || index(i) >= ref_.shape.dim(0)) {
+        return ctx.Error(absl::StrCat("indices[", i, "] = ", index(i), " is not in [0, ",
+                                      ref_.shape.dim(0), ")"));
+      }
+    }
+    TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
+    const int64_t local_step = ctx.input(0).scalar<int64_t>();
+    const int64_t replica = ctx.input(1).scalar<int64_t>();
+    std::vector<std::shared_ptr<Waiter>> ready;
+    {
+      std::lock_guard<std::mutex> lock(acc->mu);
+      if (acc->Admit(local_step, replica)) {
+        const float* v = values.data<float>();
+        for (int64_t i = 0; i < n; ++i) {
+          auto [it, added] = acc->row_at.try_emplace(index(i), acc->row_sums.size());
+          if (added) {
+            acc->row_sums.insert(acc->row_sums.end(), v + i * width, v + (i + 1) * width);
+          } else {
+            float* sum = acc->row_sums.data() + it->second;
+            for (int64_t k = 0; k < width; ++k) sum[k] += v[i * width + k];
+          }
+        }
+        ++acc->count;
+        ready = acc->waiters.TakeReady();
+      }
+    }
+    FinishAll(ready);
+    return absl::OkStatus();
+  }
+};
+
+// Input: num_required (int32). Outputs: the indices any accumulated gradient named
+// (int64, ascending) and their rows' means; clears them and advances the step, as
+// AccumulatorTakeGradient.
+class SparseAccumulatorTakeGradientKernel : public AccumulatorKernel {
+ public:
+  absl::Status Compute(OpKernelContext& ctx) override {
+    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt32, "num_required"));
+    const int64_t required = std::max<int64_t>(1, ctx.input(0).scalar<int32_t>());
+    TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
+    std::lock_guard<std::mutex> lock(acc->mu);
+    if (acc->count < required) {
+      return absl::FailedPreconditionError(absl::StrCat(ref_.name, ": ", acc->count,
+                                                        " gradients accumulated at step ",
+                                                        acc->step, ", ", required, " required"));
+    }
+    std::vector<std::pair<int64_t, int64_t>> rows(acc->row_at.begin(), acc->row_at.end());
+    std::sort(rows.begin(), rows.end());
+    const int64_t width = RowWidth(ref_.shape);
+    const int64_t m = static_cast<int64_t>(rows.size());
+    Tensor indices(DType::kInt64, TensorShape({m}));
+    std::vector<int64_t> dims = ref_.shape.dims();
+    dims[0] = m;
+    Tensor values(DType::kFloat, TensorShape(dims));
+    const float scale = 1.0f / static_cast<float>(acc->count);
+    for (int64_t r = 0; r < m; ++r) {
+      indices.data<int64_t>()[r] = rows[r].first;
+      const float* sum = acc->row_sums.data() + rows[r].second;
+      float* out = values.data<float>() + r * width;
+      for (int64_t k = 0; k < width; ++k) out[k] = sum[k] * scale;
+    }
+    acc->Clear();
+    ++acc->step;
+    ctx.set_output(0, std::move(indices));
+    ctx.set_output(1, std::move(values));
     return absl::OkStatus();
   }
 };
@@ -343,9 +468,7 @@ class AccumulatorSetGlobalStepKernel : public AccumulatorKernel {
     const int64_t step = ctx.input(0).scalar<int64_t>();
     if (step != acc->step) {
       acc->step = step;
-      acc->sum = Tensor();
-      acc->count = 0;
-      acc->replicas.clear();
+      acc->Clear();
     }
     return absl::OkStatus();
   }
@@ -441,6 +564,8 @@ class SyncStepWaitKernel : public AsyncOpKernel {
 void RegisterCpuSyncReplicasKernels(KernelRegistry* r) {
   r->Register<AccumulatorApplyGradientKernel>("AccumulatorApplyGradient", kDeviceCpu);
   r->Register<AccumulatorTakeGradientKernel>("AccumulatorTakeGradient", kDeviceCpu);
+  r->Register<SparseAccumulatorApplyGradientKernel>("SparseAccumulatorApplyGradient", kDeviceCpu);
+  r->Register<SparseAccumulatorTakeGradientKernel>("SparseAccumulatorTakeGradient", kDeviceCpu);
   r->Register<AccumulatorWaitKernel>("AccumulatorWait", kDeviceCpu);
   r->Register<AccumulatorSetGlobalStepKernel>("AccumulatorSetGlobalStep", kDeviceCpu);
   r->Register<AccumulatorStatsKernel>("AccumulatorStats", kDeviceCpu);

@@ -1,6 +1,7 @@
-// CPU kernels of the optimizers' ResourceApply* ops (formulas in
-// framework/ops/training_ops.h, as TensorFlow's training_ops.cc) and of the Floor and Cos
-// helpers used by learning-rate schedules.
+// CPU kernels of the optimizers' ResourceApply* and ResourceSparseApply* ops (formulas
+// in framework/ops/training_ops.h, as TensorFlow's training_ops.cc) and of the Floor and
+// Cos helpers used by learning-rate schedules. A sparse form runs its dense kernel's
+// element loop on each named row.
 //
 // An apply kernel resolves its variables, locks their mutexes in address order (so
 // concurrent applies sharing variables cannot deadlock), validates dtypes and shapes,
@@ -74,6 +75,7 @@ class ApplyKernel : public OpKernel {
     for (int i = num_vars_; i < ctx.num_inputs(); ++i) {
       const Tensor& t = ctx.input(i);
       if (matmul_ && (i == grad_ || i == grad_ + 1)) continue;  // checked by GradientProduct
+      if (sparse_ && i == grad_ + 1) continue;  // indices, checked by VariableRowIndices
       if (t.dtype() != DType::kFloat) {
         return ctx.Error(absl::StrCat(names_[i], " must be float32, not ", DTypeName(t.dtype())));
       }
@@ -115,6 +117,14 @@ class ApplyKernel : public OpKernel {
     matmul_ = true;
     names_[grad_] = "a";
     names_.insert(names_.begin() + grad_ + 1, "b");
+  }
+  // Makes this the ResourceSparseApply<op> kernel: the gradient holds some rows only,
+  // [n] + var.shape[1:], and input grad + 1 their int32/int64 indices [n]. The update
+  // runs on row indices[i] with gradient row i, for i in order (a repeated index is
+  // updated again), and no other row of the variable or its slots is touched.
+  void TakeSparseGradient() {
+    sparse_ = true;
+    names_.insert(names_.begin() + grad_ + 1, "indices");
   }
 
  private:
@@ -162,9 +172,27 @@ class ApplyKernel : public OpKernel {
       }
     }
     const TensorShape& shape = vars[0]->value().shape();
+    std::vector<int64_t> rows;  // Sparse: the gradient's rows' indices in the variable.
+    if (sparse_) {
+      if (shape.rank() < 1) return ctx.Error("var must have rank >= 1");
+      const Tensor& indices = ctx.input(grad_ + 1);
+      if ((indices.dtype() != DType::kInt32 && indices.dtype() != DType::kInt64) ||
+          indices.rank() != 1) {
+        return ctx.Error(absl::StrCat("indices must be an int32 or int64 vector, got ",
+                                      DTypeName(indices.dtype()), indices.shape().DebugString()));
+      }
+      Dims want{indices.NumElements()};
+      want.insert(want.end(), shape.dims().begin() + 1, shape.dims().end());
+      if (ctx.input(grad_).shape().dims() != want) {
+        return ctx.Error(absl::StrCat("grad must have shape [len(indices)] + var.shape[1:] (",
+                                      indices.NumElements(), " + ", shape.DebugString(),
+                                      "[1:]), got ", ctx.input(grad_).shape().DebugString()));
+      }
+      TANDEM_ASSIGN_OR_RETURN(rows, VariableRowIndices(ctx, indices, shape));
+    }
     const TensorShape grad_shape =
         product != nullptr ? TensorShape({product->m(), product->n()}) : ctx.input(grad_).shape();
-    if (grad_shape != shape) {
+    if (!sparse_ && grad_shape != shape) {
       return ctx.Error(absl::StrCat("var and ", product != nullptr ? "MatMul(a, b)" : names_[grad_],
                                     " do not have the same shape", shape.DebugString(), " ",
                                     grad_shape.DebugString()));
@@ -190,7 +218,12 @@ class ApplyKernel : public OpKernel {
       }
     };
     absl::Status status;
-    if (product == nullptr) {
+    if (sparse_) {
+      const int64_t row = shape.dim(0) == 0 ? 0 : n / shape.dim(0);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        update(args.grad + static_cast<int64_t>(i) * row, rows[i] * row, (rows[i] + 1) * row);
+      }
+    } else if (product == nullptr) {
       // On the step's intra-op pool, not an OpenMP team: a ps task applies several
       // workers' updates at once (parallel.h).
       PoolParallelFor(ctx, n, kParallelGrain,
@@ -231,6 +264,7 @@ class ApplyKernel : public OpKernel {
   const int num_vars_;
   const int grad_;
   bool matmul_ = false;
+  bool sparse_ = false;
   bool transpose_a_ = false, transpose_b_ = false;
 };
 
@@ -239,6 +273,14 @@ template <typename K>
 class WithMatMul : public K {
  public:
   WithMatMul() { this->TakeGradientFromMatMul(); }
+};
+
+// The ResourceSparseApply<op> form of apply kernel K (TakeSparseGradient): the dense
+// formula, row by row, so a touched row gets the bits the dense update would give it.
+template <typename K>
+class SparseForm : public K {
+ public:
+  SparseForm() { this->TakeSparseGradient(); }
 };
 
 class ApplyGradientDescentKernel : public ApplyKernel {
@@ -381,133 +423,6 @@ class ApplyFtrlKernel : public ApplyKernel {
   }
 };
 
-// ResourceSparseApply{Momentum,Adagrad}: the dense formula on the rows named by
-// `indices`, one index after the other (a repeated index updates its row again, as
-// TensorFlow's kernels). Every index is checked before anything is written, and only
-// the touched rows are written: Var::MutableValue copies the buffer only when a read
-// still shares it.
-class SparseApplyKernel : public OpKernel {
- public:
-  // Inputs: var, accum, lr, grad, indices[, momentum].
-  explicit SparseApplyKernel(bool has_momentum) : has_momentum_(has_momentum) {}
-  absl::Status Init(const Node& node) override {
-    nesterov_ = GetAttrOr<bool>(node.attrs(), "use_nesterov", false);
-    return absl::OkStatus();
-  }
-
-  absl::Status Compute(OpKernelContext& ctx) final ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    const int want_inputs = has_momentum_ ? 6 : 5;
-    if (ctx.num_inputs() != want_inputs) {
-      return ctx.Error(absl::StrCat("expects ", want_inputs, " inputs, got ", ctx.num_inputs()));
-    }
-    TANDEM_ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupVar(ctx, 0));
-    TANDEM_ASSIGN_OR_RETURN(std::shared_ptr<Var> accum, LookupVar(ctx, 1));
-    if (var == accum) {
-      return ctx.Error(absl::StrCat("var and accum refer to the same variable ",
-                                    ctx.input(0).resource_handle().name));
-    }
-    float hp[2] = {0, 0};  // lr, momentum
-    for (int i : {2, 5}) {
-      if (i >= ctx.num_inputs()) continue;
-      const Tensor& t = ctx.input(i);
-      const char* what = i == 2 ? "lr" : "momentum";
-      if (t.dtype() != DType::kFloat || t.NumElements() != 1) {
-        return ctx.Error(absl::StrCat(what, " must be a float32 scalar, got ", DTypeName(t.dtype()),
-                                      t.shape().DebugString()));
-      }
-      hp[i == 2 ? 0 : 1] = t.data<float>()[0];
-    }
-    const Tensor& grad = ctx.input(3);
-    const Tensor& indices = ctx.input(4);
-    if (grad.dtype() != DType::kFloat) {
-      return ctx.Error(absl::StrCat("grad must be float32, not ", DTypeName(grad.dtype())));
-    }
-    if ((indices.dtype() != DType::kInt32 && indices.dtype() != DType::kInt64) ||
-        indices.rank() != 1) {
-      return ctx.Error(absl::StrCat("indices must be an int32 or int64 vector, got ",
-                                    DTypeName(indices.dtype()), indices.shape().DebugString()));
-    }
-    Var* first = std::min(var.get(), accum.get());
-    Var* second = std::max(var.get(), accum.get());
-    first->mu()->Lock();
-    second->mu()->Lock();
-    absl::Status status = UpdateLocked(ctx, *var, *accum, grad, indices, hp[0], hp[1]);
-    second->mu()->Unlock();
-    first->mu()->Unlock();
-    return status;
-  }
-
- private:
-  absl::Status UpdateLocked(OpKernelContext& ctx, Var& var, Var& accum, const Tensor& grad,
-                            const Tensor& indices, float lr,
-                            float momentum) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    for (int i = 0; i < 2; ++i) {
-      Var& v = i == 0 ? var : accum;
-      if (!v.is_initialized()) return UninitializedError(ctx.input(i).resource_handle());
-      if (v.value().dtype() != DType::kFloat) {
-        return ctx.Error(absl::StrCat(i == 0 ? "var " : "accum ",
-                                      ctx.input(i).resource_handle().name, " holds ",
-                                      DTypeName(v.value().dtype()), "; only float32 is supported"));
-      }
-    }
-    const TensorShape& shape = var.value().shape();
-    if (accum.value().shape() != shape) {
-      return ctx.Error(absl::StrCat("var and accum do not have the same shape", shape.DebugString(),
-                                    " ", accum.value().shape().DebugString()));
-    }
-    if (shape.rank() < 1) return ctx.Error("var must have rank >= 1");
-    const int64_t n = indices.NumElements();
-    Dims want{n};
-    want.insert(want.end(), shape.dims().begin() + 1, shape.dims().end());
-    if (grad.shape().dims() != want) {
-      return ctx.Error(absl::StrCat("grad must have shape [len(indices)] + var.shape[1:] (", n,
-                                    " + ", shape.DebugString(), "[1:]), got ",
-                                    grad.shape().DebugString()));
-    }
-    const int64_t rows = shape.dim(0);
-    TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> idx, VariableRowIndices(ctx, indices, shape));
-    if (n == 0) return absl::OkStatus();
-    const int64_t row = shape.num_elements() / rows;
-    float* v = var.MutableValue()->data<float>();
-    float* acc = accum.MutableValue()->data<float>();
-    const float* g = grad.data<float>();
-    for (int64_t i = 0; i < n; ++i) {
-      float* __restrict vr = v + idx[i] * row;
-      float* __restrict ar = acc + idx[i] * row;
-      const float* __restrict gr = g + i * row;
-      if (!has_momentum_) {  // Adagrad
-        for (int64_t k = 0; k < row; ++k) {
-          ar[k] += gr[k] * gr[k];
-          vr[k] -= gr[k] * lr / std::sqrt(ar[k]);
-        }
-      } else if (nesterov_) {
-        for (int64_t k = 0; k < row; ++k) {
-          ar[k] = ar[k] * momentum + gr[k];
-          vr[k] -= gr[k] * lr + ar[k] * momentum * lr;
-        }
-      } else {
-        for (int64_t k = 0; k < row; ++k) {
-          ar[k] = ar[k] * momentum + gr[k];
-          vr[k] -= lr * ar[k];
-        }
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  const bool has_momentum_;
-  bool nesterov_ = false;
-};
-
-class SparseApplyMomentumKernel : public SparseApplyKernel {
- public:
-  SparseApplyMomentumKernel() : SparseApplyKernel(/*has_momentum=*/true) {}
-};
-class SparseApplyAdagradKernel : public SparseApplyKernel {
- public:
-  SparseApplyAdagradKernel() : SparseApplyKernel(/*has_momentum=*/false) {}
-};
-
 // Floor and Cos: elementwise over float32.
 template <bool kCos>
 class FloatUnaryKernel : public OpKernel {
@@ -543,8 +458,18 @@ void RegisterCpuTrainingKernels(KernelRegistry* r) {
   RegisterDenseApply<ApplyRMSPropKernel>(r, "ResourceApplyRMSProp");
   RegisterDenseApply<ApplyCenteredRMSPropKernel>(r, "ResourceApplyCenteredRMSProp");
   RegisterDenseApply<ApplyFtrlKernel>(r, "ResourceApplyFtrl");
-  r->Register<SparseApplyMomentumKernel>("ResourceSparseApplyMomentum", kDeviceCpu, DType::kFloat);
-  r->Register<SparseApplyAdagradKernel>("ResourceSparseApplyAdagrad", kDeviceCpu, DType::kFloat);
+  r->Register<SparseForm<ApplyGradientDescentKernel>>("ResourceSparseApplyGradientDescent",
+                                                      kDeviceCpu, DType::kFloat);
+  r->Register<SparseForm<ApplyMomentumKernel>>("ResourceSparseApplyMomentum", kDeviceCpu,
+                                               DType::kFloat);
+  r->Register<SparseForm<ApplyAdagradKernel>>("ResourceSparseApplyAdagrad", kDeviceCpu,
+                                              DType::kFloat);
+  r->Register<SparseForm<ApplyAdamKernel>>("ResourceSparseApplyAdam", kDeviceCpu, DType::kFloat);
+  r->Register<SparseForm<ApplyRMSPropKernel>>("ResourceSparseApplyRMSProp", kDeviceCpu,
+                                              DType::kFloat);
+  r->Register<SparseForm<ApplyCenteredRMSPropKernel>>("ResourceSparseApplyCenteredRMSProp",
+                                                      kDeviceCpu, DType::kFloat);
+  r->Register<SparseForm<ApplyFtrlKernel>>("ResourceSparseApplyFtrl", kDeviceCpu, DType::kFloat);
   // Unless the math kernels already provide them.
   if (!r->HasKernel("Floor", kDeviceCpu)) {
     r->Register<FloatUnaryKernel<false>>("Floor", kDeviceCpu, DType::kInvalid);

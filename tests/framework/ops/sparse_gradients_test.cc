@@ -1,8 +1,10 @@
 // Tests of sparse (IndexedSlices) gradients of variables read through ResourceGather:
 // ComputeGradients' choice between sparse and dense, every optimizer's sparse update
-// against the same optimizer applied to the densified gradient, duplicate ids, bad ids,
+// against the same optimizer applied to the densified gradient (bit for bit on the
+// touched rows, untouched rows and slots kept), duplicate ids, bad ids,
 // clipping, a large table of which only the touched rows change, and the ops behind
 // them (ResourceScatterAdd/Sub, ResourceSparseApply*, Unique).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -169,8 +171,11 @@ TEST(SparseGradientsTest, UnconnectedTableHasNoGradient) {
 struct OptimizerCase {
   const char* name;
   std::function<std::unique_ptr<ops::Optimizer>()> make;
-  const char* sparse_op;          // An op the sparse update must use.
-  bool untouched_rows_unchanged;  // GD, Momentum, Adagrad: exactly.
+  const char* sparse_op;  // An op the sparse update must use.
+  // Every optimizer but TF 1.x's Adam (whose sparse rule decays m and v of every row):
+  // a touched row and its slots get the dense update's bits, the other rows and slots
+  // keep theirs.
+  bool lazy;
 };
 
 class SparseVsDenseTest : public ::testing::TestWithParam<OptimizerCase> {};
@@ -211,46 +216,50 @@ absl::StatusOr<StepResult> RunSteps(const OptimizerCase& c, bool densify, int st
   return r;
 }
 
-TEST_P(SparseVsDenseTest, OneStepMatchesTheDensifiedGradient) {
-  const OptimizerCase& c = GetParam();
-  // Row 3 twice: duplicates must sum as in the dense gradient.
-  const std::vector<int32_t> ids = {3, 1, 3, 7};
-  auto sparse = RunSteps(c, /*densify=*/false, 1, ids);
+// `steps` steps on `ids`, sparse against densified: a touched row equal (bit for bit
+// when lazy), an untouched row and its slots as they started (lazy) or as densified.
+void ExpectSparseMatchesDense(const OptimizerCase& c, const std::vector<int32_t>& ids, int steps) {
+  auto sparse = RunSteps(c, /*densify=*/false, steps, ids);
   ASSERT_TRUE(sparse.ok()) << sparse.status();
-  auto dense = RunSteps(c, /*densify=*/true, 1, ids);
+  auto dense = RunSteps(c, /*densify=*/true, steps, ids);
   ASSERT_TRUE(dense.ok()) << dense.status();
+  auto start = RunSteps(c, /*densify=*/false, 0, ids);
+  ASSERT_TRUE(start.ok()) << start.status();
   EXPECT_TRUE(sparse->used_sparse_op) << c.sparse_op;
-  ASSERT_EQ(sparse->table.size(), dense->table.size());
-  const std::vector<float> initial = InitialTable(kRows, kDim);
-  bool any_changed = false;
-  for (size_t i = 0; i < initial.size(); ++i) {
-    EXPECT_NEAR(sparse->table[i], dense->table[i], 1e-5) << c.name << " element " << i;
-    const int64_t row = static_cast<int64_t>(i) / kDim;
-    const bool touched = row == 1 || row == 3 || row == 7;
-    any_changed |= touched && sparse->table[i] != initial[i];
-    if (!touched && c.untouched_rows_unchanged) {
-      EXPECT_EQ(sparse->table[i], initial[i]) << c.name << " untouched element " << i;
+  auto touched = [&](size_t i) {
+    const int32_t row = static_cast<int32_t>(i / kDim);
+    return std::find(ids.begin(), ids.end(), row) != ids.end();
+  };
+  auto check = [&](const std::vector<float>& got, const std::vector<float>& want_dense,
+                   const std::vector<float>& initial, const std::string& what) {
+    ASSERT_EQ(got.size(), want_dense.size());
+    bool any_changed = false;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (c.lazy && touched(i)) {
+        EXPECT_EQ(got[i], want_dense[i]) << c.name << " " << what << " element " << i;
+      } else if (c.lazy) {
+        EXPECT_EQ(got[i], initial[i]) << c.name << " untouched " << what << " element " << i;
+      } else {
+        EXPECT_NEAR(got[i], want_dense[i], 1e-5) << c.name << " " << what << " element " << i;
+      }
+      any_changed |= touched(i) && got[i] != initial[i];
     }
-  }
-  EXPECT_TRUE(any_changed);
+    EXPECT_TRUE(any_changed) << c.name << " " << what;
+  };
+  check(sparse->table, dense->table, start->table, "table");
   ASSERT_EQ(sparse->slots.size(), dense->slots.size());
   for (size_t s = 0; s < sparse->slots.size(); ++s) {
-    for (size_t i = 0; i < sparse->slots[s].size(); ++i) {
-      EXPECT_NEAR(sparse->slots[s][i], dense->slots[s][i], 1e-5) << c.name << " slot " << s;
-    }
+    check(sparse->slots[s], dense->slots[s], start->slots[s], "slot " + std::to_string(s));
   }
 }
 
+TEST_P(SparseVsDenseTest, OneStepMatchesTheDensifiedGradient) {
+  // Row 3 twice: duplicates must sum as in the dense gradient.
+  ExpectSparseMatchesDense(GetParam(), {3, 1, 3, 7}, 1);
+}
+
 TEST_P(SparseVsDenseTest, ThreeStepsMatchTheDensifiedGradient) {
-  const OptimizerCase& c = GetParam();
-  const std::vector<int32_t> ids = {0, 9, 0, 5, 5, 5};
-  auto sparse = RunSteps(c, /*densify=*/false, 3, ids);
-  ASSERT_TRUE(sparse.ok()) << sparse.status();
-  auto dense = RunSteps(c, /*densify=*/true, 3, ids);
-  ASSERT_TRUE(dense.ok()) << dense.status();
-  for (size_t i = 0; i < sparse->table.size(); ++i) {
-    EXPECT_NEAR(sparse->table[i], dense->table[i], 1e-5) << c.name << " element " << i;
-  }
+  ExpectSparseMatchesDense(GetParam(), {0, 9, 0, 5, 5, 5}, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -258,7 +267,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         OptimizerCase{"GradientDescent",
                       [] { return std::make_unique<ops::GradientDescentOptimizer>(0.1f); },
-                      "ResourceScatterAdd", true},
+                      "ResourceSparseApplyGradientDescent", true},
         OptimizerCase{"Momentum",
                       [] { return std::make_unique<ops::MomentumOptimizer>(0.1f, 0.9f); },
                       "ResourceSparseApplyMomentum", true},
@@ -269,14 +278,22 @@ INSTANTIATE_TEST_SUITE_P(
                       "ResourceSparseApplyAdagrad", true},
         OptimizerCase{"Adam", [] { return std::make_unique<ops::AdamOptimizer>(0.01f); },
                       "ResourceScatterAdd", false},
+        OptimizerCase{"LazyAdam", [] { return std::make_unique<ops::LazyAdamOptimizer>(0.01f); },
+                      "ResourceSparseApplyAdam", true},
         OptimizerCase{"RMSProp", [] { return std::make_unique<ops::RMSPropOptimizer>(0.01f); },
-                      "ResourceApplyRMSProp", false},
+                      "ResourceSparseApplyRMSProp", true},
         OptimizerCase{
             "CenteredRMSProp",
             [] { return std::make_unique<ops::RMSPropOptimizer>(0.01f, 0.9f, 0.5f, 1e-10f, true); },
-            "ResourceApplyCenteredRMSProp", false},
+            "ResourceSparseApplyCenteredRMSProp", true},
         OptimizerCase{"Ftrl", [] { return std::make_unique<ops::FtrlOptimizer>(0.1f); },
-                      "ResourceApplyFtrl", false}),
+                      "ResourceSparseApplyFtrl", true},
+        OptimizerCase{"FtrlL1L2",
+                      [] {
+                        return std::make_unique<ops::FtrlOptimizer>(0.1f, -0.5f, 0.1f, 0.01f,
+                                                                    0.05f);
+                      },
+                      "ResourceSparseApplyFtrl", true}),
     [](const ::testing::TestParamInfo<OptimizerCase>& info) { return info.param.name; });
 
 TEST(SparseGradientsTest, DuplicateIdsAccumulate) {
@@ -396,7 +413,7 @@ TEST(SparseGradientsTest, UniqueKeepsFirstOccurrenceOrder) {
 // the update does not grow with the table (GradientDescent, Momentum, Adagrad).
 TEST(SparseGradientsTest, LargeTableOnlyTouchedRowsChange) {
   constexpr int64_t kBig = 100000;
-  for (int which = 0; which < 3; ++which) {
+  for (int which = 0; which < 6; ++which) {
     Scope root = Scope::NewRootScope();
     Output ids = ops::ConstInt64(root, std::vector<int64_t>{5, kBig - 1, 5});
     Output looked_up =
@@ -406,6 +423,9 @@ TEST(SparseGradientsTest, LargeTableOnlyTouchedRowsChange) {
     if (which == 0) opt = std::make_unique<ops::GradientDescentOptimizer>(0.1f);
     if (which == 1) opt = std::make_unique<ops::MomentumOptimizer>(0.1f, 0.9f);
     if (which == 2) opt = std::make_unique<ops::AdagradOptimizer>(0.1f);
+    if (which == 3) opt = std::make_unique<ops::FtrlOptimizer>(0.1f);
+    if (which == 4) opt = std::make_unique<ops::RMSPropOptimizer>(0.01f, 0.9f, 0.5f);
+    if (which == 5) opt = std::make_unique<ops::LazyAdamOptimizer>(0.01f);
     auto train = opt->Minimize(root, loss);
     ASSERT_TRUE(train.ok()) << train.status();
     // No op of the update has the table's shape except the variable and its slots.
@@ -441,7 +461,8 @@ TEST(SparseGradientsTest, LargeTableOnlyTouchedRowsChange) {
     for (const std::string& slot : opt->GetSlotNames()) {
       auto s = FetchFloats(**session, opt->GetSlot(*table, slot)->value());
       ASSERT_TRUE(s.ok());
-      const float init = slot == "accumulator" ? 0.1f : 0.0f;
+      const float init =
+          slot == "accumulator" || slot == "accum" ? 0.1f : slot == "rms" ? 1.0f : 0.0f;
       int64_t slot_changed = 0;
       for (int64_t i = 0; i < kBig * 4; ++i) {
         const int64_t row = i / 4;

@@ -4,15 +4,19 @@
 // replicas' gradients meet in the accumulator, a second one from the same replica
 // and a stale one are dropped and counted, the chief's update applies their mean
 // once (global_step + 1), and replicas waiting on the step barrier are released by
-// it; the waiting ops return what they have at their timeout.
+// it; the waiting ops return what they have at their timeout. Sparse gradients (an
+// embedding table's rows) aggregate as rows and update the table exactly as their
+// densified form does.
 #include "framework/ops/sync_replicas.h"
 
 #include <thread>
 #include <vector>
 
 #include "framework/ops/array_ops.h"
+#include "framework/ops/math_ops.h"
 #include "framework/ops/optimizers.h"
 #include "framework/ops/state_ops.h"
+#include "framework/core/status.h"
 #include "framework/runtime/session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -124,6 +128,83 @@ TEST_F(SyncReplicasTest, TheUpdateReleasesTheWaitingReplicas) {
   EXPECT_EQ(next[1], 1);
   EXPECT_EQ(GlobalStep(), 1);
   EXPECT_THAT(W(), ::testing::ElementsAre(-1.f, -1.f));  // w -= mean(0, 2).
+}
+
+// A table of 10 x 3 trained by synchronous Adagrad on two replicas, each looking up
+// its own ids; the table's gradient goes to the accumulator as rows (sparse) or as a
+// dense [10, 3] tensor (densified). Returns the table and its accumulator slot after
+// one aggregated update, and whether the replica step sent rows.
+struct TableAfterSync {
+  std::vector<float> table, slot;
+  bool sent_rows = false;
+};
+absl::StatusOr<TableAfterSync> SyncTableStep(bool densify) {
+  Scope root = Scope::NewRootScope();
+  EnableSyncReplicas(root, {.timeout_ms = 300});
+  std::vector<float> init;
+  for (int i = 0; i < 30; ++i) init.push_back(0.05f * static_cast<float>(i % 7) - 0.1f);
+  Variable table(root, "table", Const(root, Tensor::FromVector<float>(init, TensorShape({10, 3}))));
+  Variable step = GetOrCreateGlobalStep(root);
+  Output ids = Placeholder(root.WithOpName("ids"), DType::kInt32, PartialShape({-1}));
+  Output rows = ResourceGather(root, table.handle(), ids, DType::kFloat);
+  Output loss = ReduceSumAll(root, Mul(root, rows, rows));
+  AdagradOptimizer opt(0.3f);
+  TANDEM_ASSIGN_OR_RETURN(std::vector<GradAndVar> gvs, opt.ComputeGradients(root, loss));
+  if (!gvs[0].sparse.has_value()) return absl::InternalError("expected a sparse gradient");
+  if (densify) {
+    gvs[0].grad = IndexedSlicesToDense(root, *gvs[0].sparse);
+    gvs[0].sparse.reset();
+  }
+  TANDEM_ASSIGN_OR_RETURN(Node * train, opt.ApplyGradients(root, gvs, &step));
+  Node* initializer = GlobalVariablesInitializer(root);
+  TANDEM_RETURN_IF_ERROR(root.status());
+  TANDEM_ASSIGN_OR_RETURN(SyncReplicasGraph g, GetSyncReplicasGraph(*root.graph()));
+  TableAfterSync out;
+  for (const auto& n : root.graph()->nodes()) {
+    out.sent_rows |= n->op() == "SparseAccumulatorApplyGradient";
+  }
+  proto::GraphDef def;
+  root.graph()->ToGraphDef(&def);
+  TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewDirectSession(def));
+  TANDEM_RETURN_IF_ERROR(session->Run({}, {}, {initializer->name()}).status());
+  TANDEM_RETURN_IF_ERROR(session->Run({}, {}, {g.chief_init}).status());
+  const std::vector<std::vector<int32_t>> replica_ids = {{1, 4, 4}, {4, 7, 9}};
+  for (int r = 0; r < 2; ++r) {
+    TANDEM_RETURN_IF_ERROR(
+        session->Run({{g.local_step, Tensor::Scalar<int64_t>(0)},
+                      {g.replica, Tensor::Scalar<int64_t>(r)},
+                      {"ids", Tensor::FromVector<int32_t>(replica_ids[r], TensorShape({3}))}},
+                     {}, {train->name()})
+            .status());
+  }
+  TANDEM_RETURN_IF_ERROR(
+      session->Run({{g.num_required, Tensor::Scalar<int32_t>(2)}}, {}, {g.update}).status());
+  auto fetch = [&](Output t) -> absl::StatusOr<std::vector<float>> {
+    TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> v, session->Run({}, {t.name()}, {}));
+    return std::vector<float>(v[0].data<float>(), v[0].data<float>() + v[0].NumElements());
+  };
+  TANDEM_ASSIGN_OR_RETURN(out.table, fetch(table.value()));
+  std::optional<Variable> slot = opt.GetSlot(table, "accumulator");
+  if (!slot) return absl::InternalError("no accumulator slot");
+  TANDEM_ASSIGN_OR_RETURN(out.slot, fetch(slot->value()));
+  return out;
+}
+
+TEST(SyncReplicasSparseTest, RowsAggregateAsTheDensifiedGradientDoes) {
+  absl::StatusOr<TableAfterSync> sparse = SyncTableStep(/*densify=*/false);
+  ASSERT_TRUE(sparse.ok()) << sparse.status();
+  absl::StatusOr<TableAfterSync> dense = SyncTableStep(/*densify=*/true);
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  EXPECT_TRUE(sparse->sent_rows);
+  EXPECT_FALSE(dense->sent_rows);
+  // Bit for bit: the same mean on every row (the others' mean is zero, which leaves
+  // an Adagrad row and its accumulator as they were).
+  EXPECT_EQ(sparse->table, dense->table);
+  EXPECT_EQ(sparse->slot, dense->slot);
+  std::vector<float> start;
+  for (int i = 0; i < 30; ++i) start.push_back(0.05f * static_cast<float>(i % 7) - 0.1f);
+  for (int row : {1, 4, 7, 9}) EXPECT_NE(sparse->table[row * 3], start[row * 3]) << row;
+  for (int row : {0, 2, 3, 5, 6, 8}) EXPECT_EQ(sparse->table[row * 3], start[row * 3]) << row;
 }
 
 TEST(SyncReplicasBuildTest, NeedsAGlobalStep) {

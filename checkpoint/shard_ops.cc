@@ -1,0 +1,105 @@
+// checkpoint/shard_ops.cc: see shard_ops.h.
+#include "checkpoint/shard_ops.h"
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/checkpoint_index.h"
+#include "checkpoint/safetensors.h"
+#include "framework/core/env.h"
+#include "framework/core/status.h"
+#include "framework/graph/op_registry.h"
+#include "framework/graph/device_spec.h"
+#include "framework/kernels/kernel_registry.h"
+#include "framework/runtime/runtime_kernels.h"
+
+namespace tandem::checkpoint {
+namespace {
+
+// The directory part of a checkpoint prefix ("." for a bare name).
+std::string DirOf(const std::string& prefix) {
+  const size_t slash = prefix.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : prefix.substr(0, slash);
+}
+
+class SaveShardKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    TANDEM_ASSIGN_OR_RETURN(names_, GetAttr<std::vector<std::string>>(node.attrs(), "names"));
+    TANDEM_ASSIGN_OR_RETURN(shard_, GetAttr<int64_t>(node.attrs(), "shard"));
+    TANDEM_ASSIGN_OR_RETURN(num_shards_, GetAttr<int64_t>(node.attrs(), "num_shards"));
+    device_ = GetAttrOr<std::string>(node.attrs(), "device", "");
+    if (static_cast<int>(names_.size()) + 2 != node.num_inputs()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SaveShard: ", names_.size(), " names for ", node.num_inputs() - 2, " values"));
+    }
+    if (shard_ < 0 || shard_ >= num_shards_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SaveShard: shard ", shard_, " is not in [0, ", num_shards_, ")"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext& ctx) override {
+    const Tensor& prefix_t = ctx.input(0);
+    const Tensor& step_t = ctx.input(1);
+    if (prefix_t.dtype() != DType::kString || prefix_t.NumElements() != 1 ||
+        step_t.dtype() != DType::kInt64 || step_t.NumElements() != 1) {
+      return ctx.Error("needs a string prefix and an int64 global step, both scalars");
+    }
+    const std::string& prefix = prefix_t.StringAt(0);
+    std::vector<NamedTensor> tensors;
+    int64_t bytes = 0;
+    for (size_t i = 0; i < names_.size(); ++i) {
+      tensors.emplace_back(names_[i], ctx.input(static_cast<int>(i) + 2));
+      bytes += static_cast<int64_t>(tensors.back().second.TotalBytes());
+    }
+    const std::string dir = DirOf(prefix);
+    TANDEM_RETURN_IF_ERROR(ctx.Annotate(env::MakeDirs(dir)));
+    const std::string path = env::JoinPath(
+        dir, ShardFileName(prefix, static_cast<int>(shard_), static_cast<int>(num_shards_)));
+    TANDEM_RETURN_IF_ERROR(ctx.Annotate(WriteSafetensors(
+        path, tensors,
+        {{"tandem_global_step", absl::StrCat(step_t.data<int64_t>()[0])},
+         {"tandem_device", device_}})));
+    ctx.set_output(0, Tensor::Scalar<int64_t>(bytes));
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<std::string> names_;
+  int64_t shard_ = 0;
+  int64_t num_shards_ = 1;
+  std::string device_;
+};
+
+}  // namespace
+
+void EnsureCheckpointOps() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    EnsureKernels();  // The standard ops first: the registries exist and are filled.
+    OpRegistry::Global()->Register(
+        {.name = kSaveShardOp,
+         .min_inputs = 2,
+         .max_inputs = -1,
+         .default_attrs = {{"names", std::vector<std::string>{}},
+                           {"shard", int64_t{0}},
+                           {"num_shards", int64_t{1}},
+                           {"device", std::string()}},
+         .stateful = true,
+         .infer = [](InferenceContext& ctx) -> absl::Status {
+           TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(0, DType::kString));
+           TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(1, DType::kInt64));
+           ctx.AddOutput(DType::kInt64, PartialShape({}));
+           return absl::OkStatus();
+         },
+         .strings = true});  // The prefix.
+    KernelRegistry::Global()->Register<SaveShardKernel>(kSaveShardOp, kDeviceCpu);
+  });
+}
+
+}  // namespace tandem::checkpoint

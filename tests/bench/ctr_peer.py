@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""PyTorch peer of tests/bench/ctr_bench.toml for tests/bench/embedding_bench.sh.
+
+The same model: nn.EmbeddingBag(buckets, 16, mode="mean", sparse=True) over each row's
+item ids, concatenated with the two numeric features, hidden layers [64, 32] with relu,
+a logit, the logistic loss summed over the batch, and Adagrad at 0.05 (initial
+accumulator 0.1, TensorFlow's), which updates the table sparsely. `--procs` processes
+under DistributedDataParallel over gloo (which all-reduces the table's sparse gradient
+as indices and values), one thread each, every process holding the whole table. The ids
+come preloaded from ctr_data.py's .npz as integers (bucket = a multiplicative hash of
+the id mod `--buckets`): the peer does no parsing or string hashing, which tandem does
+inside its step.
+
+  ctr_peer.py --data /tmp/tandem_ctr/ctr.npz --buckets 4194304 --steps 300
+      prints "ctr_peer procs=2 buckets=... examples_per_second=X"
+"""
+import argparse
+import datetime
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
+from free_port import free_port  # noqa: E402
+
+
+class Ctr(nn.Module):
+    def __init__(self, buckets, dim=16):
+        super().__init__()
+        self.items = nn.EmbeddingBag(buckets, dim, mode="mean", sparse=True)
+        nn.init.normal_(self.items.weight, std=dim ** -0.5)
+        self.dnn = nn.Sequential(nn.Linear(dim + 2, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(),
+                                 nn.Linear(32, 1))
+
+    def forward(self, ids, x):
+        return self.dnn(torch.cat([self.items(ids), x], dim=1)).squeeze(1)
+
+
+def replica(rank, a, port):
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=a.procs, timeout=datetime.timedelta(seconds=a.timeout))
+    try:
+        torch.manual_seed(1)
+        data = np.load(a.data)
+        raw = data["ids"].astype(np.uint64)
+        buckets = ((raw * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) % np.uint64(a.buckets)
+        ids = torch.from_numpy(buckets.astype(np.int64))[rank::a.procs]
+        x = torch.from_numpy(data["x"])[rank::a.procs]
+        y = torch.from_numpy(data["labels"].astype(np.float32))[rank::a.procs]
+        model = nn.parallel.DistributedDataParallel(Ctr(a.buckets))
+        opt = torch.optim.Adagrad(model.parameters(), lr=0.05, initial_accumulator_value=0.1)
+        loss_fn = nn.BCEWithLogitsLoss(reduction="sum")
+        n = ids.shape[0] // a.batch
+        at = [0]
+
+        def step():
+            b = at[0] % n
+            at[0] += 1
+            sl = slice(b * a.batch, (b + 1) * a.batch)
+            opt.zero_grad()
+            loss = loss_fn(model(ids[sl], x[sl]), y[sl])
+            loss.backward()  # DDP all-reduces the gradients here (the table's as sparse).
+            opt.step()
+
+        for _ in range(a.warmup):
+            step()
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(a.steps):
+            step()
+        dist.barrier()
+        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+        if rank == 0:
+            eps = a.procs * a.batch * a.steps / elapsed.item()
+            print(f"ctr_peer procs={a.procs} buckets={a.buckets} examples_per_second={eps:.0f}",
+                  flush=True)
+        dist.barrier()
+    except BaseException:
+        dist.destroy_process_group()
+        raise
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, help="ctr_data.py's .npz")
+    p.add_argument("--buckets", type=int, default=4194304)
+    p.add_argument("--procs", type=int, default=2)
+    p.add_argument("--batch", type=int, default=256, help="per-process batch size")
+    p.add_argument("--steps", type=int, default=300, help="timed steps per process")
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--timeout", type=float, default=600)
+    a = p.parse_args()
+    ctx = mp.spawn(replica, args=(a, free_port()), nprocs=a.procs, join=False)
+    deadline = time.monotonic() + a.timeout
+    try:
+        while not ctx.join(timeout=1):
+            if time.monotonic() > deadline:
+                print(f"ctr_peer: no result after {a.timeout:.0f} s, stopping", file=sys.stderr)
+                for proc in ctx.processes:
+                    if proc.is_alive():
+                        proc.kill()
+                sys.exit(1)
+    except KeyboardInterrupt:
+        for proc in ctx.processes:
+            if proc.is_alive():
+                proc.kill()
+        raise
+
+
+if __name__ == "__main__":
+    main()
