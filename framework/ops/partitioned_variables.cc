@@ -140,7 +140,7 @@ PartitionedVariable::PartitionedVariable(const Scope& scope, absl::string_view n
       [&](const Scope& s, const TensorShape& part_shape, const Dims&) {
         return initializer(s, part_shape, dtype);
       },
-      options);
+      /*colocate_init=*/true, options);
 }
 
 PartitionedVariable::PartitionedVariable(const Scope& scope, absl::string_view name,
@@ -166,14 +166,14 @@ PartitionedVariable::PartitionedVariable(const Scope& scope, absl::string_view n
         return Slice(s, initial_value, ConstInt64(s.WithOpName("begin"), begin),
                      ConstInt64(s.WithOpName("size"), part_shape.dims()));
       },
-      options);
+      /*colocate_init=*/false, options);
 }
 
 void PartitionedVariable::Build(
     const Scope& scope, absl::string_view name, const TensorShape& shape, DType dtype,
     const Partitioner& partitioner,
     const std::function<Output(const Scope&, const TensorShape&, const Dims&)>& part_init,
-    const VariableOptions& options) {
+    bool colocate_init, const VariableOptions& options) {
   auto fail = [&](const absl::Status& s) {
     scope.UpdateStatus(AnnotateStatus(s, absl::StrCat("partitioned variable '", name, "'")));
   };
@@ -221,14 +221,21 @@ void PartitionedVariable::Build(
       start += sizes[i];
     }
     const std::string part_name = absl::StrCat(rel, "/part_", i);
-    // The initial value is built outside the caller's control dependencies, as the
-    // Variable itself (TensorFlow's init_scope).
-    Output init = part_init(
-        scope.WithNoControlDependencies().NewSubScope(absl::StrCat(part_name, "/Initializer")),
-        part_shape, offset);
-    if (!scope.ok()) return;
-    if (!init.valid()) return fail(absl::InternalError(absl::StrCat("initializing ", part_name)));
-    Variable v(scope, part_name, init, options);
+    Variable v;
+    if (colocate_init) {
+      // Built beside the part (on its ps): no initial value crosses the network.
+      v = Variable(scope, part_name, dtype, part_shape,
+                   [&](const Scope& s) { return part_init(s, part_shape, offset); }, options);
+    } else {
+      // A slice of the caller's value, cut where that value is, outside the caller's
+      // control dependencies (TensorFlow's init_scope): only the slice moves.
+      Output init = part_init(
+          scope.WithNoControlDependencies().NewSubScope(absl::StrCat(part_name, "/Initializer")),
+          part_shape, offset);
+      if (!scope.ok()) return;
+      if (!init.valid()) return fail(absl::InternalError(absl::StrCat("initializing ", part_name)));
+      v = Variable(scope, part_name, init, options);
+    }
     if (!scope.ok() || !v.valid()) return;
     SetSaveSliceInfo(v.handle().node, SaveSliceInfo{full, shape.dims(), offset});
     parts.push_back(v);

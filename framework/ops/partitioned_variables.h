@@ -102,7 +102,8 @@ class PartitionedVariable {
  public:
   PartitionedVariable() = default;
   // Creates "<name>/part_<i>" under the scope's name scope, each part initialised by
-  // `initializer` with its own shape.
+  // `initializer` with its own shape, beside the part (on its device: a table's initial
+  // value is made on its parameter servers, never sent to them).
   PartitionedVariable(const Scope& scope, absl::string_view name, const TensorShape& shape,
                       DType dtype, const Initializer& initializer, const Partitioner& partitioner,
                       const VariableOptions& options = {});
@@ -140,7 +141,7 @@ class PartitionedVariable {
              const Partitioner& partitioner,
              const std::function<Output(const Scope&, const TensorShape& part_shape,
                                         const Dims& offset)>& part_init,
-             const VariableOptions& options);
+             bool colocate_init, const VariableOptions& options);
 
   std::string name_;
   TensorShape shape_;

@@ -253,23 +253,44 @@ Variable::Variable(const Scope& scope, absl::string_view name, Output initial_va
         absl::InvalidArgumentError(absl::StrCat("variable '", name, "': invalid initial value")));
     return;
   }
+  Build(scope, name, initial_value.dtype(), initial_value.shape(),
+        [&](const Scope&) { return initial_value; }, options);
+}
+
+Variable::Variable(const Scope& scope, absl::string_view name, DType dtype,
+                   const PartialShape& shape, const std::function<Output(const Scope&)>& init,
+                   const VariableOptions& options) {
+  if (!scope.ok()) return;
+  Build(scope, name, dtype, shape, init, options);
+}
+
+void Variable::Build(const Scope& scope, absl::string_view name, DType dtype,
+                     const PartialShape& shape,
+                     const std::function<Output(const Scope& colocated)>& init,
+                     const VariableOptions& options) {
   // Outside the caller's control dependencies (TensorFlow's init_scope): the variable
   // must be creatable and initialisable before anything the caller waits for runs.
   const Scope outer = scope.WithNoControlDependencies();
-  Output handle = VarHandleOp(outer.WithOpName(name), initial_value.dtype(), initial_value.shape());
+  Output handle = VarHandleOp(outer.WithOpName(name), dtype, shape);
   if (!handle.valid()) return;
   const std::string& full = handle.node->name();
   // Children are named under the handle: "<handle>/Assign", "<handle>/Read/...".
   std::string rel = scope.name_scope().empty() ? full : full.substr(scope.name_scope().size() + 1);
   Scope vs = outer.ColocateWith(handle.node);
-  Node* init = internal::BuildNode(vs.WithOpName(rel + "/Assign"), "AssignVariableOp",
-                                   {handle, initial_value});
-  Output value =
-      ReadVariableOp(vs.WithOpName(rel + "/Read/ReadVariableOp"), handle, initial_value.dtype());
-  if (init == nullptr || !value.valid()) return;
+  Output initial_value = init(vs.NewSubScope(rel + "/Initializer"));
+  if (!scope.ok()) return;
+  if (!initial_value.valid() || initial_value.dtype() != dtype) {
+    scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
+        "variable '", name, "': the initializer gave no ", DTypeName(dtype), " value")));
+    return;
+  }
+  Node* assign = internal::BuildNode(vs.WithOpName(rel + "/Assign"), "AssignVariableOp",
+                                     {handle, initial_value});
+  Output value = ReadVariableOp(vs.WithOpName(rel + "/Read/ReadVariableOp"), handle, dtype);
+  if (assign == nullptr || !value.valid()) return;
   handle_ = handle;
   value_ = value;
-  initializer_ = init;
+  initializer_ = assign;
   Graph* g = scope.graph();
   g->AddToCollection(options.local ? kLocalVariables : kGlobalVariables, full);
   if (options.trainable && !options.local) g->AddToCollection(kTrainableVariables, full);

@@ -20,6 +20,7 @@
 #ifndef TANDEM_FRAMEWORK_OPS_STATE_OPS_H_
 #define TANDEM_FRAMEWORK_OPS_STATE_OPS_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,12 @@ class Variable {
   // `initial_value` (whose dtype and static shape it takes).
   Variable(const Scope& scope, absl::string_view name, Output initial_value,
            const VariableOptions& options = {});
+  // Creates the variable `name` of `dtype` and `shape` whose initial value `init` builds
+  // in the scope it is given: under "<name>/Initializer", colocated with the variable's
+  // handle (TensorFlow's initializer callables), so a variable on a parameter server is
+  // initialised there and its initial value never crosses the network.
+  Variable(const Scope& scope, absl::string_view name, DType dtype, const PartialShape& shape,
+           const std::function<Output(const Scope&)>& init, const VariableOptions& options = {});
   // Rebuilds a Variable from its handle node's name in `graph`.
   static absl::StatusOr<Variable> FromGraph(Graph* graph, const std::string& handle_name);
 
@@ -63,6 +70,12 @@ class Variable {
   const PartialShape& shape() const;
 
  private:
+  // Both constructors: the handle, then the initial value from `init`, which gets the
+  // scope colocated with the handle.
+  void Build(const Scope& scope, absl::string_view name, DType dtype, const PartialShape& shape,
+             const std::function<Output(const Scope& colocated)>& init,
+             const VariableOptions& options);
+
   Output handle_;
   Output value_;
   Node* initializer_ = nullptr;

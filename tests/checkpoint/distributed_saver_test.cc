@@ -3,7 +3,8 @@
 // A Saver in a cluster (real servers in this process, a GrpcSession): each ps task
 // writes the shard of its own variables (SaveShard on its CPU), so saving a table
 // split over two ps tasks moves only the prefix and the step across the network, not
-// the table; the shards name their devices, and the checkpoint restores.
+// the table; initialising it moves none either (each part's initializer runs on its
+// ps); the shards name their devices, and the checkpoint restores.
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "framework/distributed/new_session.h"
 #include "framework/distributed/rpc/grpc_util.h"
 #include "framework/ops/array_ops.h"
+#include "framework/ops/initializers.h"
 #include "framework/ops/math_ops.h"
 #include "framework/ops/partitioned_variables.h"
 #include "framework/ops/state_ops.h"
@@ -40,9 +42,9 @@ TEST(DistributedSaverTest, EachPsWritesItsOwnPartsAndTheTableNeverCrossesTheNetw
     return std::string("/job:ps/task:") + std::to_string((*next)++ % 2);
   });
   constexpr int64_t kRows = 4096, kDim = 16;  // 256 KiB of table.
-  Tensor init_value(DType::kFloat, TensorShape({kRows, kDim}));
-  for (int64_t i = 0; i < kRows * kDim; ++i) init_value.data<float>()[i] = static_cast<float>(i % 1000);
-  ops::PartitionedVariable table(s, "table", ops::Const(s, init_value), ops::FixedSizePartitioner(2));
+  ops::PartitionedVariable table(s, "table", TensorShape({kRows, kDim}), DType::kFloat,
+                                 ops::RandomUniformInitializer(1, 2, /*seed=*/7),
+                                 ops::FixedSizePartitioner(2));
   Node* init = ops::GlobalVariablesInitializer(root);
   std::vector<std::string> zero_parts;
   for (const ops::Variable& v : table.parts()) {
@@ -63,7 +65,10 @@ TEST(DistributedSaverTest, EachPsWritesItsOwnPartsAndTheTableNeverCrossesTheNetw
   opts.wait_for_workers_ms = 10000;
   absl::StatusOr<std::unique_ptr<Session>> session = NewSession(def, opts);
   ASSERT_TRUE(session.ok()) << session.status();
+  // Each part's initial value is made on its ps: initialising sends no table either.
+  const int64_t sent_before_init = BytesSent();
   ASSERT_TRUE((*session)->Run({}, {}, {init->name()}).ok());
+  EXPECT_LT(BytesSent() - sent_before_init, kRows * kDim * 4 / 16) << "bytes sent initialising";
   auto before_sum = (*session)->Run({}, {probe.name()});
   ASSERT_TRUE(before_sum.ok()) << before_sum.status();
 
