@@ -99,6 +99,22 @@ absl::StatusOr<Tensor> CheckpointReader::Read(const std::string& name) {
       absl::StrCat(IndexPath(prefix_), ": no tensor ", name, " in the checkpoint"));
 }
 
+absl::Status CheckpointReader::CheckPart(const std::string& name, const SlicePart& part,
+                                        DType* dtype) {
+  TANDEM_ASSIGN_OR_RETURN(SafetensorsEntry info, Info(part.part));
+  if (info.shape.dims() != part.shape) {
+    return absl::DataLossError(absl::StrCat(
+        IndexPath(prefix_), ": part ", part.part, " of ", name, " is stored with shape ",
+        info.shape.DebugString(), " but the index says ", TensorShape(part.shape).DebugString()));
+  }
+  if (*dtype != DType::kInvalid && info.dtype != *dtype) {
+    return absl::DataLossError(
+        absl::StrCat(IndexPath(prefix_), ": parts of ", name, " have different dtypes"));
+  }
+  *dtype = info.dtype;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Tensor> CheckpointReader::ReadSliced(const std::string& name,
                                                     const SlicedTensor& sliced) {
   // ParseIndex checked that the parts tile full_shape; the parts' files are checked here.
@@ -107,17 +123,7 @@ absl::StatusOr<Tensor> CheckpointReader::ReadSliced(const std::string& name,
   // is no larger than the data actually on disk.
   DType dtype = DType::kInvalid;
   for (const SlicePart& part : sliced.parts) {
-    TANDEM_ASSIGN_OR_RETURN(SafetensorsEntry info, Info(part.part));
-    if (info.shape.dims() != part.shape) {
-      return absl::DataLossError(absl::StrCat(
-          IndexPath(prefix_), ": part ", part.part, " of ", name, " is stored with shape ",
-          info.shape.DebugString(), " but the index says ", TensorShape(part.shape).DebugString()));
-    }
-    if (dtype != DType::kInvalid && info.dtype != dtype) {
-      return absl::DataLossError(
-          absl::StrCat(IndexPath(prefix_), ": parts of ", name, " have different dtypes"));
-    }
-    dtype = info.dtype;
+    TANDEM_RETURN_IF_ERROR(CheckPart(name, part, &dtype));
   }
   Tensor full(dtype, full_shape);
   const Dims zeros(full_shape.rank(), 0);
@@ -133,6 +139,8 @@ absl::StatusOr<Tensor> CheckpointReader::ReadSliced(const std::string& name,
 absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& name,
                                                    const Dims& full_shape, const Dims& offset,
                                                    const Dims& shape) {
+  auto sliced = index_.slices.find(name);
+  if (sliced != index_.slices.end()) return ReadBlockOfParts(name, sliced->second, full_shape, offset, shape);
   TANDEM_ASSIGN_OR_RETURN(Tensor full, Read(name));
   const Dims& dims = full.shape().dims();
   if (dims != full_shape) {
@@ -143,6 +151,62 @@ absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& name,
   absl::StatusOr<Tensor> part = SliceTensor(full, offset, shape);
   if (!part.ok()) return AnnotateStatus(part.status(), absl::StrCat(IndexPath(prefix_), ": ", name));
   return part;
+}
+
+absl::StatusOr<Tensor> CheckpointReader::ReadBlockOfParts(const std::string& name,
+                                                          const SlicedTensor& sliced,
+                                                          const Dims& full_shape,
+                                                          const Dims& offset, const Dims& shape) {
+  if (sliced.full_shape != full_shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        IndexPath(prefix_), ": ", name, " has shape ", TensorShape(sliced.full_shape).DebugString(),
+        " in the checkpoint but ", TensorShape(full_shape).DebugString(), " in the model"));
+  }
+  bool inside = offset.size() == full_shape.size() && shape.size() == full_shape.size();
+  for (size_t d = 0; inside && d < full_shape.size(); ++d) {
+    inside = offset[d] >= 0 && shape[d] >= 0 && offset[d] + shape[d] <= full_shape[d];
+  }
+  if (!inside) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        IndexPath(prefix_), ": ", name, " of shape ", TensorShape(full_shape).DebugString(),
+        " has no slice of shape ", TensorShape(shape).DebugString(), " at offset [",
+        absl::StrJoin(offset, ","), "]"));
+  }
+  // The parts that overlap the block, each checked against the index before any is read.
+  std::vector<const SlicePart*> overlapping;
+  DType dtype = DType::kInvalid;
+  for (const SlicePart& part : sliced.parts) {
+    bool overlaps = true;
+    for (size_t d = 0; overlaps && d < shape.size(); ++d) {
+      overlaps = part.offset[d] < offset[d] + shape[d] && offset[d] < part.offset[d] + part.shape[d];
+    }
+    if (!overlaps) continue;
+    TANDEM_RETURN_IF_ERROR(CheckPart(name, part, &dtype));
+    if (dtype == DType::kString) return absl::UnimplementedError("slices of string tensors");
+    overlapping.push_back(&part);
+  }
+  if (dtype == DType::kInvalid) {  // An empty block: no part overlaps it.
+    for (const SlicePart& part : sliced.parts) {
+      TANDEM_ASSIGN_OR_RETURN(SafetensorsEntry info, Info(part.part));
+      dtype = info.dtype;
+      break;
+    }
+  }
+  Tensor block(dtype, TensorShape(shape));
+  // The parts tile the full shape (ParseIndex checked), so they cover the block.
+  for (const SlicePart* part : overlapping) {
+    TANDEM_ASSIGN_OR_RETURN(Tensor value, Read(part->part));
+    Dims lo(shape.size()), extent(shape.size()), src(shape.size()), dst(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d) {
+      lo[d] = std::max(part->offset[d], offset[d]);
+      extent[d] = std::min(part->offset[d] + part->shape[d], offset[d] + shape[d]) - lo[d];
+      src[d] = lo[d] - part->offset[d];
+      dst[d] = lo[d] - offset[d];
+    }
+    CopyBlock(value.raw_data(), part->shape, src, block.raw_data(), shape, dst, extent,
+              DTypeSize(dtype));
+  }
+  return block;
 }
 
 absl::StatusOr<Tensor> SliceTensor(const Tensor& full, const Dims& offset, const Dims& shape) {

@@ -38,7 +38,8 @@ class CheckpointReader {
   absl::StatusOr<Tensor> Read(const std::string& name);
   // The block of shape `shape` at `offset` of the tensor Read(name) gives, which must
   // have shape `full_shape`: a part of a partitioned variable restored from a
-  // checkpoint partitioned another way (or not at all). Reads the whole tensor.
+  // checkpoint partitioned another way (or not at all). Of a tensor stored in parts it
+  // reads only the parts the block overlaps; a tensor stored whole is read whole.
   // INVALID_ARGUMENT naming both shapes when the stored one differs or the block is not
   // inside it.
   absl::StatusOr<Tensor> ReadSlice(const std::string& name, const Dims& full_shape,
@@ -52,6 +53,13 @@ class CheckpointReader {
       : prefix_(std::move(prefix)), index_(std::move(index)) {}
   absl::StatusOr<const SafetensorsFile*> Shard(const std::string& file);
   absl::StatusOr<Tensor> ReadSliced(const std::string& name, const SlicedTensor& sliced);
+  // Checks a stored part's shape against the index and its dtype against `dtype` (the
+  // other parts'; set from this one when kInvalid): DATA_LOSS naming both otherwise.
+  absl::Status CheckPart(const std::string& name, const SlicePart& part, DType* dtype);
+  // ReadSlice of a tensor stored in parts: reads only the parts that overlap the block.
+  absl::StatusOr<Tensor> ReadBlockOfParts(const std::string& name, const SlicedTensor& sliced,
+                                          const Dims& full_shape, const Dims& offset,
+                                          const Dims& shape);
 
   std::string prefix_;
   CheckpointIndex index_;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "checkpoint/checkpoint_reader.h"
+#include "checkpoint/load_variables.h"
 #include "checkpoint/safetensors.h"
 #include "checkpoint/shard_ops.h"
 #include "framework/core/env.h"
@@ -23,25 +24,6 @@
 
 namespace tandem::checkpoint {
 namespace {
-
-absl::string_view Dirname(absl::string_view path) {
-  size_t slash = path.rfind('/');
-  if (slash == absl::string_view::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-// Runs fn(i) for i in [0, n), on up to `max_threads` threads when n > 1.
-void ParallelRun(int n, int max_threads, const std::function<void(int)>& fn) {
-  if (n <= 1 || max_threads <= 1) {
-    for (int i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  ThreadPool pool("checkpoint_io", std::min(n, max_threads) - 1);
-  pool.ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) fn(static_cast<int>(i));
-  });
-}
 
 // The device a variable's handle will be placed on, as far as the graph says: its
 // requested device, else that of the first node of its colocation group that
@@ -132,6 +114,7 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions 
   std::vector<Node*> assigns;
   std::vector<std::vector<Output>> shard_values(shard_devices.size());
   std::vector<std::vector<std::string>> shard_names(shard_devices.size());
+  std::vector<std::vector<int>> shard_vars(shard_devices.size());  // Indices into `saved`.
   for (const ops::Variable& v : vars) {
     Scope s = save.ColocateWith(v.handle().node);
     SavedVariable sv;
@@ -147,31 +130,75 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions 
     if (!save.ok()) break;
     shard_values[sv.shard].push_back(read);
     shard_names[sv.shard].push_back(sv.name);
+    shard_vars[sv.shard].push_back(static_cast<int>(saved.size()));
     sv.restore_feed = feed.name();
     assigns.push_back(assign.node);
     saved.push_back(std::move(sv));
   }
-  // One SaveShard per device, on that device's task: values are written where they live.
+  // One SaveShard and one RestoreShard per device, on that device's task: values are
+  // written and read where they live.
   Output prefix = ops::Placeholder(save.WithOpName("prefix"), DType::kString, PartialShape({}));
   Output step = ops::Placeholder(save.WithOpName("global_step"), DType::kInt64, PartialShape({}));
-  std::vector<std::string> shard_ops;
+  SaveOps save_ops{prefix.name(), step.name(), {}, ""};
+  std::vector<Node*> readers;  // RestoreShard by shard.
   const int64_t num_shards = static_cast<int64_t>(shard_devices.size());
   for (int64_t k = 0; k < num_shards && save.ok(); ++k) {
+    Scope on_task = save.WithDevice(CpuOfTask(shard_devices[k]));
     std::vector<Output> inputs = {prefix, step};
     inputs.insert(inputs.end(), shard_values[k].begin(), shard_values[k].end());
-    Node* n = save.WithDevice(CpuOfTask(shard_devices[k]))
-                  .AddNode(kSaveShardOp, absl::StrCat("save_shard_", k), inputs,
-                           {{"names", shard_names[k]},
-                            {"shard", k},
-                            {"num_shards", num_shards},
-                            {"device", shard_devices[k]}});
-    if (n != nullptr) shard_ops.push_back(absl::StrCat(n->name(), ":0"));
+    Node* n = on_task.AddNode(kSaveShardOp, absl::StrCat("save_shard_", k), inputs,
+                              {{"names", shard_names[k]},
+                               {"shard", k},
+                               {"num_shards", num_shards},
+                               {"device", shard_devices[k]}});
+    if (n != nullptr) save_ops.shards.push_back(absl::StrCat(n->name(), ":0"));
+    std::vector<DType> dtypes;
+    std::vector<PartialShape> shapes, full_shapes;
+    std::vector<std::string> full_names;
+    std::vector<int64_t> offsets;
+    for (int i : shard_vars[k]) {
+      dtypes.push_back(saved[i].dtype);
+      shapes.push_back(saved[i].shape);
+      auto part = options.partitions.find(saved[i].name);
+      if (part == options.partitions.end()) {
+        full_names.emplace_back();
+        full_shapes.push_back(PartialShape::UnknownRank());
+        continue;
+      }
+      full_names.push_back(part->second.full_name);
+      full_shapes.emplace_back(absl::MakeConstSpan(part->second.full_shape));
+      offsets.insert(offsets.end(), part->second.offset.begin(), part->second.offset.end());
+    }
+    readers.push_back(on_task.AddNode(
+        kRestoreShardOp, absl::StrCat("restore_shard_", k), {prefix},
+        {{"names", shard_names[k]},
+         {"dtypes", dtypes},
+         {"shapes", shapes},
+         {"full_names", full_names},
+         {"full_shapes", full_shapes},
+         {"offsets", offsets},
+         {"max_parallel_reads", static_cast<int64_t>(options.max_parallel_writes)}}));
   }
+  // Each variable assigned from its shard's reader once every reader succeeded.
+  std::vector<Node*> shard_assigns;
+  for (int64_t k = 0; k < num_shards && save.ok(); ++k) {
+    for (size_t j = 0; j < shard_vars[k].size(); ++j) {
+      const ops::Variable& v = vars[shard_vars[k][j]];
+      Output a = ops::AssignVariableOp(save.ColocateWith(v.handle().node)
+                                           .WithControlDependencies(readers)
+                                           .WithOpName("restore_from_shard"),
+                                       v.handle(), Output(readers[k], static_cast<int>(j)));
+      shard_assigns.push_back(a.node);
+    }
+  }
+  Node* from_shards =
+      ops::NoOp(save.WithControlDependencies(shard_assigns).WithOpName("restore_all_from_shards"));
   Node* restore_all = ops::NoOp(save.WithControlDependencies(assigns).WithOpName("restore_all"));
   if (!save.ok()) return AnnotateStatus(save.status(), "Saver: adding save/restore ops");
+  save_ops.restore_all = from_shards->name();
   return std::unique_ptr<Saver>(new Saver(std::move(options), std::move(saved),
                                           std::move(shard_devices), restore_all->name(),
-                                          SaveOps{prefix.name(), step.name(), std::move(shard_ops)}));
+                                          std::move(save_ops)));
 }
 
 Saver::Saver(SaverOptions options, std::vector<SavedVariable> vars,
@@ -229,156 +256,45 @@ absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& mod
   return prefix;
 }
 
-absl::StatusOr<std::vector<Tensor>> Saver::LoadValues(const std::string& prefix,
-                                                      FailureKind* kind) const {
-  *kind = FailureKind::kUnreadable;
+absl::Status Saver::RestoreImpl(Session* session, const std::string& prefix, LoadFailure* kind) {
+  *kind = LoadFailure::kUnreadable;
   const std::string index_path = IndexPath(prefix);
   TANDEM_ASSIGN_OR_RETURN(CheckpointIndex index, ReadIndex(index_path));
-
-  // Which shards are needed, and the model/checkpoint name match.
-  std::vector<std::string> shard_files;
-  absl::flat_hash_map<std::string, int> shard_of_file;
-  std::vector<int> shard_of_var;
-  // A variable stored under another layout: a part whose logical variable the
-  // checkpoint holds whole or in other parts, or a whole variable stored in parts. Read
-  // through a CheckpointReader (-1 in shard_of_var).
-  std::vector<std::string> relayout(vars_.size());
-  for (size_t i = 0; i < vars_.size(); ++i) {
-    const SavedVariable& v = vars_[i];
-    auto part = options_.partitions.find(v.name);
-    const std::string full = part == options_.partitions.end() ? v.name : part->second.full_name;
-    auto it = index.weight_map.find(v.name);
-    // A part is read by name only when the checkpoint has that very slice.
-    bool same_slice = it != index.weight_map.end();
-    if (same_slice && part != options_.partitions.end()) {
-      auto sliced = index.slices.find(full);
-      same_slice = sliced != index.slices.end() && sliced->second.full_shape == part->second.full_shape;
-      if (same_slice) {
-        same_slice = std::any_of(sliced->second.parts.begin(), sliced->second.parts.end(),
-                                 [&](const SlicePart& p) {
-                                   return p.part == v.name && p.offset == part->second.offset &&
-                                          PartialShape(p.shape) == v.shape;
-                                 });
-      }
-    }
-    if (!same_slice) {
-      if (index.slices.contains(full) || (full != v.name && index.weight_map.contains(full))) {
-        relayout[i] = full;
-        shard_of_var.push_back(-1);
-        continue;
-      }
-      if (it == index.weight_map.end()) {
-        *kind = FailureKind::kMismatch;
-        return absl::NotFoundError(absl::StrCat(
-            index_path, ": variable ", v.name,
-            full != v.name ? absl::StrCat(" (part of ", full, ")") : std::string(),
-            " of the model is not in the checkpoint"));
-      }
-    }
-    auto [pos, inserted] = shard_of_file.emplace(it->second, static_cast<int>(shard_files.size()));
-    if (inserted) shard_files.push_back(it->second);
-    shard_of_var.push_back(pos->second);
+  // What the model lacks is told here, before any task reads a shard.
+  if (absl::Status present = CheckVariablesPresent(index, index_path, LoadSpecs()); !present.ok()) {
+    *kind = LoadFailure::kMismatch;
+    return present;
   }
-
-  const std::string dir(Dirname(prefix));
-  std::vector<absl::StatusOr<SafetensorsFile>> shards;
-  shards.reserve(shard_files.size());
-  for (size_t k = 0; k < shard_files.size(); ++k) shards.emplace_back(absl::UnknownError("unread"));
-  ParallelRun(static_cast<int>(shard_files.size()), options_.max_parallel_writes, [&](int k) {
-    shards[k] = SafetensorsFile::Open(env::JoinPath(dir, shard_files[k]));
-  });
-  for (auto& s : shards) {
-    if (!s.ok()) return s.status();
-  }
-
-  // Check every dtype and shape before reading (and CRC-checking) any data.
-  for (size_t i = 0; i < vars_.size(); ++i) {
-    const SavedVariable& v = vars_[i];
-    if (shard_of_var[i] < 0) continue;  // Checked once read, below.
-    const SafetensorsFile& file = *shards[shard_of_var[i]];
-    absl::StatusOr<SafetensorsEntry> info = file.Info(v.name);
-    if (!info.ok()) {
-      return absl::DataLossError(absl::StrCat(file.path(), ": tensor ", v.name,
-                                              " is missing although ", index_path,
-                                              " maps it to this shard"));
-    }
-    if (info->dtype != v.dtype) {
-      *kind = FailureKind::kMismatch;
-      return absl::InvalidArgumentError(
-          absl::StrCat(file.path(), ": ", v.name, " has dtype ", DTypeName(info->dtype),
-                       " in the checkpoint but ", DTypeName(v.dtype), " in the model"));
-    }
-    if (!v.shape.IsCompatibleWith(PartialShape(info->shape))) {
-      *kind = FailureKind::kMismatch;
-      return absl::InvalidArgumentError(
-          absl::StrCat(file.path(), ": ", v.name, " has shape ", info->shape.DebugString(),
-                       " in the checkpoint but ", v.shape.DebugString(), " in the model"));
-    }
-  }
-  std::vector<Tensor> values;
-  values.reserve(vars_.size());
-  std::unique_ptr<CheckpointReader> reader;
-  for (size_t i = 0; i < vars_.size(); ++i) {
-    const SavedVariable& v = vars_[i];
-    if (shard_of_var[i] >= 0) {
-      TANDEM_ASSIGN_OR_RETURN(Tensor t, shards[shard_of_var[i]]->Read(v.name));
-      values.push_back(std::move(t));
-      continue;
-    }
-    if (reader == nullptr) {
-      TANDEM_ASSIGN_OR_RETURN(reader, CheckpointReader::Open(prefix));
-    }
-    TANDEM_ASSIGN_OR_RETURN(Tensor t, ReadRelayout(*reader, prefix, v, relayout[i], kind));
-    values.push_back(std::move(t));
-  }
-  *kind = FailureKind::kNone;
-  return values;
-}
-
-absl::StatusOr<Tensor> Saver::ReadRelayout(CheckpointReader& reader, const std::string& prefix,
-                                           const SavedVariable& v, const std::string& full,
-                                           FailureKind* kind) const {
-  absl::StatusOr<Tensor> t;
-  auto part = options_.partitions.find(v.name);
-  if (part == options_.partitions.end()) {
-    t = reader.Read(full);
-  } else {
-    if (!v.shape.IsFullyDefined()) {
-      return absl::InternalError(absl::StrCat("Saver: part ", v.name, " has no full shape"));
-    }
-    t = reader.ReadSlice(full, part->second.full_shape, part->second.offset, v.shape.dims());
-  }
-  if (!t.ok()) {
-    if (absl::IsInvalidArgument(t.status())) *kind = FailureKind::kMismatch;
-    return t.status();
-  }
-  if (t->dtype() != v.dtype || !v.shape.IsCompatibleWith(PartialShape(t->shape()))) {
-    *kind = FailureKind::kMismatch;
-    return absl::InvalidArgumentError(
-        absl::StrCat(IndexPath(prefix), ": ", v.name, " read from ", full, " is ",
-                     DTypeName(t->dtype()), t->shape().DebugString(), " but the model has ",
-                     DTypeName(v.dtype), v.shape.DebugString()));
-  }
-  return t;
-}
-
-absl::Status Saver::RestoreImpl(Session* session, const std::string& prefix, FailureKind* kind) {
-  TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> values, LoadValues(prefix, kind));
-  FeedMap feeds;
-  feeds.reserve(vars_.size());
-  for (size_t i = 0; i < vars_.size(); ++i) {
-    feeds.emplace_back(vars_[i].restore_feed, std::move(values[i]));
-  }
-  absl::StatusOr<std::vector<Tensor>> out = session->Run(feeds, {}, {restore_op_});
+  Tensor prefix_value(DType::kString, TensorShape({}));
+  prefix_value.data<std::string>()[0] = prefix;
+  // Every task reads and checks its own variables; no assignment runs before all did.
+  absl::StatusOr<std::vector<Tensor>> out =
+      session->Run({{save_ops_.prefix, prefix_value}}, {}, {save_ops_.restore_all});
   if (!out.ok()) {
-    *kind = FailureKind::kMismatch;
-    return AnnotateStatus(out.status(), absl::StrCat("restoring ", prefix));
+    // A file that is corrupt or missing makes the checkpoint unreadable; anything else
+    // (a mismatch, a task that failed) is an error to report, not a reason to fall back.
+    *kind = absl::IsDataLoss(out.status()) || absl::IsNotFound(out.status())
+                ? LoadFailure::kUnreadable
+                : LoadFailure::kMismatch;
+    return out.status();
   }
+  *kind = LoadFailure::kNone;
   return absl::OkStatus();
 }
 
+std::vector<VariableToLoad> Saver::LoadSpecs() const {
+  std::vector<VariableToLoad> specs;
+  for (const SavedVariable& v : vars_) {
+    VariableToLoad spec{v.name, v.dtype, v.shape, std::nullopt};
+    auto part = options_.partitions.find(v.name);
+    if (part != options_.partitions.end()) spec.part = part->second;
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
 absl::Status Saver::Restore(Session* session, const std::string& prefix) {
-  FailureKind kind;
+  LoadFailure kind;
   return RestoreImpl(session, prefix, &kind);
 }
 
@@ -408,7 +324,7 @@ absl::StatusOr<std::string> Saver::RestoreLatest(Session* session, const std::st
   }
   std::vector<std::string> unreadable;
   for (const std::string& prefix : candidates) {
-    FailureKind kind = FailureKind::kNone;
+    LoadFailure kind = LoadFailure::kNone;
     absl::Status s = RestoreImpl(session, prefix, &kind);
     if (s.ok()) {
       if (!set_aside_unreadable) return prefix;
@@ -426,7 +342,7 @@ absl::StatusOr<std::string> Saver::RestoreLatest(Session* session, const std::st
       }
       return prefix;
     }
-    if (kind != FailureKind::kUnreadable) return s;
+    if (kind != LoadFailure::kUnreadable) return s;
     LOG(WARNING) << "Checkpoint " << prefix << " cannot be read, trying an older one: " << s;
     unreadable.push_back(prefix);
   }

@@ -20,19 +20,23 @@
 // device of their handle (the handle node's requested device, else that of the node
 // its colocation group names, as optimizer slots follow their variable; one group per
 // distinct device, in sorted order, so a DirectSession model gives one shard), and
-// each group gets a SaveShard op (checkpoint/shard_ops.h) on the CPU of that device's
-// task, fed the checkpoint prefix ("save/prefix") and the step.
+// each group gets a SaveShard and a RestoreShard op (checkpoint/shard_ops.h) on the CPU
+// of that device's task, fed the checkpoint prefix ("save/prefix") and the step.
 //
 // Save runs every SaveShard in ONE session step (a consistent snapshot of every
 // variable): each writes its group's shard where the variables live, so in a
 // distributed job a parameter server writes its own parts and no variable crosses the
 // network to be saved (the model directory must be one filesystem for every task, as
-// in TensorFlow). The caller then writes the index and the state file (each atomically:
-// temp file, fsync, rename) and applies retention. Restore reads the index and the
-// shards this Saver's variables need, validates every tensor (CRC, dtype, shape) before
-// touching any variable, then feeds all values into the restore placeholders and runs
-// "save/restore_all" in one step: restored values reach remote variables from the
-// restoring process (Send/Recv), which holds them while it restores.
+// in TensorFlow). Save then writes the index and the state file (each atomically:
+// temp file, fsync, rename) and applies retention.
+//
+// Restore checks the index for every variable, then runs one step in which a
+// RestoreShard on each device's task reads and checks that device's variables
+// (checkpoint/load_variables.h: dtype, shape and CRC of every tensor) and, only once
+// every RestoreShard succeeded, assigns them: no variable is touched unless every value
+// loaded and matched, and no value crosses the network. The "save/restore_value"
+// placeholders and "save/restore_all" remain for a caller that feeds values itself (an
+// exported model's loader).
 //
 // Partitioned variables: SaverOptions::partitions, and the slice info that
 // ops::PartitionedVariable leaves on each part's handle, say which saved variables are
@@ -58,19 +62,13 @@
 #include "absl/synchronization/mutex.h"
 #include "checkpoint/checkpoint_index.h"
 #include "checkpoint/checkpoint_reader.h"
+#include "checkpoint/load_variables.h"
 #include "checkpoint/checkpoint_state.h"
 #include "framework/graph/graph.h"
 #include "framework/ops/state_ops.h"
 #include "framework/runtime/session.h"
 
 namespace tandem::checkpoint {
-
-// Where a saved variable lies in a partitioned logical tensor.
-struct PartitionInfo {
-  std::string full_name;
-  Dims full_shape;
-  Dims offset;
-};
 
 struct SaverOptions {
   // Checkpoints listed in the state file; older ones are deleted. <= 0: keep all on
@@ -144,21 +142,13 @@ class Saver {
     std::string prefix;               // The string placeholder of the prefix.
     std::string global_step;          // The int64 placeholder of the step.
     std::vector<std::string> shards;  // Each SaveShard's output (its bytes), by shard.
+    std::string restore_all;          // Runs every RestoreShard, then every assignment.
   };
-  // Why a restore failed: the checkpoint cannot be read (fall back to an older one) or
-  // it does not fit the model (report).
-  enum class FailureKind { kNone, kUnreadable, kMismatch };
-
   Saver(SaverOptions options, std::vector<SavedVariable> vars,
         std::vector<std::string> shard_devices, std::string restore_op, SaveOps save_ops);
-  absl::StatusOr<std::vector<Tensor>> LoadValues(const std::string& prefix,
-                                                 FailureKind* kind) const;
-  // A variable stored under another layout (see LoadValues): the slice of `full` a part
-  // covers, or a whole variable assembled from parts.
-  absl::StatusOr<Tensor> ReadRelayout(CheckpointReader& reader, const std::string& prefix,
-                                      const SavedVariable& v, const std::string& full,
-                                      FailureKind* kind) const;
-  absl::Status RestoreImpl(Session* session, const std::string& prefix, FailureKind* kind);
+  // The variables as LoadVariables describes them.
+  std::vector<VariableToLoad> LoadSpecs() const;
+  absl::Status RestoreImpl(Session* session, const std::string& prefix, LoadFailure* kind);
 
   const SaverOptions options_;
   const std::vector<SavedVariable> vars_;

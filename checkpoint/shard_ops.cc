@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/checkpoint_index.h"
+#include "checkpoint/load_variables.h"
 #include "checkpoint/safetensors.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
@@ -76,6 +77,59 @@ class SaveShardKernel : public OpKernel {
   std::string device_;
 };
 
+class RestoreShardKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    const AttrMap& a = node.attrs();
+    TANDEM_ASSIGN_OR_RETURN(auto names, GetAttr<std::vector<std::string>>(a, "names"));
+    TANDEM_ASSIGN_OR_RETURN(auto dtypes, GetAttr<std::vector<DType>>(a, "dtypes"));
+    TANDEM_ASSIGN_OR_RETURN(auto shapes, GetAttr<std::vector<PartialShape>>(a, "shapes"));
+    TANDEM_ASSIGN_OR_RETURN(auto full_names, GetAttr<std::vector<std::string>>(a, "full_names"));
+    TANDEM_ASSIGN_OR_RETURN(auto full_shapes, GetAttr<std::vector<PartialShape>>(a, "full_shapes"));
+    TANDEM_ASSIGN_OR_RETURN(auto offsets, GetAttr<std::vector<int64_t>>(a, "offsets"));
+    max_parallel_reads_ = static_cast<int>(GetAttrOr<int64_t>(a, "max_parallel_reads", 8));
+    const size_t n = names.size();
+    if (dtypes.size() != n || shapes.size() != n || full_names.size() != n ||
+        full_shapes.size() != n) {
+      return absl::InvalidArgumentError("RestoreShard: attrs of different lengths");
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < n; ++i) {
+      VariableToLoad v{names[i], dtypes[i], shapes[i], std::nullopt};
+      if (!full_names[i].empty()) {
+        const int rank = full_shapes[i].rank();
+        if (rank < 0 || at + rank > offsets.size()) {
+          return absl::InvalidArgumentError("RestoreShard: offsets do not match full_shapes");
+        }
+        v.part = PartitionInfo{full_names[i], full_shapes[i].dims(),
+                               Dims(offsets.begin() + at, offsets.begin() + at + rank)};
+        at += rank;
+      }
+      vars_.push_back(std::move(v));
+    }
+    if (static_cast<int>(n) != node.num_outputs()) {
+      return absl::InvalidArgumentError("RestoreShard: one output per variable");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext& ctx) override {
+    const Tensor& prefix = ctx.input(0);
+    if (prefix.dtype() != DType::kString || prefix.NumElements() != 1) {
+      return ctx.Error("needs a string prefix scalar");
+    }
+    LoadFailure kind;
+    TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> values,
+                            LoadVariables(prefix.StringAt(0), vars_, max_parallel_reads_, &kind));
+    for (size_t i = 0; i < values.size(); ++i) ctx.set_output(static_cast<int>(i), std::move(values[i]));
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<VariableToLoad> vars_;
+  int max_parallel_reads_ = 8;
+};
+
 }  // namespace
 
 void EnsureCheckpointOps() {
@@ -98,7 +152,34 @@ void EnsureCheckpointOps() {
            return absl::OkStatus();
          },
          .strings = true});  // The prefix.
+    OpRegistry::Global()->Register(
+        {.name = kRestoreShardOp,
+         .min_inputs = 1,
+         .max_inputs = 1,
+         .default_attrs = {{"names", std::vector<std::string>{}},
+                           {"dtypes", std::vector<DType>{}},
+                           {"shapes", std::vector<PartialShape>{}},
+                           {"full_names", std::vector<std::string>{}},
+                           {"full_shapes", std::vector<PartialShape>{}},
+                           {"offsets", std::vector<int64_t>{}},
+                           {"max_parallel_reads", int64_t{8}}},
+         .stateful = true,
+         .infer = [](InferenceContext& ctx) -> absl::Status {
+           TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(0, DType::kString));
+           TANDEM_ASSIGN_OR_RETURN(auto dtypes, ctx.GetAttr<std::vector<DType>>("dtypes"));
+           TANDEM_ASSIGN_OR_RETURN(auto shapes, ctx.GetAttr<std::vector<PartialShape>>("shapes"));
+           if (dtypes.size() != shapes.size()) return ctx.Error("dtypes and shapes differ in length");
+           for (size_t i = 0; i < dtypes.size(); ++i) {
+             if (dtypes[i] == DType::kString || dtypes[i] == DType::kResource) {
+               return ctx.Error("variables of strings or resources are not restored");
+             }
+             ctx.AddOutput(dtypes[i], shapes[i]);
+           }
+           return absl::OkStatus();
+         },
+         .strings = true});  // The prefix.
     KernelRegistry::Global()->Register<SaveShardKernel>(kSaveShardOp, kDeviceCpu);
+    KernelRegistry::Global()->Register<RestoreShardKernel>(kRestoreShardOp, kDeviceCpu);
   });
 }
 

@@ -1,17 +1,23 @@
 // checkpoint/shard_ops.h
 //
-// SaveShard: the op with which a Saver writes each shard of a checkpoint on the device
-// of the shard's variables, so that a variable's value never leaves its task to be
-// saved (TensorFlow's sharded SaveV2 per device): a parameter server writes its parts
-// of a table itself, into the model directory, which every task of a job sees (a shared
-// filesystem, as TensorFlow requires). The chief writes only the index and the state
-// file afterwards.
+// SaveShard and RestoreShard: the ops with which a Saver writes and reads each shard of
+// a checkpoint on the device of the shard's variables, so that a variable's value never
+// leaves its task to be saved or restored (TensorFlow's sharded SaveV2 / RestoreV2 per
+// device): a parameter server writes and reads its parts of a table itself, in the
+// model directory, which every task of a job sees (a shared filesystem, as TensorFlow
+// requires). The chief writes only the index and the state file.
 //
 //   SaveShard(prefix: string scalar, global_step: int64 scalar, v_0 .. v_k-1)
 //       -> bytes: int64 scalar (the values' total bytes)
 //   attrs: names (list of k strings), shard, num_shards (the file is
 //   ShardFileName(prefix, shard, num_shards) beside the prefix), device (recorded in the
 //   file's metadata, as Saver's shards always did).
+//
+//   RestoreShard(prefix: string scalar) -> v_0 .. v_k-1
+//   attrs: names, dtypes, shapes (the variables), full_names ("" for a whole variable),
+//   full_shapes, offsets (flattened, one per dimension of each part's full shape),
+//   max_parallel_reads. LoadVariables (checkpoint/load_variables.h) with its errors;
+//   each output is checked (dtype, shape, CRC) before any is produced.
 //
 // EnsureCheckpointOps registers the op and its CPU kernel in the global registries
 // once; Saver::Create calls it, and so must every process that may host a shard's
@@ -24,6 +30,7 @@
 namespace tandem::checkpoint {
 
 inline constexpr char kSaveShardOp[] = "SaveShard";
+inline constexpr char kRestoreShardOp[] = "RestoreShard";
 
 void EnsureCheckpointOps();
 

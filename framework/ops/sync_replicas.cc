@@ -74,6 +74,14 @@ void RegisterScalarInputOp(OpRegistry* r, const char* name, AttrMap attrs, DType
                }});
 }
 
+// The accumulator's shape, and the local step and replica (int64 scalars, inputs 0
+// and 1) that both apply-gradient ops take first.
+absl::Status ApplyGradientInputs(InferenceContext& ctx, PartialShape* shape) {
+  TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, shape));
+  TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt64));
+  return ScalarOf(ctx, 1, DType::kInt64);
+}
+
 }  // namespace
 
 void RegisterSyncReplicasOps(OpRegistry* r) {
@@ -90,9 +98,7 @@ void RegisterSyncReplicasOps(OpRegistry* r) {
                .stateful = true,
                .infer = [](InferenceContext& ctx) -> absl::Status {
                  PartialShape shape;
-                 TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
-                 TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt64));
-                 TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 1, DType::kInt64));
+                 TANDEM_RETURN_IF_ERROR(ApplyGradientInputs(ctx, &shape));
                  TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(2, DType::kFloat));
                  if (!shape.IsCompatibleWith(ctx.input_shape(2))) {
                    return ctx.Error(absl::StrCat("the gradient must have the accumulator's shape ",
@@ -109,9 +115,7 @@ void RegisterSyncReplicasOps(OpRegistry* r) {
                .stateful = true,
                .infer = [](InferenceContext& ctx) -> absl::Status {
                  PartialShape shape;
-                 TANDEM_RETURN_IF_ERROR(AccumulatorShape(ctx, &shape));
-                 TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 0, DType::kInt64));
-                 TANDEM_RETURN_IF_ERROR(ScalarOf(ctx, 1, DType::kInt64));
+                 TANDEM_RETURN_IF_ERROR(ApplyGradientInputs(ctx, &shape));
                  if (ctx.input_dtype(2) != DType::kInt32 && ctx.input_dtype(2) != DType::kInt64) {
                    return ctx.Error("the indices must be int32 or int64");
                  }

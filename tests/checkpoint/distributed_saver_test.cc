@@ -4,7 +4,8 @@
 // writes the shard of its own variables (SaveShard on its CPU), so saving a table
 // split over two ps tasks moves only the prefix and the step across the network, not
 // the table; initialising it moves none either (each part's initializer runs on its
-// ps); the shards name their devices, and the checkpoint restores.
+// ps); the shards name their devices, and restoring moves none either (each ps reads
+// its own parts: RestoreShard).
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,7 +90,10 @@ TEST(DistributedSaverTest, EachPsWritesItsOwnPartsAndTheTableNeverCrossesTheNetw
   }
 
   ASSERT_TRUE((*session)->Run({}, {}, zero_parts).ok());
-  ASSERT_TRUE((*saver)->Restore(session->get(), *prefix).ok());
+  const int64_t sent_before_restore = BytesSent();
+  absl::Status restored = (*saver)->Restore(session->get(), *prefix);
+  ASSERT_TRUE(restored.ok()) << restored;
+  EXPECT_LT(BytesSent() - sent_before_restore, kRows * kDim * 4 / 16) << "bytes sent restoring";
   auto after_sum = (*session)->Run({}, {probe.name()});
   ASSERT_TRUE(after_sum.ok()) << after_sum.status();
   EXPECT_EQ((*after_sum)[0].data<float>()[0], (*before_sum)[0].data<float>()[0]);

@@ -111,19 +111,32 @@ class CollectiveKernel : public AsyncOpKernel {
   Tensor buffer_ ABSL_GUARDED_BY(mu_);  // The last packed buffer.
 };
 
-class CollectiveAllReduceKernel : public CollectiveKernel {
+// The kernels with an "average" attr: the sum times 1 / group size when set.
+class AveragingKernel : public CollectiveKernel {
  public:
   absl::Status Init(const Node& node) override {
     average_ = GetAttrOr<bool>(node.attrs(), "average", true);
     return CollectiveKernel::Init(node);
   }
 
+ protected:
+  float Scale(const CollectiveExecutor& ex) const {
+    return average_ ? 1.0f / static_cast<float>(ex.size()) : 1.0f;
+  }
+
+ private:
+  bool average_ = true;
+};
+
+class CollectiveAllReduceKernel : public AveragingKernel {
+ public:
+
   void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
     CollectiveExecutor* ex = Group(ctx, done);
     if (ex == nullptr) return;
     std::vector<size_t> offsets;
     Tensor packed = Packed(ctx, DType::kFloat, &offsets);
-    const float scale = average_ ? 1.0f / static_cast<float>(ex->size()) : 1.0f;
+    const float scale = Scale(*ex);
     ex->AllReduceSum(
         instance_key_, packed,
         Finish(ctx, std::move(done),
@@ -137,9 +150,6 @@ class CollectiveAllReduceKernel : public CollectiveKernel {
                }),
         scale);
   }
-
- private:
-  bool average_ = true;
 };
 
 class CollectiveBroadcastKernel : public CollectiveKernel {
@@ -167,12 +177,8 @@ class CollectiveBroadcastKernel : public CollectiveKernel {
 // indices, n * row_elems floats. Every replica sums the gathered rows the same way (rank
 // order, then the order within a replica) into ascending unique rows, so all of them
 // hold the same bits.
-class CollectiveAllGatherRowsKernel : public CollectiveKernel {
+class CollectiveAllGatherRowsKernel : public AveragingKernel {
  public:
-  absl::Status Init(const Node& node) override {
-    average_ = GetAttrOr<bool>(node.attrs(), "average", true);
-    return CollectiveKernel::Init(node);
-  }
 
   void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
     CollectiveExecutor* ex = Group(ctx, done);
@@ -200,7 +206,7 @@ class CollectiveAllGatherRowsKernel : public CollectiveKernel {
     if (n * row > 0) {
       std::memcpy(head + 2 + n, values.data<float>(), n * row * sizeof(float));
     }
-    const float scale = average_ ? 1.0f / static_cast<float>(ex->size()) : 1.0f;
+    const float scale = Scale(*ex);
     ex->AllGather(
         instance_key_, std::move(mine),
         [&ctx, done = std::move(done), scale, row,
@@ -281,8 +287,6 @@ class CollectiveAllGatherRowsKernel : public CollectiveKernel {
     ctx.set_output(1, std::move(values));
     return absl::OkStatus();
   }
-
-  bool average_ = true;
 };
 
 }  // namespace

@@ -260,6 +260,19 @@ class AccumulatorKernel : public OpKernel {
   absl::StatusOr<std::shared_ptr<GradientAccumulator>> Get(OpKernelContext& ctx) const {
     return ref_.Get(ctx);
   }
+  // The take kernels' input 0, num_required (int32; at least 1).
+  static absl::StatusOr<int64_t> Required(const OpKernelContext& ctx) {
+    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt32, "num_required"));
+    return std::max<int64_t>(1, ctx.input(0).scalar<int32_t>());
+  }
+  // FAILED_PRECONDITION naming the counts when `acc` (locked) holds fewer than
+  // `required` gradients.
+  absl::Status EnoughAccumulated(const GradientAccumulator& acc, int64_t required) const {
+    if (acc.count >= required) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(ref_.name, ": ", acc.count,
+                                                      " gradients accumulated at step ", acc.step,
+                                                      ", ", required, " required"));
+  }
   AccumulatorRef ref_;
 };
 
@@ -303,15 +316,10 @@ class AccumulatorApplyGradientKernel : public AccumulatorKernel {
 class AccumulatorTakeGradientKernel : public AccumulatorKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt32, "num_required"));
-    const int64_t required = std::max<int64_t>(1, ctx.input(0).scalar<int32_t>());
+    TANDEM_ASSIGN_OR_RETURN(const int64_t required, Required(ctx));
     TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
     std::lock_guard<std::mutex> lock(acc->mu);
-    if (acc->count < required) {
-      return absl::FailedPreconditionError(absl::StrCat(ref_.name, ": ", acc->count,
-                                                        " gradients accumulated at step ",
-                                                        acc->step, ", ", required, " required"));
-    }
+    TANDEM_RETURN_IF_ERROR(EnoughAccumulated(*acc, required));
     Tensor mean = std::move(acc->sum);
     float* m = mean.data<float>();
     const float scale = 1.0f / static_cast<float>(acc->count);
@@ -390,15 +398,10 @@ class SparseAccumulatorApplyGradientKernel : public AccumulatorKernel {
 class SparseAccumulatorTakeGradientKernel : public AccumulatorKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt32, "num_required"));
-    const int64_t required = std::max<int64_t>(1, ctx.input(0).scalar<int32_t>());
+    TANDEM_ASSIGN_OR_RETURN(const int64_t required, Required(ctx));
     TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
     std::lock_guard<std::mutex> lock(acc->mu);
-    if (acc->count < required) {
-      return absl::FailedPreconditionError(absl::StrCat(ref_.name, ": ", acc->count,
-                                                        " gradients accumulated at step ",
-                                                        acc->step, ", ", required, " required"));
-    }
+    TANDEM_RETURN_IF_ERROR(EnoughAccumulated(*acc, required));
     std::vector<std::pair<int64_t, int64_t>> rows(acc->row_at.begin(), acc->row_at.end());
     std::sort(rows.begin(), rows.end());
     const int64_t width = RowWidth(ref_.shape);
