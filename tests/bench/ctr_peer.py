@@ -23,11 +23,11 @@ import time
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn as nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from free_port import free_port  # noqa: E402
+from ddp_spawn import leave, spawn_replicas  # noqa: E402
 
 
 class Ctr(nn.Module):
@@ -90,9 +90,7 @@ def replica(rank, a, port):
     except BaseException:
         dist.destroy_process_group()
         raise
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    leave()
 
 
 def main():
@@ -106,21 +104,7 @@ def main():
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--timeout", type=float, default=600)
     a = p.parse_args()
-    ctx = mp.spawn(replica, args=(a, free_port()), nprocs=a.procs, join=False)
-    deadline = time.monotonic() + a.timeout
-    try:
-        while not ctx.join(timeout=1):
-            if time.monotonic() > deadline:
-                print(f"ctr_peer: no result after {a.timeout:.0f} s, stopping", file=sys.stderr)
-                for proc in ctx.processes:
-                    if proc.is_alive():
-                        proc.kill()
-                sys.exit(1)
-    except KeyboardInterrupt:
-        for proc in ctx.processes:
-            if proc.is_alive():
-                proc.kill()
-        raise
+    spawn_replicas(replica, (a, free_port()), a.procs, a.timeout, "ctr_peer")
 
 
 if __name__ == "__main__":

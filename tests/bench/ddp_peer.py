@@ -19,13 +19,13 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_peer import Cnn, autocast, fashion_mlp, load_idx  # noqa: E402  (the same models)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from free_port import free_port  # noqa: E402
+from ddp_spawn import leave, spawn_replicas  # noqa: E402
 
 
 def idx_path(data_dir, name):
@@ -93,11 +93,7 @@ def replica(rank, a, port):
     except BaseException:
         dist.destroy_process_group()
         raise
-    # Torch 1.13's gloo teardown (destroy_process_group, interpreter exit) can spin
-    # forever in a process without a terminal once its peer has gone: leave at once.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    leave()
 
 
 def main():
@@ -116,23 +112,7 @@ def main():
                    help="seconds: the process group's timeout and the whole run's deadline")
     a = p.parse_args()
     port = free_port()
-    ctx = mp.spawn(replica, args=(a, port), nprocs=a.procs, join=False)
-    deadline = time.monotonic() + a.timeout
-    try:
-        # join() raises ProcessRaisedException / ProcessExitedException (and terminates
-        # the other processes) when one fails; it returns True once all have exited.
-        while not ctx.join(timeout=1):
-            if time.monotonic() > deadline:
-                print(f"ddp_peer: no result after {a.timeout:.0f} s, stopping", file=sys.stderr)
-                for proc in ctx.processes:
-                    if proc.is_alive():
-                        proc.kill()
-                sys.exit(1)
-    except KeyboardInterrupt:
-        for proc in ctx.processes:
-            if proc.is_alive():
-                proc.kill()
-        raise
+    spawn_replicas(replica, (a, port), a.procs, a.timeout, "ddp_peer")
 
 
 if __name__ == "__main__":

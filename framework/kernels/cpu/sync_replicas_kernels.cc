@@ -260,6 +260,26 @@ class AccumulatorKernel : public OpKernel {
   absl::StatusOr<std::shared_ptr<GradientAccumulator>> Get(OpKernelContext& ctx) const {
     return ref_.Get(ctx);
   }
+  // The apply kernels' inputs 0 and 1: local_step and replica (int64 scalars).
+  static absl::Status StepAndReplica(const OpKernelContext& ctx) {
+    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt64, "local_step"));
+    return ScalarInput(ctx, 1, DType::kInt64, "replica");
+  }
+  // Adds one replica's gradient (`add`, under the lock) when the accumulator admits it
+  // (inputs local_step and replica), then wakes the waiters that completes.
+  template <typename Add>
+  static void Accumulate(OpKernelContext& ctx, GradientAccumulator& acc, Add add) {
+    std::vector<std::shared_ptr<Waiter>> ready;
+    {
+      std::lock_guard<std::mutex> lock(acc.mu);
+      if (acc.Admit(ctx.input(0).scalar<int64_t>(), ctx.input(1).scalar<int64_t>())) {
+        add(acc);
+        ++acc.count;
+        ready = acc.waiters.TakeReady();
+      }
+    }
+    FinishAll(ready);
+  }
   // The take kernels' input 0, num_required (int32; at least 1).
   static absl::StatusOr<int64_t> Required(const OpKernelContext& ctx) {
     TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt32, "num_required"));
@@ -280,32 +300,22 @@ class AccumulatorKernel : public OpKernel {
 class AccumulatorApplyGradientKernel : public AccumulatorKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt64, "local_step"));
-    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 1, DType::kInt64, "replica"));
+    TANDEM_RETURN_IF_ERROR(StepAndReplica(ctx));
     const Tensor& grad = ctx.input(2);
     if (grad.dtype() != DType::kFloat || grad.shape() != ref_.shape) {
       return ctx.Error(absl::StrCat("gradient must be float32", ref_.shape.DebugString(), ", got ",
                                     DTypeName(grad.dtype()), grad.shape().DebugString()));
     }
     TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
-    const int64_t local_step = ctx.input(0).scalar<int64_t>();
-    const int64_t replica = ctx.input(1).scalar<int64_t>();
-    std::vector<std::shared_ptr<Waiter>> ready;
-    {
-      std::lock_guard<std::mutex> lock(acc->mu);
-      if (acc->Admit(local_step, replica)) {
-        if (acc->count == 0) {
-          acc->sum = grad.DeepCopy();
-        } else {
-          float* sum = acc->sum.data<float>();
-          const float* g = grad.data<float>();
-          for (int64_t i = 0; i < grad.NumElements(); ++i) sum[i] += g[i];
-        }
-        ++acc->count;
-        ready = acc->waiters.TakeReady();
+    Accumulate(ctx, *acc, [&](GradientAccumulator& a) {
+      if (a.count == 0) {
+        a.sum = grad.DeepCopy();
+        return;
       }
-    }
-    FinishAll(ready);
+      float* sum = a.sum.data<float>();
+      const float* g = grad.data<float>();
+      for (int64_t i = 0; i < grad.NumElements(); ++i) sum[i] += g[i];
+    });
     return absl::OkStatus();
   }
 };
@@ -341,8 +351,7 @@ int64_t RowWidth(const TensorShape& shape) {
 class SparseAccumulatorApplyGradientKernel : public AccumulatorKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt64, "local_step"));
-    TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 1, DType::kInt64, "replica"));
+    TANDEM_RETURN_IF_ERROR(StepAndReplica(ctx));
     const Tensor& indices = ctx.input(2);
     const Tensor& values = ctx.input(3);
     const int64_t width = RowWidth(ref_.shape);
@@ -367,27 +376,18 @@ class SparseAccumulatorApplyGradientKernel : public AccumulatorKernel {
       }
     }
     TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
-    const int64_t local_step = ctx.input(0).scalar<int64_t>();
-    const int64_t replica = ctx.input(1).scalar<int64_t>();
-    std::vector<std::shared_ptr<Waiter>> ready;
-    {
-      std::lock_guard<std::mutex> lock(acc->mu);
-      if (acc->Admit(local_step, replica)) {
-        const float* v = values.data<float>();
-        for (int64_t i = 0; i < n; ++i) {
-          auto [it, added] = acc->row_at.try_emplace(index(i), acc->row_sums.size());
-          if (added) {
-            acc->row_sums.insert(acc->row_sums.end(), v + i * width, v + (i + 1) * width);
-          } else {
-            float* sum = acc->row_sums.data() + it->second;
-            for (int64_t k = 0; k < width; ++k) sum[k] += v[i * width + k];
-          }
+    Accumulate(ctx, *acc, [&](GradientAccumulator& a) {
+      const float* v = values.data<float>();
+      for (int64_t i = 0; i < n; ++i) {
+        auto [it, added] = a.row_at.try_emplace(index(i), a.row_sums.size());
+        if (added) {
+          a.row_sums.insert(a.row_sums.end(), v + i * width, v + (i + 1) * width);
+        } else {
+          float* sum = a.row_sums.data() + it->second;
+          for (int64_t k = 0; k < width; ++k) sum[k] += v[i * width + k];
         }
-        ++acc->count;
-        ready = acc->waiters.TakeReady();
       }
-    }
-    FinishAll(ready);
+    });
     return absl::OkStatus();
   }
 };
