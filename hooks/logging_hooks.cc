@@ -2,16 +2,15 @@
 // FinalOpsHook.
 #include "hooks/logging_hooks.h"
 
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "framework/core/status.h"
+#include "framework/tensor/tensor_format.h"
 #include "glog/logging.h"
 #include "hooks/internal/hook_util.h"
 #include "hooks/summary.h"
@@ -64,35 +63,11 @@ absl::Status StepCounterHook::AfterRun(SessionRunContext& context, const Session
 
 namespace {
 
-std::string FormatNumber(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::kInt64:
-      return absl::StrCat(t.data<int64_t>()[i]);
-    case DType::kInt32:
-      return absl::StrCat(t.data<int32_t>()[i]);
-    case DType::kUInt8:
-      return absl::StrCat(static_cast<int>(t.data<uint8_t>()[i]));
-    case DType::kBool:
-      return t.data<bool>()[i] ? "True" : "False";
-    case DType::kFloat: {
-      // The shortest text that reads back as the same float32 (as NumPy prints it), so
-      // that logged losses can be compared exactly.
-      char buf[32];
-      auto r = std::to_chars(buf, buf + sizeof(buf), t.data<float>()[i]);
-      return std::string(buf, r.ptr);
-    }
-    case DType::kString:
-      return absl::StrCat("b'", absl::CHexEscape(t.StringAt(i)), "'");  // As NumPy prints bytes.
-    default:
-      return absl::StrFormat("%g", t.ValueAsDouble(i));
-  }
-}
-
 // Appends dimension `dim` of `t` from flat element `offset` as a nested list, printing
 // at most *budget numbers.
 void AppendNested(const Tensor& t, int dim, int64_t offset, int64_t* budget, std::string* out) {
   if (dim == t.rank()) {
-    absl::StrAppend(out, FormatNumber(t, offset));
+    absl::StrAppend(out, FormatElement(t, offset));
     --*budget;
     return;
   }
@@ -196,7 +171,7 @@ absl::Status NanTensorHook::AfterRun(SessionRunContext& context, const SessionRu
   const double v = loss.ValueAsDouble(0);
   if (std::isfinite(v)) return absl::OkStatus();
   const std::string message =
-      absl::StrCat("Model diverged with loss = ", FormatNumber(loss, 0), " (", loss_tensor_, ")");
+      absl::StrCat("Model diverged with loss = ", FormatElement(loss, 0), " (", loss_tensor_, ")");
   if (fail_on_nan_loss_) {
     LOG(ERROR) << message;
     return absl::InternalError(absl::StrCat("NaN loss during training. ", message));

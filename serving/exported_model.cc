@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/safetensors.h"
+#include "checkpoint/shard_ops.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/graph/graph.h"
-#include "framework/ops/standard_ops.h"
 
 namespace tandem::serving {
 namespace {
@@ -129,7 +129,9 @@ absl::StatusOr<std::unique_ptr<ExportedModel>> ExportedModel::Load(const std::st
   if (!def.ParseFromString(graph_bytes)) {
     return absl::DataLossError(absl::StrCat(graph_path, ": not a GraphDef"));
   }
-  ops::EnsureStandardOps();  // A process that only serves has built no graph yet.
+  // A process that only serves has built no graph yet; the graph holds the ops of the
+  // exporting Saver (SaveShard, RestoreShard) beside the standard ones.
+  checkpoint::EnsureCheckpointOps();
   absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromGraphDef(def, OpRegistry::Global());
   if (!graph.ok()) return AnnotateStatus(graph.status(), graph_path);
   for (const auto* infos : {&sig.inputs, &sig.outputs}) {

@@ -17,6 +17,7 @@
 #include "checkpoint/checkpoint_index.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
+#include "framework/tensor/tensor_format.h"
 #include "checkpoint/safetensors.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
@@ -206,21 +207,6 @@ absl::Status ListCheckpoint(const std::string& prefix, std::ostream& out) {
   return first_error;
 }
 
-std::string FormatValue(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::kInt64:
-      return absl::StrCat(t.data<int64_t>()[i]);
-    case DType::kInt32:
-      return absl::StrCat(t.data<int32_t>()[i]);
-    case DType::kUInt8:
-      return absl::StrCat(static_cast<int>(t.data<uint8_t>()[i]));
-    case DType::kBool:
-      return t.data<bool>()[i] ? "true" : "false";
-    default:
-      return absl::StrFormat("%.7g", t.ValueAsDouble(i));
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<ResolvedPath> Resolve(const std::string& path_arg) {
@@ -330,7 +316,7 @@ absl::Status Dump(const std::string& path, const std::string& name, int64_t limi
   const int64_t shown = limit < 0 ? n : std::min(limit, n);
   if (shown > 0) {
     std::string line = "[";
-    for (int64_t i = 0; i < shown; ++i) absl::StrAppend(&line, i ? ", " : "", FormatValue(t, i));
+    for (int64_t i = 0; i < shown; ++i) absl::StrAppend(&line, i ? ", " : "", FormatElement(t, i));
     if (shown < n) absl::StrAppend(&line, ", ... (", n - shown, " more)");
     out << line << "]\n";
   }

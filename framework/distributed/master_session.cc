@@ -209,10 +209,9 @@ absl::StatusOr<std::shared_ptr<MasterSession::Plan>> MasterSession::BuildPlan(
   TANDEM_ASSIGN_OR_RETURN(auto partitions, PartitionGraph(*sub, popts));
 
   auto plan = std::make_shared<Plan>();
-  plan->feeds = feeds;
   for (const std::string& f : feeds) {
     TANDEM_ASSIGN_OR_RETURN(Output o, graph_->FindOutput(f));
-    plan->feed_dtypes.push_back(o.dtype());
+    plan->feeds.push_back({f, o.dtype(), o.shape()});
   }
   for (auto& [device, def] : partitions) {
     Part part;
@@ -324,20 +323,10 @@ absl::Status MasterSession::Run(const WireMessage<proto::RunStepRequest>& reques
   std::vector<std::string> targets(req.target().begin(), req.target().end());
   TANDEM_ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, GetPlan(feeds, fetches, targets));
   // Fed values in the plan's sorted order, checked against the graph.
-  std::vector<Tensor> sorted(plan->feeds.size());
-  for (int i = 0; i < req.feed_size(); ++i) {
-    size_t k =
-        std::lower_bound(plan->feeds.begin(), plan->feeds.end(), req.feed(i)) - plan->feeds.begin();
-    if (k >= plan->feeds.size() || plan->feeds[k] != req.feed(i) || sorted[k].IsInitialized()) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", req.feed(i), "' is fed twice"));
-    }
-    if (request.tensors[i].dtype() != plan->feed_dtypes[k]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot feed a ", DTypeName(request.tensors[i].dtype()), " value to tensor '",
-          req.feed(i), "', which has dtype ", DTypeName(plan->feed_dtypes[k])));
-    }
-    sorted[k] = request.tensors[i];
-  }
+  FeedMap fed;
+  fed.reserve(req.feed_size());
+  for (int i = 0; i < req.feed_size(); ++i) fed.emplace_back(req.feed(i), request.tensors[i]);
+  TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> sorted, ArrangeFeeds(plan->feeds, fed));
   return RunPlan(*plan, sorted, req, response);
 }
 

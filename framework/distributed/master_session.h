@@ -29,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "framework/distributed/master_interface.h"
 #include "framework/graph/graph.h"
+#include "framework/runtime/feeds.h"
 
 namespace tandem {
 
@@ -79,8 +80,7 @@ class MasterSession {
     proto::GraphDef def;             // Until it is registered.
   };
   struct Plan {
-    std::vector<std::string> feeds;  // Sorted.
-    std::vector<DType> feed_dtypes;
+    std::vector<FeedEndpoint> feeds;  // Sorted by name.
     std::vector<Part> parts;
     std::vector<std::string> tasks;  // The distinct tasks of `parts`.
   };

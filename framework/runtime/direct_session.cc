@@ -118,9 +118,8 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Executable>> DirectSession::
   auto exec = std::make_shared<Executable>();
   for (const std::string& f : feeds) {
     TANDEM_ASSIGN_OR_RETURN(Output o, graph_->FindOutput(f));
-    exec->feed_endpoints.push_back(o);
+    exec->feeds.push_back({f, o.dtype(), o.shape()});
   }
-  exec->feeds = feeds;
   TANDEM_RETURN_IF_ERROR(CreateExecutors(std::move(sub), exec.get()));
   executables_[key] = exec;
   return std::shared_ptr<const Executable>(exec);
@@ -208,23 +207,8 @@ absl::StatusOr<std::vector<Tensor>> DirectSession::Run(const FeedMap& feeds,
   std::vector<std::string> names;
   for (const auto& [name, value] : feeds) names.push_back(name);
   TANDEM_ASSIGN_OR_RETURN(auto exec, GetExecutable(names, fetches, targets));
-  // Arrange fed values in the executable's (sorted) order and check them.
-  std::vector<Tensor> args(exec->feeds.size());
-  for (const auto& [name, value] : feeds) {
-    size_t i = std::lower_bound(exec->feeds.begin(), exec->feeds.end(), name) - exec->feeds.begin();
-    const Output& endpoint = exec->feed_endpoints[i];
-    if (value.dtype() != endpoint.dtype()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot feed a ", DTypeName(value.dtype()), " value to tensor '", name,
-                       "', which has dtype ", DTypeName(endpoint.dtype())));
-    }
-    if (!endpoint.shape().IsCompatibleWith(PartialShape(value.shape()))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot feed a value of shape ", value.shape().DebugString(), " to tensor '",
-                       name, "', which has shape ", endpoint.shape().DebugString()));
-    }
-    args[i] = value;
-  }
+  // Fed values in the executable's (sorted) order, checked against the graph.
+  TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> args, ArrangeFeeds(exec->feeds, feeds));
   std::vector<Tensor> rets;
   ExecutorArgs ea;
   ea.step_id = next_step_id_.fetch_add(1);

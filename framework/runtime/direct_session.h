@@ -26,6 +26,7 @@
 #include "framework/graph/graph.h"
 #include "framework/runtime/device.h"
 #include "framework/runtime/executor.h"
+#include "framework/runtime/feeds.h"
 #include "framework/runtime/prepare_graph.h"
 #include "framework/runtime/session.h"
 
@@ -52,8 +53,7 @@ class DirectSession : public Session {
   struct Executable {
     // One per device; executors[0] runs on the CPU and holds the _Arg and _Retval nodes.
     std::vector<std::unique_ptr<Executor>> executors;
-    std::vector<std::string> feeds;      // Sorted: the order of _Arg indices.
-    std::vector<Output> feed_endpoints;  // In the session graph, same order.
+    std::vector<FeedEndpoint> feeds;  // Sorted by name: the order of _Arg indices.
   };
   DirectSession(const SessionOptions& options, std::unique_ptr<DeviceMgr> devices);
   // Prepares `graph`'s new nodes (prepare_graph.h), adds and places them.
