@@ -18,7 +18,6 @@ import argparse
 import datetime
 import os
 import sys
-import time
 
 import numpy as np
 import torch
@@ -27,7 +26,7 @@ import torch.nn as nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from free_port import free_port  # noqa: E402
-from ddp_spawn import leave, spawn_replicas  # noqa: E402
+from ddp_spawn import group_rate, leave, spawn_replicas  # noqa: E402
 
 
 class Ctr(nn.Module):
@@ -73,17 +72,8 @@ def replica(rank, a, port):
             loss.backward()  # DDP all-reduces the gradients here (the table's as sparse).
             opt.step()
 
-        for _ in range(a.warmup):
-            step()
-        dist.barrier()
-        start = time.perf_counter()
-        for _ in range(a.steps):
-            step()
-        dist.barrier()
-        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+        eps = group_rate(step, a.warmup, a.steps, a.procs * a.batch)
         if rank == 0:
-            eps = a.procs * a.batch * a.steps / elapsed.item()
             print(f"ctr_peer procs={a.procs} buckets={a.buckets} examples_per_second={eps:.0f}",
                   flush=True)
         dist.barrier()

@@ -15,7 +15,6 @@ import argparse
 import datetime
 import os
 import sys
-import time
 
 import torch
 import torch.distributed as dist
@@ -25,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_peer import Cnn, autocast, fashion_mlp, load_idx  # noqa: E402  (the same models)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from free_port import free_port  # noqa: E402
-from ddp_spawn import leave, spawn_replicas  # noqa: E402
+from ddp_spawn import group_rate, leave, spawn_replicas  # noqa: E402
 
 
 def idx_path(data_dir, name):
@@ -77,17 +76,8 @@ def replica(rank, a, port):
             loss.backward()  # DDP all-reduces the gradients here.
             opt.step()
 
-        for _ in range(a.warmup):
-            step()
-        dist.barrier()
-        start = time.perf_counter()
-        for _ in range(a.steps):
-            step()
-        dist.barrier()
-        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+        eps = group_rate(step, a.warmup, a.steps, a.procs * a.batch)
         if rank == 0:
-            eps = a.procs * a.batch * a.steps / elapsed.item()
             print(f"ddp procs={a.procs} examples_per_second={eps:.0f}", flush=True)
         dist.barrier()
     except BaseException:

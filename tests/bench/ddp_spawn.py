@@ -3,6 +3,9 @@
 spawn_replicas(replica, args, procs, timeout, name): runs replica(rank, *args) in `procs`
 processes (torch.multiprocessing), kills them all when one fails, after `timeout`
 seconds (exit 1, naming `name`) or on Ctrl-C.
+group_rate(step, warmup, steps, examples_per_step): in every replica, runs `warmup` then
+`steps` calls of step() between barriers; returns the group's examples/s, timed by the
+slowest replica.
 leave(): ends a replica process at once after flushing its output: torch's gloo
 teardown (destroy_process_group, interpreter exit) can spin forever in a process
 without a terminal once its peer has gone.
@@ -11,6 +14,8 @@ import os
 import sys
 import time
 
+import torch
+import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
@@ -34,6 +39,19 @@ def spawn_replicas(replica, args, procs, timeout, name):
     except KeyboardInterrupt:
         kill_all()
         raise
+
+
+def group_rate(step, warmup, steps, examples_per_step):
+    for _ in range(warmup):
+        step()
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    dist.barrier()
+    elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+    return examples_per_step * steps / elapsed.item()
 
 
 def leave():

@@ -280,18 +280,21 @@ class AccumulatorKernel : public OpKernel {
     }
     FinishAll(ready);
   }
-  // The take kernels' input 0, num_required (int32; at least 1).
-  static absl::StatusOr<int64_t> Required(const OpKernelContext& ctx) {
+  // Runs `take` on the accumulator, under its lock, once it holds num_required (input
+  // 0, int32; at least 1) gradients; FAILED_PRECONDITION naming the counts before.
+  template <typename Take>
+  absl::Status TakeWhenEnough(OpKernelContext& ctx, Take take) const {
     TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt32, "num_required"));
-    return std::max<int64_t>(1, ctx.input(0).scalar<int32_t>());
-  }
-  // FAILED_PRECONDITION naming the counts when `acc` (locked) holds fewer than
-  // `required` gradients.
-  absl::Status EnoughAccumulated(const GradientAccumulator& acc, int64_t required) const {
-    if (acc.count >= required) return absl::OkStatus();
-    return absl::FailedPreconditionError(absl::StrCat(ref_.name, ": ", acc.count,
-                                                      " gradients accumulated at step ", acc.step,
-                                                      ", ", required, " required"));
+    const int64_t required = std::max<int64_t>(1, ctx.input(0).scalar<int32_t>());
+    TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
+    std::lock_guard<std::mutex> lock(acc->mu);
+    if (acc->count < required) {
+      return absl::FailedPreconditionError(absl::StrCat(ref_.name, ": ", acc->count,
+                                                        " gradients accumulated at step ",
+                                                        acc->step, ", ", required, " required"));
+    }
+    take(*acc);
+    return absl::OkStatus();
   }
   AccumulatorRef ref_;
 };
@@ -326,18 +329,15 @@ class AccumulatorApplyGradientKernel : public AccumulatorKernel {
 class AccumulatorTakeGradientKernel : public AccumulatorKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_ASSIGN_OR_RETURN(const int64_t required, Required(ctx));
-    TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
-    std::lock_guard<std::mutex> lock(acc->mu);
-    TANDEM_RETURN_IF_ERROR(EnoughAccumulated(*acc, required));
-    Tensor mean = std::move(acc->sum);
-    float* m = mean.data<float>();
-    const float scale = 1.0f / static_cast<float>(acc->count);
-    for (int64_t i = 0; i < mean.NumElements(); ++i) m[i] *= scale;
-    acc->Clear();
-    ++acc->step;
-    ctx.set_output(0, std::move(mean));
-    return absl::OkStatus();
+    return TakeWhenEnough(ctx, [&](GradientAccumulator& acc) {
+      Tensor mean = std::move(acc.sum);
+      float* m = mean.data<float>();
+      const float scale = 1.0f / static_cast<float>(acc.count);
+      for (int64_t i = 0; i < mean.NumElements(); ++i) m[i] *= scale;
+      acc.Clear();
+      ++acc.step;
+      ctx.set_output(0, std::move(mean));
+    });
   }
 };
 
@@ -398,30 +398,27 @@ class SparseAccumulatorApplyGradientKernel : public AccumulatorKernel {
 class SparseAccumulatorTakeGradientKernel : public AccumulatorKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_ASSIGN_OR_RETURN(const int64_t required, Required(ctx));
-    TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
-    std::lock_guard<std::mutex> lock(acc->mu);
-    TANDEM_RETURN_IF_ERROR(EnoughAccumulated(*acc, required));
-    std::vector<std::pair<int64_t, int64_t>> rows(acc->row_at.begin(), acc->row_at.end());
-    std::sort(rows.begin(), rows.end());
-    const int64_t width = RowWidth(ref_.shape);
-    const int64_t m = static_cast<int64_t>(rows.size());
-    Tensor indices(DType::kInt64, TensorShape({m}));
-    std::vector<int64_t> dims = ref_.shape.dims();
-    dims[0] = m;
-    Tensor values(DType::kFloat, TensorShape(dims));
-    const float scale = 1.0f / static_cast<float>(acc->count);
-    for (int64_t r = 0; r < m; ++r) {
-      indices.data<int64_t>()[r] = rows[r].first;
-      const float* sum = acc->row_sums.data() + rows[r].second;
-      float* out = values.data<float>() + r * width;
-      for (int64_t k = 0; k < width; ++k) out[k] = sum[k] * scale;
-    }
-    acc->Clear();
-    ++acc->step;
-    ctx.set_output(0, std::move(indices));
-    ctx.set_output(1, std::move(values));
-    return absl::OkStatus();
+    return TakeWhenEnough(ctx, [&](GradientAccumulator& acc) {
+      std::vector<std::pair<int64_t, int64_t>> rows(acc.row_at.begin(), acc.row_at.end());
+      std::sort(rows.begin(), rows.end());
+      const int64_t width = RowWidth(ref_.shape);
+      const int64_t m = static_cast<int64_t>(rows.size());
+      Tensor indices(DType::kInt64, TensorShape({m}));
+      std::vector<int64_t> dims = ref_.shape.dims();
+      dims[0] = m;
+      Tensor values(DType::kFloat, TensorShape(dims));
+      const float scale = 1.0f / static_cast<float>(acc.count);
+      for (int64_t r = 0; r < m; ++r) {
+        indices.data<int64_t>()[r] = rows[r].first;
+        const float* sum = acc.row_sums.data() + rows[r].second;
+        float* out = values.data<float>() + r * width;
+        for (int64_t k = 0; k < width; ++k) out[k] = sum[k] * scale;
+      }
+      acc.Clear();
+      ++acc.step;
+      ctx.set_output(0, std::move(indices));
+      ctx.set_output(1, std::move(values));
+    });
   }
 };
 
