@@ -10,13 +10,6 @@
 namespace tandem::checkpoint {
 namespace {
 
-std::string Dirname(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 // Copies the block of shape `block` at `src_offset` in `src` (of `src_shape`) to
 // `dst_offset` in `dst` (of `dst_shape`), innermost rows at a time. The caller checked
 // that the block lies inside both.
@@ -64,7 +57,7 @@ absl::StatusOr<const SafetensorsFile*> CheckpointReader::Shard(const std::string
   auto it = shards_.find(file);
   if (it != shards_.end()) return it->second.get();
   TANDEM_ASSIGN_OR_RETURN(SafetensorsFile shard,
-                          SafetensorsFile::Open(env::JoinPath(Dirname(prefix_), file)));
+                          SafetensorsFile::Open(env::JoinPath(PrefixDir(prefix_), file)));
   auto owned = std::make_unique<SafetensorsFile>(std::move(shard));
   const SafetensorsFile* raw = owned.get();
   shards_.emplace(file, std::move(owned));

@@ -16,12 +16,6 @@
 namespace tandem::checkpoint {
 namespace {
 
-std::string Dirname(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 // Runs fn(i) for i in [0, n), on up to `max_threads` threads when n > 1.
 void ParallelRun(int n, int max_threads, const std::function<void(int)>& fn) {
   if (n <= 1 || max_threads <= 1) {
@@ -132,7 +126,7 @@ absl::StatusOr<std::vector<Tensor>> LoadVariables(const std::string& prefix,
     return plan.status();
   }
 
-  const std::string dir = Dirname(prefix);
+  const std::string dir = PrefixDir(prefix);
   std::vector<absl::StatusOr<SafetensorsFile>> shards;
   shards.reserve(plan->shard_files.size());
   for (size_t k = 0; k < plan->shard_files.size(); ++k) {

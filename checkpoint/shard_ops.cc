@@ -19,13 +19,6 @@
 namespace tandem::checkpoint {
 namespace {
 
-// The directory part of a checkpoint prefix ("." for a bare name).
-std::string DirOf(const std::string& prefix) {
-  const size_t slash = prefix.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : prefix.substr(0, slash);
-}
-
 class SaveShardKernel : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
@@ -58,7 +51,7 @@ class SaveShardKernel : public OpKernel {
       tensors.emplace_back(names_[i], ctx.input(static_cast<int>(i) + 2));
       bytes += static_cast<int64_t>(tensors.back().second.TotalBytes());
     }
-    const std::string dir = DirOf(prefix);
+    const std::string dir = PrefixDir(prefix);
     TANDEM_RETURN_IF_ERROR(ctx.Annotate(env::MakeDirs(dir)));
     const std::string path = env::JoinPath(
         dir, ShardFileName(prefix, static_cast<int>(shard_), static_cast<int>(num_shards_)));
