@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "absl/synchronization/mutex.h"
 #include "framework/distributed/rpc/grpc_util.h"
 
 namespace tandem {
@@ -15,6 +16,9 @@ void InitProcess(const ProcessOptions& options) {
   }
   if (options.grpc_transport_experiments) {
     setenv("GRPC_EXPERIMENTS", kGrpcTransportExperiments, /*overwrite=*/0);
+  }
+  if (!options.mutex_deadlock_detection) {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   }
 }
 

@@ -21,6 +21,11 @@ struct ProcessOptions {
   // environment already sets it (an empty value turns every experiment off). gRPC reads
   // the variable once, when it first needs an experiment, hence before any channel.
   bool grpc_transport_experiments = true;
+  // Debian's abseil is built without NDEBUG, so every absl::Mutex::Lock also updates
+  // a process-wide lock-order graph (deadlock detection) under one global lock: about
+  // 3% of a parameter-server cluster's CPU, and a point where every thread of the
+  // process meets. Off unless this is true (tests keep abseil's default).
+  bool mutex_deadlock_detection = false;
 };
 
 // Applies `options` to this process. Idempotent; call it from main(), before other
