@@ -8,9 +8,7 @@
 #include <string.h>
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,31 +16,24 @@
 #include "checkpoint/checkpoint_index.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
-#include "estimator/internal/collective_replicas.h"
 #include "estimator/internal/mode_graph.h"
 #include "estimator/internal/task_server.h"
+#include "estimator/internal/training_strategy.h"
 #include "estimator/internal/warm_start.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
 #include "framework/core/termination.h"
 #include "framework/core/thread_pool.h"
-#include "framework/distributed/cluster_control.h"
-#include "framework/distributed/new_session.h"
-#include "framework/distributed/peer_watch.h"
-#include "framework/distributed/replica_device_setter.h"
 #include "framework/distributed/server.h"
 #include "framework/ops/array_ops.h"
-#include "framework/ops/collective_ops.h"
 #include "framework/ops/optimizer.h"
 #include "framework/ops/state_ops.h"
 #include "framework/ops/summary_ops.h"
-#include "framework/ops/sync_replicas.h"
 #include "framework/runtime/device.h"
 #include "glog/logging.h"
 #include "hooks/logging_hooks.h"
 #include "hooks/stop_hooks.h"
 #include "hooks/summary_writer.h"
-#include "hooks/sync_replicas_hook.h"
 
 namespace tandem {
 namespace {
@@ -53,10 +44,6 @@ using internal::OpenInput;
 
 // Consecutive recoverable step failures (ABORTED/UNAVAILABLE) tolerated before giving up.
 constexpr int kMaxConsecutiveRecoveries = 10;
-// How long creating a session on a cluster waits for the ps tasks to answer, and in
-// slices of how long (between them it looks whether training ended elsewhere).
-constexpr int64_t kWaitForClusterMs = 300000;
-constexpr int64_t kWaitSliceMs = 30000;
 
 // The CPU threads this process's steps compute on (data::ScopedStepCpuThreads): the
 // session's intra-op threads, or 0 (none) when its steps run on GPUs. A task of a
@@ -65,29 +52,6 @@ int StepCpuThreads(const RunConfig& config) {
   if (!config.is_distributed() && LocalGpuCount(config.num_gpus()) > 0) return 0;
   return ThreadPool::DefaultSize(
       config.session_config() ? config.session_config()->intra_op_parallelism_threads : 0);
-}
-
-// A session in this process, or (on_cluster) one to this task's master that sees the
-// devices the RunConfig's filters name.
-SessionOptions MakeSessionOptions(const RunConfig& config, bool on_cluster) {
-  SessionOptions so;
-  so.precision = config.precision();
-  if (config.session_config()) {
-    so.inter_op_threads = config.session_config()->inter_op_parallelism_threads;
-    so.intra_op_threads = config.session_config()->intra_op_parallelism_threads;
-    so.allow_soft_placement = config.session_config()->allow_soft_placement;
-    if (on_cluster) so.device_filters = config.session_config()->device_filters;
-  }
-  if (!config.is_distributed()) {
-    so.num_gpus = config.num_gpus();
-    so.gpu_memory_fraction = config.gpu_memory_fraction();
-  }
-  if (on_cluster) {
-    so.target = config.master();
-    so.wait_for_workers_ms = kWaitForClusterMs;
-    so.operation_timeout_ms = config.operation_timeout_secs() * 1000;
-  }
-  return so;
 }
 
 checkpoint::SaverOptions MakeSaverOptions(const RunConfig& config) {
@@ -106,90 +70,6 @@ std::unique_ptr<ChiefSessionCreator> RestoringCreator(const SessionCreatorOption
   return std::make_unique<ChiefSessionCreator>(options, model_dir, "");
 }
 
-// The sync replicas hook of this task: the chief's runner sessions come from
-// `factory`; missing replicas are the chief and worker tasks that do not answer.
-SyncReplicasHookOptions SyncReplicasOptionsFor(const RunConfig& config,
-                                               const SyncReplicasSettings& sync,
-                                               const SessionFactory& factory,
-                                               const TransportSecurity& security) {
-  SyncReplicasHookOptions o;
-  o.is_chief = config.is_chief();
-  o.replica_id = config.replica_index().value_or(0);
-  o.total_num_replicas = config.num_worker_replicas();
-  o.replicas_to_aggregate =
-      sync.replicas_to_aggregate > 0 ? sync.replicas_to_aggregate : o.total_num_replicas;
-  o.on_missing = sync.continue_when_missing ? SyncReplicasHookOptions::OnMissing::kContinue
-                                            : SyncReplicasHookOptions::OnMissing::kWait;
-  o.patience_secs = sync.patience_secs;
-  o.factory = factory;
-  o.session_options = MakeSessionOptions(config, /*on_cluster=*/true);
-  o.summary_dir = config.model_dir();
-  const TaskId self = config.task();
-  o.missing_replicas =
-      [replicas = TasksOf(config.cluster_spec(), {kJobChief, kJobMaster, kJobWorker}, &self),
-       security] {
-        std::vector<std::string> missing;
-        for (const WatchedTask& t : replicas) {
-          if (!ProbeTask(t.address, security, /*timeout_ms=*/2000).ok()) {
-            missing.push_back(t.Describe());
-          }
-        }
-        return missing;
-      };
-  return o;
-}
-
-// `base`, waiting for the cluster's tasks in slices of kWaitSliceMs: between them, once
-// `over()` says training ended elsewhere (a task thawed or restarted after the chief
-// saved the final checkpoint and shut the ps tasks down), the wait ends UNAVAILABLE
-// saying so, and the caller's max_steps check ends training.
-SessionFactory WaitingInSlices(SessionFactory base, std::function<bool()> over) {
-  return [base = std::move(base), over = std::move(over)](const proto::GraphDef& def,
-                                                          const SessionOptions& so) {
-    SessionOptions slice = so;
-    slice.wait_for_workers_ms = std::min<int64_t>(kWaitSliceMs, so.wait_for_workers_ms);
-    const int64_t deadline = env::NowMicros() / 1000 + so.wait_for_workers_ms;
-    while (true) {
-      absl::StatusOr<std::unique_ptr<Session>> s = base(def, slice);
-      if (s.ok() || !IsLostTaskError(s.status()) || env::NowMicros() / 1000 >= deadline) return s;
-      if (over()) {
-        return absl::StatusOr<std::unique_ptr<Session>>(absl::UnavailableError(
-            absl::StrCat("training ended elsewhere while this task waited for the cluster: ",
-                         s.status().message())));
-      }
-    }
-  };
-}
-
-// Names the tasks a training task of a ps cluster waits on when they stop answering:
-// the ps tasks, and the chief (a worker) or the workers (the chief).
-std::unique_ptr<PeerWatch> WatchPeers(const RunConfig& config, const TransportSecurity& security) {
-  const ClusterSpec& cluster = config.cluster_spec();
-  const TaskId self = config.task();
-  std::vector<WatchedTask> tasks = TasksOf(cluster, {kJobPs}, &self);
-  for (WatchedTask& t : config.is_chief() ? TasksOf(cluster, {kJobWorker}, &self)
-                                          : TasksOf(cluster, {kJobChief, kJobMaster}, &self)) {
-    tasks.push_back(std::move(t));
-  }
-  PeerWatchOptions options;
-  options.waiter = absl::StrCat(self.job, ":", self.index);
-  return std::make_unique<PeerWatch>(std::move(tasks), security, options);
-}
-
-// The names the collective replicas' group formation and checks need; adds the
-// variable broadcast to the graph.
-absl::StatusOr<internal::ReplicaVariables> CollectiveReplicaVariables(ModeGraph& g) {
-  internal::ReplicaVariables v;
-  TANDEM_ASSIGN_OR_RETURN(std::vector<ops::Variable> vars,
-                          ops::VariablesInCollection(g.root.graph(), ops::kGlobalVariables));
-  TANDEM_ASSIGN_OR_RETURN(Node * broadcast, ops::BroadcastVariables(g.root, vars));
-  v.broadcast_op = broadcast->name();
-  v.global_step = g.global_step.value().name();
-  for (const ops::Variable& var : vars) v.reads.push_back(var.value().name());
-  v.fingerprint = ops::CollectiveFingerprint(*g.root.graph());
-  return v;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions options) {
@@ -199,15 +79,17 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
   }
   std::unique_ptr<Estimator> e(new Estimator(std::move(options)));
   const RunConfig& config = e->options_.config;
+  e->strategy_ = internal::ChooseStrategy(e->options_);
+  const bool collective = e->strategy_ == Strategy::kCollective;
   if (config.TrainsOnCluster()) {
-    if (config.num_ps_replicas() == 0 && !e->options_.collective) {
+    if (config.num_ps_replicas() == 0 && !collective) {
       return ConfigError(absl::StrCat(
           "Estimator: the cluster ", config.cluster_spec().DebugString(),
           " has training tasks but no ps task; train with collective all-reduce "
           "(EstimatorOptions::collective, [distribute] strategy = \"collective\") or add ps "
           "tasks"));
     }
-    if (config.num_ps_replicas() > 0 && e->options_.collective) {
+    if (config.num_ps_replicas() > 0 && collective) {
       return ConfigError(
           absl::StrCat("Estimator: collective all-reduce replicas mirror the "
                        "variables, but the cluster ",
@@ -264,8 +146,7 @@ class TrainRun {
         config_(e.options_.config),
         input_fn_(input_fn),
         options_(options),
-        on_cluster_(config_.TrainsOnCluster()),
-        collective_(on_cluster_ && e.options_.collective.has_value()) {}
+        strategy_(internal::MakeTrainingStrategy(e.strategy_, Env())) {}
 
   absl::StatusOr<int64_t> Run() {
     TANDEM_RETURN_IF_ERROR(Check());
@@ -308,44 +189,46 @@ class TrainRun {
         in_, internal::OpenInputFn(input_fn_, ModeKey::kTrain, e_.train_input_context_,
                                    StepCpuThreads(e_.options_.config)));
     TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(e_.options_, ModeKey::kTrain, in_.FeatureSpec(),
-                                                    in_.LabelSpec(), on_cluster_, &g_));
+                                                    in_.LabelSpec(), strategy_.get(), &g_));
     TANDEM_RETURN_IF_ERROR(e_.options_.params.CheckEveryKeyRead());
     ops::summary::Scalar(g_.root, "loss", g_.spec.loss);
     return g_.root.status();
   }
 
-  // On a cluster: this task's server, and either the collective group or the ps
-  // strategy's session factory and the watch of the tasks this one waits on.
+  // What the strategy needs before the session: on a cluster, this task's server and
+  // the collective group or the ps tasks' session factory.
   absl::Status SetUpCluster() {
     factory_ = e_.options_.session_factory;
-    if (collective_) {
+    return strategy_->SetUp(g_, &factory_);
+  }
+
+  // What the strategy may use of the Estimator and of this call.
+  internal::StrategyEnv Env() {
+    internal::StrategyEnv env;
+    env.options = &e_.options_;
+    env.server = [this]() -> absl::StatusOr<Server*> {
       TANDEM_RETURN_IF_ERROR(e_.EnsureServer());
-      group_ = e_.server_->collective();
-      TANDEM_RETURN_IF_ERROR(internal::ConfigureCollectiveGroup(
-          config_, e_.options_.collective->timeout_secs, group_));
-      TANDEM_ASSIGN_OR_RETURN(replica_vars_, CollectiveReplicaVariables(g_));
-      if (!factory_) factory_ = internal::SharedSessionFactory(group_);
-      LOG(INFO) << "Training as collective replica " << group_->rank() << " of " << group_->size()
-                << " (" << e_.server_->task_name() << "); global batch = " << group_->size()
-                << " x the per-replica batch; " << InputPipeline();
-    } else if (on_cluster_) {
-      TANDEM_RETURN_IF_ERROR(e_.EnsureServer());
-      if (!factory_) {
-        factory_ = [security = e_.options_.security](const proto::GraphDef& def,
-                                                     const SessionOptions& so) {
-          return NewSession(def, so, security);
-        };
+      return e_.server_.get();
+    };
+    env.finished_elsewhere = FinishedElsewhere();
+    env.input_pipeline = InputPipeline();
+    return env;
+  }
+
+  // The one test of whether training ended elsewhere, for the strategy and the
+  // session's recovery policy: the checkpoint at max_steps exists (the chief saved it
+  // and may have shut the ps tasks down); sets finished_at. Empty without max_steps.
+  std::function<bool()> FinishedElsewhere() {
+    if (!options_.max_steps) return nullptr;
+    return [this] {
+      std::optional<std::pair<std::string, int64_t>> final = e_.FinalCheckpoint(options_.max_steps);
+      if (!final) return false;
+      if (!finished_at_) {
+        LOG(INFO) << "Training reached max_steps elsewhere (checkpoint " << final->first << ").";
       }
-      if (options_.max_steps) {
-        factory_ = WaitingInSlices(std::move(factory_), [this] {
-          return e_.FinalCheckpoint(options_.max_steps).has_value();
-        });
-      }
-      watch_ = WatchPeers(config_, e_.options_.security);
-      LOG(INFO) << "Training as " << e_.server_->task_name() << " on a cluster of "
-                << config_.cluster_spec().TotalTasks() << " tasks; " << InputPipeline();
-    }
-    return absl::OkStatus();
+      finished_at_ = final->second;
+      return true;
+    };
   }
 
   std::string InputPipeline() const {
@@ -383,70 +266,44 @@ class TrainRun {
                                                          {"step", g_.global_step.value().name()}},
         Every::Steps(config_.log_step_count_steps())));
     mts.hooks.insert(mts.hooks.end(), g_.spec.training_hooks.begin(), g_.spec.training_hooks.end());
-    if (collective_) {
-      mts.hooks.push_back(std::make_shared<internal::ReplicaCheckHook>(
-          group_, replica_vars_, e_.options_.collective->check_replicas_steps));
-    }
-    if (on_cluster_ && !collective_ && e_.options_.sync_replicas) {
-      mts.hooks.push_back(std::make_shared<SyncReplicasHook>(SyncReplicasOptionsFor(
-          config_, *e_.options_.sync_replicas, factory_, e_.options_.security)));
-    }
     mts.chief_only_hooks = g_.spec.training_chief_hooks;
-    if (config_.checkpoints_enabled()) {
-      Every every = config_.save_checkpoints_steps()
-                        ? Every::Steps(*config_.save_checkpoints_steps())
-                        : Every::Secs(*config_.save_checkpoints_secs());
-      mts.chief_only_hooks.push_back(std::make_shared<CheckpointSaverHook>(
-          e_.model_dir(), every, scaffold.get(), options_.saving_listeners));
-    }
-    // The estimator adds its own checkpoint hook (with the listeners) above.
+    // MonitoredTrainingSession's checkpoint hook, with the caller's listeners.
     mts.save_checkpoint_secs.reset();
     mts.save_checkpoint_steps.reset();
+    // It saves every save_checkpoints_steps when positive, else every _secs.
+    mts.save_checkpoint_steps = config_.save_checkpoints_steps();
+    if (config_.save_checkpoints_secs()) {
+      mts.save_checkpoint_secs = static_cast<double>(*config_.save_checkpoints_secs());
+    }
+    mts.saving_listeners = options_.saving_listeners;
     mts.save_summaries_steps = config_.save_summary_steps();
     mts.log_step_count_steps = config_.log_step_count_steps();
-    mts.session_options = MakeSessionOptions(config_, on_cluster_ && !collective_);
     mts.factory = factory_;
-    mts.keep_ready_variables = on_cluster_;
-    if (collective_) {
-      mts.initialize_locally = true;
-      mts.after_restore = internal::FormGroupAndBroadcast(group_, replica_vars_, kWaitForClusterMs);
-    }
+    mts.recovery.create_attempts = strategy_->RecoversLostTasks() ? kMaxConsecutiveRecoveries : 1;
+    mts.recovery.max_consecutive_failures = kMaxConsecutiveRecoveries;
+    mts.recovery.finished_elsewhere = FinishedElsewhere();
+    strategy_->Configure(mts);
     return mts;
   }
 
   // The monitored session; null (with finished_at) when training ended elsewhere. On a
-  // cluster a task may die while this one creates its session (a ps restarting): that
-  // is recoverable here as it is between steps.
+  // cluster a task may die while this one creates its session (a ps restarting): the
+  // session's recovery policy (SessionOptionsWithHooks) retries as it does between steps.
   absl::StatusOr<std::unique_ptr<MonitoredSession>> CreateSession(
       const MonitoredTrainingSessionOptions& mts) {
-    for (int attempt = 1;; ++attempt) {
-      absl::StatusOr<std::unique_ptr<MonitoredSession>> created =
-          NewMonitoredTrainingSession(g_.root.graph(), mts);
-      if (created.ok() || !on_cluster_ || !IsLostTaskError(created.status()) ||
-          attempt >= kMaxConsecutiveRecoveries || termination::Requested()) {
-        return created;
-      }
-      if (auto final = e_.FinalCheckpoint(options_.max_steps)) {
-        LOG(INFO) << "Training reached max_steps elsewhere (checkpoint " << final->first
-                  << ") while this task created its session: " << created.status();
-        finished_at_ = final->second;
-        return std::unique_ptr<MonitoredSession>();
-      }
-      LOG(WARNING) << "Creating the training session failed (attempt " << attempt << " of "
-                   << kMaxConsecutiveRecoveries << "), retrying in a second: " << created.status();
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
+    TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> session,
+                            NewMonitoredTrainingSession(g_.root.graph(), mts));
+    if (session->finished_elsewhere()) return std::unique_ptr<MonitoredSession>();
+    return session;
   }
 
   // Steps until a hook stops training, the input ends, a signal comes or training ends
-  // elsewhere; recoverable step errors (a lost task) are retried in a re-created session.
+  // elsewhere; a step that failed with a lost task and was recovered (the session
+  // re-created) is followed by the next batch.
   absl::Status Loop(MonitoredSession& session) {
     const SessionRunRequest base{{}, {}, {g_.spec.train_op->name()}};
-    int failures = 0;
     while (!session.ShouldStop()) {
-      // A collective replica goes on until every replica has seen the signal
-      // (internal::ReplicaCheckHook), so that they all stop after the same step.
-      if (termination::Requested() && !collective_) {
+      if (termination::Requested() && strategy_->StopsAtSignal()) {
         LOG(WARNING) << "Training stops: " << strsignal(termination::Signal())
                      << (config_.is_chief() ? " (writing a checkpoint first)" : "");
         break;
@@ -459,22 +316,12 @@ class TrainRun {
       SessionRunRequest request = base;
       request.feeds = Feeds(g_, *batch);
       absl::Status s = session.Run(request).status();
-      if (IsRecoverableStepError(s)) {
-        // A task of the cluster is gone. If the chief already saved the checkpoint at
-        // max_steps, training is over (the ps tasks may have been shut down).
-        if (auto final = e_.FinalCheckpoint(options_.max_steps)) {
-          LOG(INFO) << "Training reached max_steps elsewhere (checkpoint " << final->first
-                    << "): " << s;
-          finished_at_ = final->second;
-          break;
-        }
-        if (++failures <= kMaxConsecutiveRecoveries) {
-          LOG(WARNING) << "Training step failed, session recreated: " << s;
-          continue;
-        }
+      if (session.finished_elsewhere()) break;
+      if (!s.ok() && session.recovered()) {
+        LOG(WARNING) << "Training step failed, session recreated: " << s;
+        continue;
       }
       TANDEM_RETURN_IF_ERROR(s);
-      failures = 0;
       ++local_steps_;
     }
     if (!finished_at_ && session.raw_session() == nullptr && !termination::Requested()) {
@@ -508,12 +355,7 @@ class TrainRun {
                         : absl::StrCat("; the checkpoint could not be saved: ", closed.message())));
     }
     TANDEM_RETURN_IF_ERROR(closed);
-    if (collective_ && group_->StopAgreed()) {
-      return absl::AbortedError(
-          absl::StrCat("training stopped at global step ", global_step,
-                       ": another replica was asked to stop (SIGTERM or SIGINT)",
-                       config_.is_chief() ? "; checkpoint saved" : ""));
-    }
+    TANDEM_RETURN_IF_ERROR(strategy_->AfterClose(global_step));
     LOG(INFO) << "Training finished at global step " << global_step << " (" << local_steps_
               << " steps run by this task).";
     LOG(INFO) << "event=training_finished global_step=" << global_step
@@ -525,14 +367,10 @@ class TrainRun {
   const RunConfig& config_;
   const InputFn& input_fn_;
   const TrainOptions& options_;
-  const bool on_cluster_;
-  const bool collective_;
+  const std::unique_ptr<internal::TrainingStrategy> strategy_;
   OpenInput in_;
   ModeGraph g_;
   SessionFactory factory_;
-  CollectiveExecutor* group_ = nullptr;
-  internal::ReplicaVariables replica_vars_;
-  std::unique_ptr<PeerWatch> watch_;  // A ps cluster: names silent tasks while training.
   int64_t local_steps_ = 0;  // Steps this task ran (on a cluster, its share of global_step).
   std::optional<int64_t> finished_at_;  // Set when training ended elsewhere (or before).
 };
@@ -560,7 +398,7 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,
                                                 StepCpuThreads(options_.config)));
   ModeGraph g;
   TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(options_, ModeKey::kEval, in.FeatureSpec(),
-                                                  in.LabelSpec(), /*on_cluster=*/false, &g));
+                                                  in.LabelSpec(), /*strategy=*/nullptr, &g));
   if (g.spec.eval_metric_ops.count("loss")) {
     return absl::InvalidArgumentError(
         "EstimatorSpec: metric name 'loss' is reserved for the Estimator's mean loss");
@@ -584,7 +422,7 @@ absl::StatusOr<EvalResult> Estimator::Evaluate(const InputFn& input_fn,
 
   SessionCreatorOptions sco;
   sco.scaffold = g.spec.scaffold ? g.spec.scaffold : std::make_shared<Scaffold>();
-  sco.session_options = MakeSessionOptions(options_.config, /*on_cluster=*/false);
+  sco.session_options = internal::SessionOptionsFor(options_.config, /*cluster_master=*/false);
   sco.factory = options_.session_factory;
   LOG(INFO) << "Starting evaluation of " << checkpoint_path;
   auto creator = RestoringCreator(sco, model_dir(), latest ? "" : checkpoint_path);
@@ -643,7 +481,7 @@ absl::Status Estimator::Predict(const InputFn& input_fn, const PredictionCallbac
                                                 StepCpuThreads(options_.config)));
   ModeGraph g;
   TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(options_, ModeKey::kPredict, in.FeatureSpec(),
-                                                  in.LabelSpec(), /*on_cluster=*/false, &g));
+                                                  in.LabelSpec(), /*strategy=*/nullptr, &g));
   std::vector<std::string> keys, fetches;
   for (const auto& [key, tensor] : g.spec.predictions) {
     if (!options.predict_keys.empty() &&
@@ -669,7 +507,7 @@ absl::Status Estimator::Predict(const InputFn& input_fn, const PredictionCallbac
   }
   SessionCreatorOptions sco;
   sco.scaffold = g.spec.scaffold ? g.spec.scaffold : std::make_shared<Scaffold>();
-  sco.session_options = MakeSessionOptions(options_.config, /*on_cluster=*/false);
+  sco.session_options = internal::SessionOptionsFor(options_.config, /*cluster_master=*/false);
   sco.factory = options_.session_factory;
   std::vector<std::shared_ptr<SessionRunHook>> hooks = g.spec.prediction_hooks;
   hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());

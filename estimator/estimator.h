@@ -42,7 +42,9 @@
 // tasks, global_id_in_cluster} unless the options set one. Evaluate and Predict always
 // run in this process on the checkpoint (a DirectSession), whatever the cluster.
 //
-// With EstimatorOptions::collective, training on a cluster is MultiWorkerMirroredStrategy
+// The Strategy (estimator/strategy.h) is chosen once, by Create; each is one object
+// (estimator/internal/training_strategy.h). With the collective strategy
+// (EstimatorOptions::strategy, or ::collective set), training on a cluster is MultiWorkerMirroredStrategy
 // instead: every training task builds the whole graph on its own device, and the
 // optimizers average the gradients by all-reduce (ops::EnableCollectiveAllReduce) before
 // the same update runs everywhere. Every task restores or initialises its own copy; then
@@ -73,6 +75,7 @@
 #include "absl/status/statusor.h"
 #include "estimator/model.h"
 #include "estimator/run_config.h"
+#include "estimator/strategy.h"
 #include "framework/distributed/transport_security.h"
 #include "hooks/checkpoint_saver_hook.h"
 #include "hooks/monitored_session.h"
@@ -172,6 +175,9 @@ struct EstimatorOptions {
   // Set: training on a cluster uses collective all-reduce (the cluster must have no ps
   // task). Ignored by local training.
   std::optional<CollectiveSettings> collective;
+  // How training on a cluster is spread (estimator/strategy.h); unset: kCollective
+  // when `collective` is set, else kParameterServer. Local training ignores it.
+  std::optional<Strategy> strategy;
 };
 
 class Estimator {
@@ -216,6 +222,7 @@ class Estimator {
       std::optional<int64_t> max_steps) const;
 
   EstimatorOptions options_;
+  Strategy strategy_ = Strategy::kLocal;  // Chosen once, by Create.
   InputContext train_input_context_;
   std::unique_ptr<Server> server_;  // On a cluster, after the first Train.
 };

@@ -28,7 +28,7 @@ absl::StatusOr<std::string> Estimator::ExportSavedModel(const std::string& expor
   }
   internal::ModeGraph g;
   TANDEM_RETURN_IF_ERROR(internal::BuildModeGraph(options_, ModeKey::kPredict, inputs, std::nullopt,
-                                                  /*on_cluster=*/false, &g));
+                                                  /*strategy=*/nullptr, &g));
   serving::ExportGraphOptions eo;
   eo.model_name = options.model_name.empty() ? "model" : options.model_name;
   eo.inputs = g.features;

@@ -1,6 +1,6 @@
 // estimator/job_role.cc
 //
-// What a job's task does: JobConfig::UsesCollective and DescribeRole (job_config.h),
+// What a job's task does: JobConfig::strategy and DescribeRole (job_config.h),
 // from the resolved cluster, task and [distribute] section.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -9,10 +9,14 @@
 
 namespace tandem {
 
-bool JobConfig::UsesCollective() const {
+Strategy JobConfig::strategy() const {
   const std::string& s = distribute.strategy;
-  if (s == "collective" || s == "multi_worker_mirrored") return true;
-  return s == "auto" && cluster.NumTasks(kJobPs) == 0 && internal::TrainingTasks(cluster) > 1;
+  if (s == "collective" || s == "multi_worker_mirrored") return Strategy::kCollective;
+  if (cluster.TotalTasks() <= 1) return Strategy::kLocal;
+  if (s == "auto" && cluster.NumTasks(kJobPs) == 0) {
+    return internal::TrainingTasks(cluster) > 1 ? Strategy::kCollective : Strategy::kLocal;
+  }
+  return s == "none" ? Strategy::kLocal : Strategy::kParameterServer;
 }
 
 std::string JobConfig::DescribeRole() const {
@@ -43,7 +47,7 @@ std::string JobConfig::DescribeRole() const {
                         "): holds variables and applies updates until the chief "
                         "shuts it down");
   }
-  if (UsesCollective()) {
+  if (strategy() == Strategy::kCollective) {
     return absl::StrCat(type, " (", where, "), collective all-reduce replica ",
                         rc.replica_index().value_or(0), " of ", rc.num_worker_replicas(), ": ",
                         rc.is_chief() ? "initialises or restores and broadcasts the variables, "

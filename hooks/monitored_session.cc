@@ -1,6 +1,7 @@
 // hooks/monitored_session.cc
 #include "hooks/monitored_session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -219,8 +220,12 @@ absl::StatusOr<std::unique_ptr<Session>> WorkerSessionCreator::CreateSession(Gra
 // MonitoredSession
 
 MonitoredSession::MonitoredSession(Graph* graph, std::unique_ptr<SessionCreator> creator,
-                                   std::vector<std::shared_ptr<SessionRunHook>> hooks)
-    : graph_(graph), creator_(std::move(creator)), hooks_(std::move(hooks)) {}
+                                   std::vector<std::shared_ptr<SessionRunHook>> hooks,
+                                   RecoveryPolicy recovery)
+    : graph_(graph),
+      creator_(std::move(creator)),
+      hooks_(std::move(hooks)),
+      recovery_(std::move(recovery)) {}
 
 MonitoredSession::~MonitoredSession() {
   if (closed_ || session_ == nullptr) return;
@@ -230,7 +235,7 @@ MonitoredSession::~MonitoredSession() {
 
 absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(
     Graph* graph, std::unique_ptr<SessionCreator> creator,
-    std::vector<std::shared_ptr<SessionRunHook>> hooks) {
+    std::vector<std::shared_ptr<SessionRunHook>> hooks, RecoveryPolicy recovery) {
   if (graph == nullptr) return absl::InvalidArgumentError("MonitoredSession: null graph");
   if (creator == nullptr) return absl::InvalidArgumentError("MonitoredSession: null creator");
   for (const auto& hook : hooks) {
@@ -238,9 +243,58 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(
   }
   for (const auto& hook : hooks) TANDEM_RETURN_IF_ERROR(hook->Begin(graph));
   std::unique_ptr<MonitoredSession> ms(
-      new MonitoredSession(graph, std::move(creator), std::move(hooks)));
-  TANDEM_RETURN_IF_ERROR(ms->CreateAndNotify());
+      new MonitoredSession(graph, std::move(creator), std::move(hooks), std::move(recovery)));
+  absl::Status created = ms->CreateWithRetries();
+  if (!created.ok() && !ms->finished_elsewhere_) return created;
   return ms;
+}
+
+absl::Status MonitoredSession::CreateWithRetries() {
+  const int attempts = std::max(1, recovery_.create_attempts);
+  for (int attempt = 1;; ++attempt) {
+    absl::Status s = CreateAndNotify();
+    if (s.ok() || !IsLostTaskError(s) || EndedElsewhere()) return s;
+    if (attempt >= attempts || termination::Requested()) return s;
+    LOG(WARNING) << "Creating the session failed (attempt " << attempt << " of " << attempts
+                 << "), retrying in a second: " << s;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+bool MonitoredSession::EndedElsewhere() {
+  if (finished_elsewhere_) return true;
+  if (!recovery_.finished_elsewhere || !recovery_.finished_elsewhere()) return false;
+  finished_elsewhere_ = true;
+  stop_requested_ = true;
+  return true;
+}
+
+absl::Status MonitoredSession::Recover(const absl::Status& s) {
+  if (session_ != nullptr) {
+    absl::Status closed = session_->Close();
+    if (!closed.ok()) LOG(WARNING) << "Closing the failed session: " << closed;
+    session_.reset();
+  }
+  if (EndedElsewhere()) return s;
+  if (++consecutive_failures_ > recovery_.max_consecutive_failures) {
+    LOG(WARNING) << "MonitoredSession: " << recovery_.max_consecutive_failures
+                 << " failed steps in a row; giving up after: " << s;
+    return s;
+  }
+  recovered_ = true;
+  LOG(WARNING) << "MonitoredSession: recreating the session after: " << s;
+  absl::Status created = CreateWithRetries();
+  if (created.ok()) {
+    ++recoveries_;
+    LOG(INFO) << "event=session_recreated after=" << absl::StatusCodeToString(s.code())
+              << " recoveries=" << recoveries_;
+    return s;
+  }
+  if (!IsLostTaskError(created)) {
+    failed_ = true;
+    recovered_ = false;
+  }
+  return AnnotateStatus(created, absl::StrCat("recreating the session after \"", s.message(), "\""));
 }
 
 absl::Status MonitoredSession::CreateAndNotify() {
@@ -259,11 +313,20 @@ absl::Status MonitoredSession::CreateAndNotify() {
 
 absl::StatusOr<std::vector<Tensor>> MonitoredSession::Run(const SessionRunRequest& request) {
   if (closed_) return absl::FailedPreconditionError("MonitoredSession::Run after Close");
+  recovered_ = false;
+  if (finished_elsewhere_) {
+    return absl::FailedPreconditionError("MonitoredSession::Run: training ended on another task");
+  }
   if (session_ == nullptr) {
     // A previous recovery could not create the session: try again.
-    absl::Status s = CreateAndNotify();
+    absl::Status s = CreateWithRetries();
     if (!s.ok()) {
-      if (!IsLostTaskError(s)) failed_ = true;
+      if (!IsLostTaskError(s)) {
+        failed_ = true;
+      } else if (!EndedElsewhere() &&
+                 ++consecutive_failures_ <= recovery_.max_consecutive_failures) {
+        recovered_ = true;
+      }
       return s;
     }
     ++recoveries_;
@@ -302,25 +365,11 @@ absl::StatusOr<std::vector<Tensor>> MonitoredSession::Run(const SessionRunReques
     return absl::OkStatus();
   };
 
-  // The error of any phase: ABORTED/UNAVAILABLE/DEADLINE_EXCEEDED re-create the session (and are
-  // still returned); any other error but OUT_OF_RANGE marks the session failed (no End).
+  // The error of any phase: ABORTED/UNAVAILABLE/DEADLINE_EXCEEDED go to the recovery
+  // policy (and are still returned); any other error but OUT_OF_RANGE marks the
+  // session failed (no End).
   const auto fail = [&](absl::Status s) -> absl::Status {
-    if (IsRecoverableStepError(s)) {
-      LOG(WARNING) << "MonitoredSession: recreating the session after: " << s;
-      absl::Status closed = session_->Close();
-      if (!closed.ok()) LOG(WARNING) << "Closing the failed session: " << closed;
-      session_.reset();
-      absl::Status created = CreateAndNotify();
-      if (created.ok()) {
-        ++recoveries_;
-        LOG(INFO) << "event=session_recreated after=" << absl::StatusCodeToString(s.code())
-                  << " recoveries=" << recoveries_;
-        return s;
-      }
-      if (!IsLostTaskError(created)) failed_ = true;
-      return AnnotateStatus(created,
-                            absl::StrCat("recreating the session after \"", s.message(), "\""));
-    }
+    if (IsRecoverableStepError(s)) return Recover(s);
     // As TensorFlow: running off the end of the input is a normal end of training.
     if (!absl::IsOutOfRange(s)) failed_ = true;
     return s;
@@ -365,6 +414,7 @@ absl::StatusOr<std::vector<Tensor>> MonitoredSession::Run(const SessionRunReques
     if (!s.ok()) return fail(s);
   }
   if (context.stop_requested()) stop_requested_ = true;
+  consecutive_failures_ = 0;
 
   std::vector<Tensor> result;
   result.reserve(caller_index.size());
@@ -395,6 +445,39 @@ absl::Status MonitoredSession::Close() {
 
 namespace {
 
+// Forwards to a session it shares; Close leaves that session open.
+class ForwardingSession : public Session {
+ public:
+  explicit ForwardingSession(std::shared_ptr<Session> target) : target_(std::move(target)) {}
+  absl::Status Extend(const proto::GraphDef& graph) override { return target_->Extend(graph); }
+  absl::StatusOr<std::vector<Tensor>> Run(const FeedMap& feeds,
+                                          absl::Span<const std::string> fetches,
+                                          absl::Span<const std::string> targets,
+                                          const RunOptions& options,
+                                          RunMetadata* metadata) override {
+    return target_->Run(feeds, fetches, targets, options, metadata);
+  }
+  absl::Status Close() override { return absl::OkStatus(); }
+
+ private:
+  std::shared_ptr<Session> target_;
+};
+
+// `base`'s first session, made once, handed out as ForwardingSessions
+// (MonitoredTrainingSessionOptions::persistent_session); it lives as long as the factory.
+SessionFactory PersistentSessionFactory(SessionFactory base) {
+  auto shared = std::make_shared<std::shared_ptr<Session>>();
+  return [shared, base = std::move(base)](
+             const proto::GraphDef& def,
+             const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+    if (*shared == nullptr) {
+      TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, base(def, options));
+      *shared = std::move(s);
+    }
+    return std::unique_ptr<Session>(new ForwardingSession(*shared));
+  };
+}
+
 // A creator followed by a step of the caller's (MonitoredTrainingSessionOptions::after_restore).
 class ThenCreator : public SessionCreator {
  public:
@@ -421,6 +504,10 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
   creator_options.scaffold = scaffold;
   creator_options.session_options = options.session_options;
   creator_options.factory = options.factory;
+  if (options.persistent_session) {
+    creator_options.factory = PersistentSessionFactory(
+        options.factory ? options.factory : DefaultSessionFactory());
+  }
   creator_options.keep_ready_variables = options.keep_ready_variables;
 
   auto then =
@@ -437,7 +524,8 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
       creator =
           std::make_unique<WorkerSessionCreator>(std::move(creator_options), options.max_wait_secs);
     }
-    return MonitoredSession::Create(graph, then(std::move(creator)), std::move(options.hooks));
+    return MonitoredSession::Create(graph, then(std::move(creator)), std::move(options.hooks),
+                                    std::move(options.recovery));
   }
 
   // The chief writes the checkpoints of checkpoint_dir.
@@ -478,7 +566,7 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
   return MonitoredSession::Create(graph,
                                   then(std::make_unique<ChiefSessionCreator>(
                                       std::move(creator_options), options.checkpoint_dir)),
-                                  std::move(hooks));
+                                  std::move(hooks), std::move(options.recovery));
 }
 
 }  // namespace tandem

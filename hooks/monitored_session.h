@@ -15,13 +15,22 @@
 //     ShouldStop() is true once a hook requested a stop.
 //   Close(): End(session) of every hook (skipped after an error), then closes the session.
 //
-// Recovery: when a step (or a hook's session use) fails with ABORTED or UNAVAILABLE,
-// or DEADLINE_EXCEEDED (a step past its deadline: a task that stopped answering), the
-// session is closed and created again by the creator (the chief restores the latest
-// checkpoint), AfterCreateSession runs again, and the error is returned to the caller,
-// whose next Run goes to the new session (TensorFlow's _RecoverableSession retries the
-// step; tandem returns the error so the input batch is not silently replayed).
-// Any other error is returned and the session stays as it is.
+// Recovery, one RecoveryPolicy for creating the session and for the steps: when a step
+// (or a hook's session use) fails with ABORTED or UNAVAILABLE, or DEADLINE_EXCEEDED (a
+// step past its deadline: a task that stopped answering), the session is closed and
+// created again by the creator (the chief restores the latest checkpoint),
+// AfterCreateSession runs again, and the error is returned to the caller with
+// recovered() true: its next Run goes to the new session (TensorFlow's
+// _RecoverableSession retries the step; tandem returns the error so the input batch
+// is not silently replayed). A creation that fails with ABORTED or UNAVAILABLE is
+// tried again, a second apart, up to the policy's create_attempts (at Create and
+// after a failed step; a failed re-creation is tried again by the next Run). Past
+// max_consecutive_failures failed steps in a row the error is final (recovered()
+// false). After any such error the policy's finished_elsewhere predicate is asked
+// first: when training ended on another task, the session stops (ShouldStop,
+// finished_elsewhere()) instead of retrying, and Create returns such a stopped
+// session rather than the error. Any other error is returned and the session stays
+// as it is.
 //
 // Session creators separate the chief from the workers (the distributed seam):
 //   ChiefSessionCreator   with keep_ready_variables, nothing when every variable is
@@ -117,11 +126,24 @@ bool IsLostTaskError(const absl::Status& s);
 // operation_timeout_ms): a step failing so is retried in a re-created session.
 bool IsRecoverableStepError(const absl::Status& s);
 
+// How a MonitoredSession recovers from a lost task (file comment).
+struct RecoveryPolicy {
+  // Tries at creating a session when one fails with ABORTED or UNAVAILABLE, a second
+  // apart; 1: no second try. A SIGTERM (termination::Requested) ends the tries.
+  int create_attempts = 1;
+  // Failed steps in a row that re-create the session; the next one is final.
+  int max_consecutive_failures = 10;
+  // Asked after each lost-task error: true when training ended on another task (the
+  // chief saved the checkpoint at max_steps, and may have shut the ps tasks down).
+  // Empty: never.
+  std::function<bool()> finished_elsewhere;
+};
+
 class MonitoredSession {
  public:
   static absl::StatusOr<std::unique_ptr<MonitoredSession>> Create(
       Graph* graph, std::unique_ptr<SessionCreator> creator,
-      std::vector<std::shared_ptr<SessionRunHook>> hooks);
+      std::vector<std::shared_ptr<SessionRunHook>> hooks, RecoveryPolicy recovery = {});
   ~MonitoredSession();  // Closes (without calling End) if Close was not called.
   MonitoredSession(const MonitoredSession&) = delete;
   MonitoredSession& operator=(const MonitoredSession&) = delete;
@@ -135,11 +157,22 @@ class MonitoredSession {
   Session* raw_session() const { return session_.get(); }
   // How many times the session was re-created after ABORTED/UNAVAILABLE.
   int recoveries() const { return recoveries_; }
+  // The last Run failed with a lost-task error within the policy's budget: the caller
+  // may go on with its next step.
+  bool recovered() const { return recovered_; }
+  // Training ended on another task (the policy's predicate said so): ShouldStop.
+  bool finished_elsewhere() const { return finished_elsewhere_; }
 
  private:
   MonitoredSession(Graph* graph, std::unique_ptr<SessionCreator> creator,
-                   std::vector<std::shared_ptr<SessionRunHook>> hooks);
+                   std::vector<std::shared_ptr<SessionRunHook>> hooks, RecoveryPolicy recovery);
   absl::Status CreateAndNotify();
+  // CreateAndNotify, tried again after a lost-task error per the policy.
+  absl::Status CreateWithRetries();
+  // Asks the policy whether training ended elsewhere; if so, stops.
+  bool EndedElsewhere();
+  // After the lost-task error `s` of a step: stops, re-creates or gives up (file comment).
+  absl::Status Recover(const absl::Status& s);
 
   Graph* graph_;  // Not owned.
   std::unique_ptr<SessionCreator> creator_;
@@ -149,6 +182,10 @@ class MonitoredSession {
   bool closed_ = false;
   bool failed_ = false;  // A step or hook returned a non-recoverable error: Close skips End.
   int recoveries_ = 0;
+  const RecoveryPolicy recovery_;
+  int consecutive_failures_ = 0;
+  bool recovered_ = false;
+  bool finished_elsewhere_ = false;
 };
 
 struct MonitoredTrainingSessionOptions {
@@ -169,6 +206,13 @@ struct MonitoredTrainingSessionOptions {
   SessionOptions session_options;
   SessionFactory factory;
   double max_wait_secs = 7200;
+  // How the session recovers from a lost task.
+  RecoveryPolicy recovery;
+  // The factory's first session is kept for the MonitoredSession's life: re-creating
+  // the session after a lost task hands out the same one again (its variables stay;
+  // the creator finds them ready), and closing it leaves it open. The collective
+  // strategy's replicas hold their variables in their own process this way.
+  bool persistent_session = false;
   // Collective replicas: a task that is not the chief restores or initialises its own
   // variables as the chief does (without setting unreadable checkpoints aside) instead
   // of waiting for a chief to initialise shared ones.

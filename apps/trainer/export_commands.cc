@@ -42,14 +42,6 @@ std::shared_ptr<Exporter> ExporterFromConfig(const JobConfig& job, const InputFn
   return std::make_shared<Exporter>(std::move(o));
 }
 
-WarmStartSettings WarmStartFromConfig(const JobConfig& job) {
-  WarmStartSettings ws;
-  ws.ckpt_to_initialize_from = job.train.warm_start_from;
-  ws.vars_to_warm_start = job.train.warm_start_vars;
-  ws.var_name_to_prev_var_name = job.train.warm_start_map;
-  return ws;
-}
-
 absl::StatusOr<std::string> ExportCommand(Estimator& estimator, const JobConfig& job,
                                           const InputFn& input_fn, const std::string& checkpoint,
                                           const std::string& output) {

@@ -30,9 +30,6 @@ namespace tandem {
 // The exporter [export] asks for, or null for strategy "none".
 std::shared_ptr<Exporter> ExporterFromConfig(const JobConfig& job, const InputFn& input_fn);
 
-// WarmStartSettings from [train] warm_start_*.
-WarmStartSettings WarmStartFromConfig(const JobConfig& job);
-
 // `trainer export`: returns the new version directory.
 absl::StatusOr<std::string> ExportCommand(Estimator& estimator, const JobConfig& job,
                                           const InputFn& input_fn, const std::string& checkpoint,

@@ -17,6 +17,7 @@
 #include "apps/trainer/exit_codes.h"
 #include "apps/trainer/export_commands.h"
 #include "apps/trainer/health_command.h"
+#include "estimator/job_options.h"
 #include "apps/trainer/json_lines.h"
 #include "apps/trainer/launch.h"
 #include "apps/trainer/liveness.h"
@@ -24,7 +25,6 @@
 #include "apps/trainer/serve_model.h"
 #include "estimator/canned/canned_model.h"
 #include "estimator/estimator.h"
-#include "estimator/internal/security_config.h"
 #include "estimator/job_config.h"
 #include "estimator/training.h"
 #include "framework/core/status.h"
@@ -130,29 +130,10 @@ int Run(const std::string& command, const Flags& flags,
                 absl::InvalidArgumentError("[run] model_dir is required (in the config or --set "
                                            "run.model_dir=DIR)"));
   }
-  EstimatorOptions eo;
-  eo.model_fn = BindModelFn(model->get());
-  eo.config = job->run_config();
-  eo.params = job->model;
-  absl::StatusOr<TransportSecurity> security = internal::SecurityFor(*job);
-  if (!security.ok()) return Fail(kUsageError, security.status());
-  eo.security = *security;
-  if (!job->train.warm_start_from.empty()) eo.warm_start = WarmStartFromConfig(*job);
-  if (job->distribute.sync) {
-    SyncReplicasSettings sync;
-    sync.replicas_to_aggregate = static_cast<int>(job->distribute.replicas_to_aggregate);
-    sync.continue_when_missing = job->distribute.on_missing_replicas == "continue";
-    sync.patience_secs = static_cast<double>(job->distribute.missing_replicas_patience_secs);
-    eo.sync_replicas = sync;
-  }
-  if (job->UsesCollective()) {
-    CollectiveSettings collective;
-    collective.bytes_per_pack = job->distribute.bytes_per_pack;
-    collective.timeout_secs = job->distribute.collective_timeout_secs;
-    collective.check_replicas_steps = job->distribute.check_replicas_steps;
-    eo.collective = collective;
-  }
-  absl::StatusOr<std::unique_ptr<Estimator>> estimator = Estimator::Create(std::move(eo));
+  absl::StatusOr<EstimatorOptions> eo = EstimatorOptionsFor(*job);
+  if (!eo.ok()) return Fail(kUsageError, eo.status());
+  eo->model_fn = BindModelFn(model->get());
+  absl::StatusOr<std::unique_ptr<Estimator>> estimator = Estimator::Create(*std::move(eo));
   if (!estimator.ok()) return Fail(kUsageError, estimator.status());
   InputFn input_fn = BindInputFn(model->get(), &*job);
   LOG(INFO) << "Role: " << job->DescribeRole();
@@ -322,6 +303,9 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_subcommand("models", "list the registered models");
+  app.add_subcommand("config_reference",
+                     "print every job config key with its type, default and accepted values "
+                     "(Markdown: docs/config-reference.md)");
   LaunchFlags launch_flags;
   CLI::App* launch = AddLaunchCommand(app, launch_flags);
   ServeModelFlags serve_model_flags;
@@ -337,6 +321,10 @@ int TrainerMain(int argc, char** argv, const std::function<void(ModelRegistry&)>
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   std::string command = app.get_subcommands()[0]->get_name();
+  if (command == "config_reference") {
+    std::printf("%s", JobConfigReference().c_str());
+    return 0;
+  }
   if (command == "serve") {
     if (serve_task >= 0) serve_flags.task = serve_task;
     return Serve(serve_flags);

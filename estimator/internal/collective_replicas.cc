@@ -16,24 +16,6 @@
 namespace tandem::internal {
 namespace {
 
-// Forwards to a session it does not own; Close leaves that session open.
-class ForwardingSession : public Session {
- public:
-  explicit ForwardingSession(std::shared_ptr<Session> target) : target_(std::move(target)) {}
-  absl::Status Extend(const proto::GraphDef& graph) override { return target_->Extend(graph); }
-  absl::StatusOr<std::vector<Tensor>> Run(const FeedMap& feeds,
-                                          absl::Span<const std::string> fetches,
-                                          absl::Span<const std::string> targets,
-                                          const RunOptions& options,
-                                          RunMetadata* metadata) override {
-    return target_->Run(feeds, fetches, targets, options, metadata);
-  }
-  absl::Status Close() override { return absl::OkStatus(); }
-
- private:
-  std::shared_ptr<Session> target_;
-};
-
 }  // namespace
 
 std::vector<std::string> CollectiveMembers(const RunConfig& config) {
@@ -58,18 +40,12 @@ absl::Status ConfigureCollectiveGroup(const RunConfig& config, int64_t timeout_s
   return executor->Configure(std::move(group), options);
 }
 
-SessionFactory SharedSessionFactory(CollectiveExecutor* executor) {
-  auto shared = std::make_shared<std::shared_ptr<Session>>();
-  return [shared, executor](
-             const proto::GraphDef& def,
-             const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
-    if (*shared == nullptr) {
-      SessionOptions so = options;
-      so.collective = executor;
-      TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, NewDirectSession(def, so));
-      *shared = std::move(s);
-    }
-    return std::unique_ptr<Session>(new ForwardingSession(*shared));
+SessionFactory CollectiveSessionFactory(CollectiveExecutor* executor) {
+  return [executor](const proto::GraphDef& def,
+                    const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+    SessionOptions so = options;
+    so.collective = executor;
+    return NewDirectSession(def, so);
   };
 }
 

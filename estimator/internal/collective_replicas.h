@@ -42,10 +42,11 @@ std::vector<std::string> CollectiveMembers(const RunConfig& config);
 absl::Status ConfigureCollectiveGroup(const RunConfig& config, int64_t timeout_secs,
                                       CollectiveExecutor* executor);
 
-// A factory whose every session forwards to one in-process session, created by the
-// first call (with SessionOptions::collective = executor); closing a forwarded session
-// leaves it open. It lives as long as the factory.
-SessionFactory SharedSessionFactory(CollectiveExecutor* executor);
+// A factory of in-process sessions whose collective ops run over `executor`
+// (SessionOptions::collective). The collective strategy uses it with
+// MonitoredTrainingSessionOptions::persistent_session: a replica's variables live in
+// its one session, which a re-created MonitoredSession keeps.
+SessionFactory CollectiveSessionFactory(CollectiveExecutor* executor);
 
 struct ReplicaVariables {
   std::string global_step;         // Tensor name of the global step's read.

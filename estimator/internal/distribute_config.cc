@@ -23,7 +23,7 @@ absl::Status CheckDistribute(const JobConfig& c,
     return ConfigError(absl::StrCat(where("distribute." + key), ": [distribute] ", message), code);
   };
   const int64_t replicas = TrainingTasks(c.cluster);
-  const bool collective = c.UsesCollective();
+  const bool collective = c.strategy() == Strategy::kCollective;
   if (collective) {
     if (c.cluster.NumTasks(kJobPs) > 0) {
       return refuse(

@@ -2,12 +2,10 @@
 #include "estimator/internal/mode_graph.h"
 
 #include "absl/strings/str_cat.h"
+#include "estimator/internal/training_strategy.h"
 #include "framework/core/status.h"
-#include "framework/distributed/replica_device_setter.h"
 #include "framework/ops/array_ops.h"
-#include "framework/ops/collective_ops.h"
 #include "framework/ops/optimizer.h"
-#include "framework/ops/sync_replicas.h"
 
 namespace tandem::internal {
 namespace {
@@ -77,26 +75,14 @@ absl::StatusOr<OpenInput> OpenInputFn(const InputFn& input_fn, ModeKey mode,
 
 absl::Status BuildModeGraph(const EstimatorOptions& o, ModeKey mode,
                             const ServingInputSpec& features,
-                            const std::optional<ServingInput>& labels, bool on_cluster,
-                            ModeGraph* g) {
+                            const std::optional<ServingInput>& labels,
+                            const TrainingStrategy* strategy, ModeGraph* g) {
   if (o.config.tf_random_seed()) g->root.graph()->set_seed(*o.config.tf_random_seed());
-  const bool collective = on_cluster && o.collective.has_value();
-  if (on_cluster && !collective) {
-    ReplicaDeviceSetterOptions rds;
-    rds.cluster = o.config.cluster_spec();
-    rds.worker_device = o.config.task_device_name();
-    g->root = WithReplicaDeviceSetter(g->root, rds);
-    TANDEM_RETURN_IF_ERROR(AnnotateStatus(g->root.status(), "replica device setter"));
+  if (strategy != nullptr) {
+    TANDEM_ASSIGN_OR_RETURN(g->root, strategy->Place(g->root));
   }
   g->global_step = ops::GetOrCreateGlobalStep(g->root);
-  if (collective && mode == ModeKey::kTrain) {
-    ops::CollectiveAllReduceOptions co;
-    co.bytes_per_pack = o.collective->bytes_per_pack;
-    co.first_bucket_bytes = std::min<int64_t>(co.first_bucket_bytes, co.bytes_per_pack);
-    ops::EnableCollectiveAllReduce(g->root, co);
-  } else if (on_cluster && mode == ModeKey::kTrain && o.sync_replicas) {
-    ops::EnableSyncReplicas(g->root);
-  }
+  if (strategy != nullptr && mode == ModeKey::kTrain) strategy->EnableUpdates(g->root);
   auto placeholder = [&](const ServingInput& in) {
     Dims dims = in.shape.known_rank() ? in.shape.dims() : Dims{};
     dims.insert(dims.begin(), -1);

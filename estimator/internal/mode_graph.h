@@ -21,6 +21,8 @@
 
 namespace tandem::internal {
 
+class TrainingStrategy;
+
 template <typename T>
 absl::StatusOr<T> Annotated(absl::StatusOr<T> value, absl::string_view context) {
   if (!value.ok()) return AnnotateStatus(value.status(), context);
@@ -56,12 +58,12 @@ absl::StatusOr<OpenInput> OpenInputFn(const InputFn& input_fn, ModeKey mode,
                                       const InputContext& context, int step_cpu_threads = 0);
 
 // Builds the graph of `mode` with a placeholder per feature (and for the labels unless
-// PREDICT ignores them). On a cluster every node goes through the replica device
-// setter: variables on the ps tasks, the rest on this task.
+// PREDICT ignores them), under `strategy`'s placement and, for TRAIN, with its updates
+// (training_strategy.h); null: as the model builds it, in this process.
 absl::Status BuildModeGraph(const EstimatorOptions& o, ModeKey mode,
                             const ServingInputSpec& features,
-                            const std::optional<ServingInput>& labels, bool on_cluster,
-                            ModeGraph* g);
+                            const std::optional<ServingInput>& labels,
+                            const TrainingStrategy* strategy, ModeGraph* g);
 
 // The feeds of one batch (components in the order BuildModeGraph made placeholders).
 FeedMap Feeds(const ModeGraph& g, const data::Element& element);

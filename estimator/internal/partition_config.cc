@@ -78,7 +78,7 @@ absl::Status CheckPartitionerKeys(const JobConfig& c,
     return refuse("max_shard_bytes",
                   "partitioner = \"max_size\" needs max_shard_bytes (the most bytes of one part)");
   }
-  if (PartitionerRequested(d) && c.UsesCollective()) {
+  if (PartitionerRequested(d) && c.strategy() == Strategy::kCollective) {
     return refuse("partitioner",
                   absl::StrCat("partitioner = \"", d.partitioner,
                                "\" splits tables across ps tasks, but the collective strategy "
@@ -92,7 +92,7 @@ absl::StatusOr<TablePartitioning> TablePartitionerFor(const JobConfig& job) {
   const DistributeSection& d = job.distribute;
   const std::string p = CanonicalPartitioner(d.partitioner);
   TablePartitioning out;
-  if (p == "none" || (p == "auto" && (job.cluster.NumTasks(kJobPs) == 0 || job.UsesCollective()))) {
+  if (p == "none" || (p == "auto" && (job.cluster.NumTasks(kJobPs) == 0 || job.strategy() == Strategy::kCollective))) {
     return out;
   }
   if (p == "auto" || p == "min_size") {

@@ -366,12 +366,15 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
   absl::StatusOr<JobConfig> ok = Parse(std::string(kMinimal) + cluster);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_TRUE(ok->run_config().TrainsOnCluster());
-  EXPECT_FALSE(ok->UsesCollective());
+  EXPECT_EQ(ok->strategy(), Strategy::kParameterServer);
+  absl::StatusOr<JobConfig> local = Parse(kMinimal);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->strategy(), Strategy::kLocal);
   // Without ps tasks "auto" is collective all-reduce, as is the alias.
   for (const char* strategy : {"", "[distribute]\nstrategy = \"multi_worker_mirrored\"\n"}) {
     absl::StatusOr<JobConfig> c = Parse(std::string(kMinimal) + strategy + no_ps);
     ASSERT_TRUE(c.ok()) << c.status();
-    EXPECT_TRUE(c->UsesCollective());
+    EXPECT_EQ(c->strategy(), Strategy::kCollective);
     EXPECT_THAT(c->DescribeRole(), HasSubstr("collective all-reduce replica 0 of 2"));
   }
   absl::StatusOr<JobConfig> tuned =

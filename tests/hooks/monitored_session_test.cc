@@ -34,10 +34,11 @@ using Log = std::shared_ptr<std::vector<std::string>>;
 std::unique_ptr<MonitoredSession> NewMonitored(TrainGraph& g,
                                                std::vector<std::shared_ptr<SessionRunHook>> hooks,
                                                SessionCreatorOptions options = {},
-                                               const std::string& checkpoint_dir = "") {
+                                               const std::string& checkpoint_dir = "",
+                                               RecoveryPolicy recovery = {}) {
   absl::StatusOr<std::unique_ptr<MonitoredSession>> ms = MonitoredSession::Create(
       g.graph(), std::make_unique<ChiefSessionCreator>(std::move(options), checkpoint_dir),
-      std::move(hooks));
+      std::move(hooks), std::move(recovery));
   EXPECT_TRUE(ms.ok()) << ms.status();
   return ms.ok() ? std::move(ms).value() : nullptr;
 }
@@ -307,6 +308,147 @@ TEST(MonitoredSessionTest, FailedRecreationIsRetriedByTheNextRun) {
   EXPECT_EQ(ms->recoveries(), 1);
   EXPECT_EQ(*factory_calls, 3);
   EXPECT_EQ(ReadStep(ms->raw_session(), g), 1);  // No checkpoint: initialised again.
+}
+
+// A factory whose first `down` calls fail UNAVAILABLE (the cluster is not up yet).
+SessionFactory DownFirst(int down, std::shared_ptr<int> calls, SessionFactory then) {
+  return [=](const proto::GraphDef& def,
+             const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+    if (++*calls <= down) return absl::UnavailableError("ps task 0 is not up yet");
+    return then(def, options);
+  };
+}
+
+TEST(RecoveryPolicyTest, CreationIsRetriedUpToTheAttempts) {
+  TrainGraph g;
+  auto calls = std::make_shared<int>(0);
+  SessionCreatorOptions options{.factory = DownFirst(2, calls, DefaultSessionFactory())};
+  absl::StatusOr<std::unique_ptr<MonitoredSession>> two = MonitoredSession::Create(
+      g.graph(), std::make_unique<ChiefSessionCreator>(options), {},
+      RecoveryPolicy{.create_attempts = 2});
+  EXPECT_EQ(two.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(*calls, 2);
+
+  *calls = 0;
+  absl::StatusOr<std::unique_ptr<MonitoredSession>> three = MonitoredSession::Create(
+      g.graph(), std::make_unique<ChiefSessionCreator>(options), {},
+      RecoveryPolicy{.create_attempts = 3});
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(*calls, 3);
+  EXPECT_TRUE((*three)->Run(TrainRequest(g)).ok());
+
+  // Other errors are not retried.
+  *calls = 0;
+  SessionCreatorOptions broken{
+      .factory = [&](const proto::GraphDef&,
+                     const SessionOptions&) -> absl::StatusOr<std::unique_ptr<Session>> {
+        ++*calls;
+        return absl::InvalidArgumentError("bad graph");
+      }};
+  absl::StatusOr<std::unique_ptr<MonitoredSession>> bad = MonitoredSession::Create(
+      g.graph(), std::make_unique<ChiefSessionCreator>(broken), {},
+      RecoveryPolicy{.create_attempts = 3});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*calls, 1);
+}
+
+TEST(RecoveryPolicyTest, FinishedElsewhereStopsInsteadOfRetrying) {
+  TrainGraph g;
+  bool ended = true;
+  RecoveryPolicy policy{.create_attempts = 5, .finished_elsewhere = [&] { return ended; }};
+  // At creation: a stopped session instead of the error, after one try.
+  auto calls = std::make_shared<int>(0);
+  absl::StatusOr<std::unique_ptr<MonitoredSession>> at_create = MonitoredSession::Create(
+      g.graph(),
+      std::make_unique<ChiefSessionCreator>(
+          SessionCreatorOptions{.factory = DownFirst(100, calls, DefaultSessionFactory())}),
+      {}, policy);
+  ASSERT_TRUE(at_create.ok()) << at_create.status();
+  EXPECT_TRUE((*at_create)->finished_elsewhere());
+  EXPECT_TRUE((*at_create)->ShouldStop());
+  EXPECT_EQ((*at_create)->raw_session(), nullptr);
+  EXPECT_EQ(*calls, 1);
+  EXPECT_EQ((*at_create)->Run(TrainRequest(g)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  // After a failed step: stops without re-creating the session.
+  ended = false;
+  auto failures = std::make_shared<std::atomic<int>>(0);
+  auto created = std::make_shared<int>(0);
+  auto ms = NewMonitored(
+      g, {},
+      SessionCreatorOptions{
+          .factory = FlakyFactory(failures, g.train_op, absl::StatusCode::kUnavailable, created)},
+      "", policy);
+  ASSERT_NE(ms, nullptr);
+  ASSERT_TRUE(ms->Run(TrainRequest(g)).ok());
+  EXPECT_FALSE(ms->finished_elsewhere());
+  ended = true;
+  failures->store(1);
+  EXPECT_EQ(ms->Run(TrainRequest(g)).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(ms->finished_elsewhere());
+  EXPECT_TRUE(ms->ShouldStop());
+  EXPECT_FALSE(ms->recovered());
+  EXPECT_EQ(*created, 1);
+  EXPECT_EQ(ms->recoveries(), 0);
+}
+
+TEST(RecoveryPolicyTest, ConsecutiveFailuresHaveABudget) {
+  TrainGraph g;
+  auto failures = std::make_shared<std::atomic<int>>(0);
+  auto created = std::make_shared<int>(0);
+  auto ms = NewMonitored(
+      g, {},
+      SessionCreatorOptions{
+          .factory = FlakyFactory(failures, g.train_op, absl::StatusCode::kAborted, created)},
+      "", RecoveryPolicy{.max_consecutive_failures = 2});
+  ASSERT_NE(ms, nullptr);
+  // Two failures, a success (which resets the count), two more: each recovered.
+  failures->store(2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(ms->Run(TrainRequest(g)).status().code(), absl::StatusCode::kAborted);
+    EXPECT_TRUE(ms->recovered());
+  }
+  ASSERT_TRUE(ms->Run(TrainRequest(g)).ok());
+  EXPECT_FALSE(ms->recovered());
+  failures->store(3);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(ms->Run(TrainRequest(g)).status().code(), absl::StatusCode::kAborted);
+    EXPECT_TRUE(ms->recovered());
+  }
+  EXPECT_EQ(ms->recoveries(), 4);
+  // The third in a row is final: returned, no new session.
+  EXPECT_EQ(ms->Run(TrainRequest(g)).status().code(), absl::StatusCode::kAborted);
+  EXPECT_FALSE(ms->recovered());
+  EXPECT_EQ(ms->raw_session(), nullptr);
+  EXPECT_EQ(ms->recoveries(), 4);
+  EXPECT_EQ(*created, 5);
+}
+
+TEST(RecoveryPolicyTest, APersistentSessionSurvivesARecovery) {
+  TrainGraph g;
+  auto failures = std::make_shared<std::atomic<int>>(0);
+  auto created = std::make_shared<int>(0);
+  MonitoredTrainingSessionOptions o;
+  o.factory = FlakyFactory(failures, g.train_op, absl::StatusCode::kUnavailable, created);
+  o.persistent_session = true;
+  o.keep_ready_variables = true;
+  o.save_checkpoint_secs.reset();
+  o.save_summaries_steps.reset();
+  o.log_step_count_steps = 0;
+  absl::StatusOr<std::unique_ptr<MonitoredSession>> ms = NewMonitoredTrainingSession(g.graph(), o);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*ms)->Run(TrainRequest(g)).ok());
+  failures->store(1);
+  EXPECT_EQ((*ms)->Run(TrainRequest(g)).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE((*ms)->recovered());
+  EXPECT_EQ((*ms)->recoveries(), 1);
+  // The one session made by the factory is handed out again, its variables as they were
+  // (no checkpoint was written: a new session would start from step 0).
+  EXPECT_EQ(*created, 1);
+  EXPECT_EQ(ReadStep((*ms)->raw_session(), g), 3);
+  ASSERT_TRUE((*ms)->Run(TrainRequest(g)).ok());
+  EXPECT_EQ(ReadStep((*ms)->raw_session(), g), 4);
 }
 
 TEST(SessionFactoryTest, DefaultFactoryRejectsRemoteTargets) {
