@@ -1,7 +1,7 @@
 // estimator/job_config.h
 //
-// JobConfig: one training job as written in a TOML file (shared/ARCHITECTURE.md section
-// 5), resolved against TF_CONFIG and command-line overrides:
+// JobConfig: one training job as written in a TOML file (docs/config.md), resolved
+// against TF_CONFIG and command-line overrides:
 //
 //   [model]       name = "fashion_mlp"       registered model name (required)
 //   [model.params]                           free-form: numbers, strings, bools, arrays
@@ -21,10 +21,13 @@
 //                 final_on_chief (on a cluster the chief evaluates the final checkpoint)
 //   [export]      strategy ("none" | "final" | "latest" | "best"), name, keep,
 //                 model_name, metric and metric_mode (strategy "best" only)
-//   [distribute]  strategy ("auto" | "none" | "parameter_server"), sync,
-//                 replicas_to_aggregate, partitioner ("auto" | "none" | "fixed" |
-//                 "min_size" | "max_size"), num_shards, max_shards, min_shard_bytes,
-//                 max_shard_bytes
+//   [distribute]  strategy ("auto" | "none" | "parameter_server" | "collective" |
+//                 "multi_worker_mirrored"), sync, replicas_to_aggregate,
+//                 total_num_replicas, on_missing_replicas, missing_replicas_patience_secs,
+//                 partitioner ("auto" | "none" | "fixed" | "min_size" | "max_size", and
+//                 TensorFlow 1's names), num_shards, max_shards, min_shard_bytes,
+//                 max_shard_bytes, bytes_per_pack, collective_timeout_secs,
+//                 check_replicas_steps
 //   [security]    tls_cert, tls_key, tls_ca, tls_server_name, health_port
 //   [cluster]     job = ["host:port", ...]  or  job = { 1 = "host:port" } (sparse ids)
 //   [task]        type = "worker", index = 0 (the TOML twin of TF_CONFIG's "task")
@@ -107,6 +110,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "estimator/run_config.h"
+#include "estimator/strategy.h"
 #include "framework/distributed/cluster_spec.h"
 
 namespace tandem {
@@ -313,6 +317,10 @@ struct TaskSection {
 absl::Status ParseClusterToml(absl::string_view toml_text, absl::string_view source_name,
                               ClusterSpec* cluster, TaskSection* task);
 
+// Every key of the typed sections as Markdown (type, default, accepted values), from
+// the parser's own key table: docs/config-reference.md, `trainer config_reference`.
+std::string JobConfigReference();
+
 class JobConfig {
  public:
   // Parses `toml_text` (named `source_name` in messages), applies `tf_config_json`
@@ -335,9 +343,11 @@ class JobConfig {
   // "chief (task chief:0, the chief) of a cluster of 1 chief, 2 workers, 2 ps: ..."
   // or "local: ...": what this task does under train_and_evaluate.
   std::string DescribeRole() const;
-  // True when this job trains with the collective strategy (named, or "auto" on a
-  // cluster of several training tasks without ps tasks).
-  bool UsesCollective() const;
+  // How this job trains, [distribute] strategy resolved once against the cluster:
+  // kLocal without a cluster of several tasks; kCollective when named
+  // ("collective", "multi_worker_mirrored") or "auto" on a cluster of several training
+  // tasks without ps tasks; kParameterServer otherwise.
+  Strategy strategy() const;
 
   ModelSection model;
   std::map<std::string, FeatureTable> features;  // [features.<name>] by name.

@@ -1,7 +1,7 @@
 // estimator/training.h
 //
 // train_and_evaluate (tf.estimator.train_and_evaluate) and train, for whatever task
-// the Estimator's RunConfig says this process is (shared/ARCHITECTURE.md section 8).
+// the Estimator's RunConfig says this process is (docs/architecture.md).
 // Every task of a cluster runs the same call; only TF_CONFIG differs.
 //
 //   local, or a cluster of one task: trains until TrainSpec::max_steps, evaluating

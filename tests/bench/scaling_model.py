@@ -22,7 +22,7 @@ gradients, grad_bytes each way, and the P ps share the variables, so each ps mov
 
 --check compares the model, with the loopback figures, against the 2- and 3-process
 rates measured by cluster_bench.sh (pass them with --measured N=examples_per_second).
-Prints Markdown tables (README "Scaling model").
+Prints Markdown tables (docs/benchmarks/2026-11-amd-epyc-2vcpu.md, "Scaling model").
 """
 import argparse
 

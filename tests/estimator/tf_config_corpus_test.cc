@@ -5,7 +5,8 @@
 // Slurm setups emit) through tandem's RunConfig, compared with what TensorFlow 1.x's
 // Estimator RunConfig gives: task type and index, chief, master, evaluation master,
 // replica counts and global id, or an error. A case where tandem differs on purpose
-// says what tandem gives and why, and is listed in the README's table of differences.
+// says what tandem gives and why, and is listed in the table of differences of
+// docs/clusters.md.
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -76,7 +77,7 @@ TEST(TfConfigCorpusTest, EveryCaseGivesWhatTensorFlowGivesOrItsStatedDifference)
 
 TEST(TfConfigCorpusTest, EveryDifferenceIsExplainedAndInTheReadme) {
   const json corpus = Corpus();
-  const std::string readme = ReadFile(std::string(TANDEM_SOURCE_DIR) + "/README.md");
+  const std::string readme = ReadFile(std::string(TANDEM_SOURCE_DIR) + "/docs/clusters.md");
   ASSERT_FALSE(readme.empty());
   int differences = 0;
   for (const json& c : corpus["cases"]) {
@@ -88,7 +89,7 @@ TEST(TfConfigCorpusTest, EveryDifferenceIsExplainedAndInTheReadme) {
     }
     if (!differs) continue;
     ++differences;
-    EXPECT_THAT(readme, HasSubstr("`" + name + "`")) << name << " is missing from the README";
+    EXPECT_THAT(readme, HasSubstr("`" + name + "`")) << name << " is missing from docs/clusters.md";
   }
   EXPECT_GT(differences, 0);
 }
