@@ -1,11 +1,9 @@
 // framework/distributed/health_port.cc
 #include "framework/distributed/health_port.h"
 
-#include <chrono>
-
-#include "absl/strings/str_cat.h"
+#include "framework/core/status.h"
+#include "framework/distributed/rpc/grpc_server.h"
 #include "framework/distributed/rpc/health_check.h"
-#include "grpcpp/grpcpp.h"
 
 namespace tandem {
 
@@ -16,16 +14,9 @@ absl::StatusOr<std::unique_ptr<HealthPort>> HealthPort::Start(const std::string&
     p->own_ = std::make_unique<HealthService>();
     health = p->own_.get();
   }
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // The port must be this one's.
-  builder.RegisterCallbackGenericService(health);
-  p->server_ = builder.BuildAndStart();
-  if (p->server_ == nullptr || port == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", address, " for health checks (address in use?)"));
-  }
+  TANDEM_ASSIGN_OR_RETURN(p->server_,
+                          RpcServer::Start(address, RpcServer::Kind::kHealth, TransportSecurity(),
+                                           health, "health checks (address in use?)"));
   p->address_ = address;
   return p;
 }
@@ -33,7 +24,7 @@ absl::StatusOr<std::unique_ptr<HealthPort>> HealthPort::Start(const std::string&
 HealthPort::~HealthPort() {
   if (server_ != nullptr) {
     // Watch streams end when their server stops: give them a moment, then cancel.
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_->Shutdown(absl::Seconds(1));
   }
 }
 

@@ -21,13 +21,10 @@
 #include "absl/status/statusor.h"
 #include "framework/distributed/transport_security.h"
 
-namespace grpc {
-class Server;
-}  // namespace grpc
-
 namespace tandem {
 
 class HealthService;
+class RpcServer;
 
 // grpc.health.v1.HealthCheckResponse.ServingStatus (framework/protos/health.proto).
 enum class ServingStatus { kUnknown = 0, kServing = 1, kNotServing = 2, kServiceUnknown = 3 };
@@ -56,7 +53,7 @@ class HealthPort {
  private:
   HealthPort() = default;
   std::unique_ptr<HealthService> own_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<RpcServer> server_;
   std::string address_;
 };
 

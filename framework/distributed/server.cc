@@ -11,6 +11,7 @@
 #include "framework/distributed/health_port.h"
 #include "framework/distributed/local_master.h"
 #include "framework/distributed/rpc/grpc_clients.h"
+#include "framework/distributed/rpc/grpc_server.h"
 #include "framework/distributed/rpc/grpc_service.h"
 #include "framework/distributed/rpc/health_check.h"
 #include "glog/logging.h"
@@ -91,23 +92,11 @@ absl::Status Server::Init(const std::string& bind_address) {
   service_ = std::make_unique<GrpcService>(worker_.get(), master_.get(), health_.get(),
                                            options_.security.token);
 
-  TANDEM_ASSIGN_OR_RETURN(auto creds, MakeServerCredentials(options_.security));
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(bind_address, creds, &port);
-  // gRPC sets SO_REUSEPORT by default, which lets a second server bind a port that
-  // another process already serves; a task's address must be its own.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(-1);
-  builder.SetMaxSendMessageSize(-1);
-  ForEachTransportArgument(
-      [&](const char* key, int value) { builder.AddChannelArgument(key, value); });
-  builder.RegisterCallbackGenericService(service_.get());
-  server_ = builder.BuildAndStart();
-  if (server_ == nullptr || port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", bind_address, " for ",
-                                               task_name_, " (address in use or not local?)"));
-  }
+  TANDEM_ASSIGN_OR_RETURN(
+      server_, RpcServer::Start(bind_address, RpcServer::Kind::kTask, options_.security,
+                                service_.get(),
+                                absl::StrCat(task_name_, " (address in use or not local?)")));
+  const int port = server_->port();
   if (options_.cluster.empty()) {  // CreateLocal: the cluster is this task.
     std::string host = bind_address.substr(0, bind_address.rfind(':'));
     TANDEM_RETURN_IF_ERROR(options_.cluster.AddTask(options_.task.job, options_.task.index,
@@ -145,7 +134,7 @@ void Server::Stop(const std::string& reason) {
   }
   if (health_ != nullptr) health_->SetServing(false);  // NOT_SERVING until the ports close.
   if (server_ != nullptr) {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server_->Shutdown(absl::Seconds(2));
   }
   health_port_.reset();
   stopped_.Notify();

@@ -38,16 +38,13 @@
 #include "framework/distributed/worker.h"
 #include "framework/runtime/device.h"
 
-namespace grpc {
-class Server;
-}  // namespace grpc
-
 namespace tandem {
 
 class CollectiveExecutor;
 class GrpcService;
 class HealthPort;
 class HealthService;
+class RpcServer;
 class GrpcWorkerCache;
 
 struct ServerOptions {
@@ -100,7 +97,7 @@ class Server {
   std::shared_ptr<Master> master_;         // Shared with local sessions (local_master.h).
   std::unique_ptr<HealthService> health_;  // Outlives both gRPC servers.
   std::unique_ptr<GrpcService> service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<RpcServer> server_;
   std::unique_ptr<HealthPort> health_port_;  // security.health_port; may be null.
   absl::Mutex mu_;
   std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);

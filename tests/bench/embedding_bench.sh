@@ -31,7 +31,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 trainer="$build/apps/trainer"
 python=${PYTHON:-/usr/bin/python3}
 reps=${TANDEM_BENCH_REPS:-3}
-steps=${TANDEM_EMB_STEPS:-300}
+steps=${TANDEM_EMB_STEPS:-1000}  # Runs of 1000 and 3000 steps: the rate climbs over the first few hundred.
 big=4194304
 small=4194
 [[ -x "$trainer" ]] || { echo "build $trainer first"; exit 1; }
