@@ -42,8 +42,9 @@ using internal::Feeds;
 using internal::ModeGraph;
 using internal::OpenInput;
 
-// Consecutive recoverable step failures (ABORTED/UNAVAILABLE) tolerated before giving up.
-constexpr int kMaxConsecutiveRecoveries = 10;
+// Tries at creating the session when a task of the cluster is lost (a ps restarting),
+// a second apart, under the cluster strategies.
+constexpr int kClusterCreateAttempts = 10;
 
 // The CPU threads this process's steps compute on (data::ScopedStepCpuThreads): the
 // session's intra-op threads, or 0 (none) when its steps run on GPUs. A task of a
@@ -83,11 +84,11 @@ absl::StatusOr<std::unique_ptr<Estimator>> Estimator::Create(EstimatorOptions op
   const bool collective = e->strategy_ == Strategy::kCollective;
   if (config.TrainsOnCluster()) {
     if (config.num_ps_replicas() == 0 && !collective) {
-      return ConfigError(absl::StrCat(
-          "Estimator: the cluster ", config.cluster_spec().DebugString(),
-          " has training tasks but no ps task; train with collective all-reduce "
-          "(EstimatorOptions::collective, [distribute] strategy = \"collective\") or add ps "
-          "tasks"));
+      return ConfigError(
+          absl::StrCat("Estimator: the cluster ", config.cluster_spec().DebugString(),
+                       " has training tasks but no ps task; train with collective all-reduce "
+                       "(EstimatorOptions::strategy or ::collective, [distribute] strategy = "
+                       "\"collective\") or add ps tasks"));
     }
     if (config.num_ps_replicas() > 0 && collective) {
       return ConfigError(
@@ -267,11 +268,10 @@ class TrainRun {
         Every::Steps(config_.log_step_count_steps())));
     mts.hooks.insert(mts.hooks.end(), g_.spec.training_hooks.begin(), g_.spec.training_hooks.end());
     mts.chief_only_hooks = g_.spec.training_chief_hooks;
-    // MonitoredTrainingSession's checkpoint hook, with the caller's listeners.
-    mts.save_checkpoint_secs.reset();
-    mts.save_checkpoint_steps.reset();
-    // It saves every save_checkpoints_steps when positive, else every _secs.
+    // MonitoredTrainingSession's checkpoint hook, with the caller's listeners: every
+    // save_checkpoints_steps when positive, else every save_checkpoints_secs.
     mts.save_checkpoint_steps = config_.save_checkpoints_steps();
+    mts.save_checkpoint_secs.reset();
     if (config_.save_checkpoints_secs()) {
       mts.save_checkpoint_secs = static_cast<double>(*config_.save_checkpoints_secs());
     }
@@ -279,8 +279,7 @@ class TrainRun {
     mts.save_summaries_steps = config_.save_summary_steps();
     mts.log_step_count_steps = config_.log_step_count_steps();
     mts.factory = factory_;
-    mts.recovery.create_attempts = strategy_->RecoversLostTasks() ? kMaxConsecutiveRecoveries : 1;
-    mts.recovery.max_consecutive_failures = kMaxConsecutiveRecoveries;
+    mts.recovery.create_attempts = strategy_->RecoversLostTasks() ? kClusterCreateAttempts : 1;
     mts.recovery.finished_elsewhere = FinishedElsewhere();
     strategy_->Configure(mts);
     return mts;

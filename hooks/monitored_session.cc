@@ -269,18 +269,23 @@ bool MonitoredSession::EndedElsewhere() {
   return true;
 }
 
+bool MonitoredSession::MayRetry(const absl::Status& s) {
+  if (EndedElsewhere()) return false;
+  if (++consecutive_failures_ > recovery_.max_consecutive_failures) {
+    LOG(WARNING) << "MonitoredSession: " << recovery_.max_consecutive_failures
+                 << " failed steps in a row; giving up after: " << s;
+    return false;
+  }
+  return true;
+}
+
 absl::Status MonitoredSession::Recover(const absl::Status& s) {
   if (session_ != nullptr) {
     absl::Status closed = session_->Close();
     if (!closed.ok()) LOG(WARNING) << "Closing the failed session: " << closed;
     session_.reset();
   }
-  if (EndedElsewhere()) return s;
-  if (++consecutive_failures_ > recovery_.max_consecutive_failures) {
-    LOG(WARNING) << "MonitoredSession: " << recovery_.max_consecutive_failures
-                 << " failed steps in a row; giving up after: " << s;
-    return s;
-  }
+  if (!MayRetry(s)) return s;
   recovered_ = true;
   LOG(WARNING) << "MonitoredSession: recreating the session after: " << s;
   absl::Status created = CreateWithRetries();
@@ -294,7 +299,8 @@ absl::Status MonitoredSession::Recover(const absl::Status& s) {
     failed_ = true;
     recovered_ = false;
   }
-  return AnnotateStatus(created, absl::StrCat("recreating the session after \"", s.message(), "\""));
+  return AnnotateStatus(created,
+                        absl::StrCat("recreating the session after \"", s.message(), "\""));
 }
 
 absl::Status MonitoredSession::CreateAndNotify() {
@@ -321,11 +327,10 @@ absl::StatusOr<std::vector<Tensor>> MonitoredSession::Run(const SessionRunReques
     // A previous recovery could not create the session: try again.
     absl::Status s = CreateWithRetries();
     if (!s.ok()) {
-      if (!IsLostTaskError(s)) {
+      if (IsLostTaskError(s)) {
+        recovered_ = MayRetry(s);
+      } else {
         failed_ = true;
-      } else if (!EndedElsewhere() &&
-                 ++consecutive_failures_ <= recovery_.max_consecutive_failures) {
-        recovered_ = true;
       }
       return s;
     }
@@ -505,8 +510,8 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
   creator_options.session_options = options.session_options;
   creator_options.factory = options.factory;
   if (options.persistent_session) {
-    creator_options.factory = PersistentSessionFactory(
-        options.factory ? options.factory : DefaultSessionFactory());
+    creator_options.factory =
+        PersistentSessionFactory(options.factory ? options.factory : DefaultSessionFactory());
   }
   creator_options.keep_ready_variables = options.keep_ready_variables;
 

@@ -171,6 +171,9 @@ class MonitoredSession {
   absl::Status CreateWithRetries();
   // Asks the policy whether training ended elsewhere; if so, stops.
   bool EndedElsewhere();
+  // After the lost-task error `s`: counts it against the budget of failures in a row;
+  // false when training ended elsewhere or the budget is spent.
+  bool MayRetry(const absl::Status& s);
   // After the lost-task error `s` of a step: stops, re-creates or gives up (file comment).
   absl::Status Recover(const absl::Status& s);
 
