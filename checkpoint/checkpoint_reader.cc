@@ -93,7 +93,7 @@ absl::StatusOr<Tensor> CheckpointReader::Read(const std::string& name) {
 }
 
 absl::Status CheckpointReader::CheckPart(const std::string& name, const SlicePart& part,
-                                        DType* dtype) {
+                                         DType* dtype) {
   TANDEM_ASSIGN_OR_RETURN(SafetensorsEntry info, Info(part.part));
   if (info.shape.dims() != part.shape) {
     return absl::DataLossError(absl::StrCat(
@@ -123,17 +123,17 @@ absl::StatusOr<Tensor> CheckpointReader::ReadSliced(const std::string& name,
   for (const SlicePart& part : sliced.parts) {
     TANDEM_ASSIGN_OR_RETURN(Tensor value, Read(part.part));
     if (value.NumElements() == 0) continue;
-    CopyBlock(value.raw_data(), part.shape, zeros, full.raw_data(), full_shape.dims(),
-              part.offset, part.shape, DTypeSize(dtype));
+    CopyBlock(value.raw_data(), part.shape, zeros, full.raw_data(), full_shape.dims(), part.offset,
+              part.shape, DTypeSize(dtype));
   }
   return full;
 }
 
-absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& name,
-                                                   const Dims& full_shape, const Dims& offset,
-                                                   const Dims& shape) {
+absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& name, const Dims& full_shape,
+                                                   const Dims& offset, const Dims& shape) {
   auto sliced = index_.slices.find(name);
-  if (sliced != index_.slices.end()) return ReadBlockOfParts(name, sliced->second, full_shape, offset, shape);
+  if (sliced != index_.slices.end())
+    return ReadBlockOfParts(name, sliced->second, full_shape, offset, shape);
   TANDEM_ASSIGN_OR_RETURN(Tensor full, Read(name));
   const Dims& dims = full.shape().dims();
   if (dims != full_shape) {
@@ -142,7 +142,8 @@ absl::StatusOr<Tensor> CheckpointReader::ReadSlice(const std::string& name,
         " in the checkpoint but ", TensorShape(full_shape).DebugString(), " in the model"));
   }
   absl::StatusOr<Tensor> part = SliceTensor(full, offset, shape);
-  if (!part.ok()) return AnnotateStatus(part.status(), absl::StrCat(IndexPath(prefix_), ": ", name));
+  if (!part.ok())
+    return AnnotateStatus(part.status(), absl::StrCat(IndexPath(prefix_), ": ", name));
   return part;
 }
 
@@ -171,7 +172,8 @@ absl::StatusOr<Tensor> CheckpointReader::ReadBlockOfParts(const std::string& nam
   for (const SlicePart& part : sliced.parts) {
     bool overlaps = true;
     for (size_t d = 0; overlaps && d < shape.size(); ++d) {
-      overlaps = part.offset[d] < offset[d] + shape[d] && offset[d] < part.offset[d] + part.shape[d];
+      overlaps =
+          part.offset[d] < offset[d] + shape[d] && offset[d] < part.offset[d] + part.shape[d];
     }
     if (!overlaps) continue;
     TANDEM_RETURN_IF_ERROR(CheckPart(name, part, &dtype));

@@ -65,10 +65,10 @@ absl::StatusOr<LoadPlan> Plan(const CheckpointIndex& index, const std::string& i
         continue;
       }
       if (it == index.weight_map.end()) {
-        return absl::NotFoundError(absl::StrCat(
-            index_path, ": variable ", v.name,
-            full != v.name ? absl::StrCat(" (part of ", full, ")") : std::string(),
-            " of the model is not in the checkpoint"));
+        return absl::NotFoundError(
+            absl::StrCat(index_path, ": variable ", v.name,
+                         full != v.name ? absl::StrCat(" (part of ", full, ")") : std::string(),
+                         " of the model is not in the checkpoint"));
       }
     }
     auto [pos, inserted] =
@@ -99,10 +99,10 @@ absl::StatusOr<Tensor> ReadRelayout(CheckpointReader& reader, const std::string&
   }
   if (t->dtype() != v.dtype || !v.shape.IsCompatibleWith(PartialShape(t->shape()))) {
     *kind = LoadFailure::kMismatch;
-    return absl::InvalidArgumentError(
-        absl::StrCat(IndexPath(prefix), ": ", v.name, " read from ", full, " is ",
-                     DTypeName(t->dtype()), t->shape().DebugString(), " but the model has ",
-                     DTypeName(v.dtype), v.shape.DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat(IndexPath(prefix), ": ", v.name, " read from ",
+                                                   full, " is ", DTypeName(t->dtype()),
+                                                   t->shape().DebugString(), " but the model has ",
+                                                   DTypeName(v.dtype), v.shape.DebugString()));
   }
   return t;
 }

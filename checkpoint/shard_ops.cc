@@ -11,8 +11,8 @@
 #include "checkpoint/safetensors.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
-#include "framework/graph/op_registry.h"
 #include "framework/graph/device_spec.h"
+#include "framework/graph/op_registry.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/runtime/runtime_kernels.h"
 
@@ -27,8 +27,8 @@ class SaveShardKernel : public OpKernel {
     TANDEM_ASSIGN_OR_RETURN(num_shards_, GetAttr<int64_t>(node.attrs(), "num_shards"));
     device_ = GetAttrOr<std::string>(node.attrs(), "device", "");
     if (static_cast<int>(names_.size()) + 2 != node.num_inputs()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("SaveShard: ", names_.size(), " names for ", node.num_inputs() - 2, " values"));
+      return absl::InvalidArgumentError(absl::StrCat("SaveShard: ", names_.size(), " names for ",
+                                                     node.num_inputs() - 2, " values"));
     }
     if (shard_ < 0 || shard_ >= num_shards_) {
       return absl::InvalidArgumentError(
@@ -55,10 +55,10 @@ class SaveShardKernel : public OpKernel {
     TANDEM_RETURN_IF_ERROR(ctx.Annotate(env::MakeDirs(dir)));
     const std::string path = env::JoinPath(
         dir, ShardFileName(prefix, static_cast<int>(shard_), static_cast<int>(num_shards_)));
-    TANDEM_RETURN_IF_ERROR(ctx.Annotate(WriteSafetensors(
-        path, tensors,
-        {{"tandem_global_step", absl::StrCat(step_t.data<int64_t>()[0])},
-         {"tandem_device", device_}})));
+    TANDEM_RETURN_IF_ERROR(ctx.Annotate(
+        WriteSafetensors(path, tensors,
+                         {{"tandem_global_step", absl::StrCat(step_t.data<int64_t>()[0])},
+                          {"tandem_device", device_}})));
     ctx.set_output(0, Tensor::Scalar<int64_t>(bytes));
     return absl::OkStatus();
   }
@@ -114,7 +114,8 @@ class RestoreShardKernel : public OpKernel {
     LoadFailure kind;
     TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> values,
                             LoadVariables(prefix.StringAt(0), vars_, max_parallel_reads_, &kind));
-    for (size_t i = 0; i < values.size(); ++i) ctx.set_output(static_cast<int>(i), std::move(values[i]));
+    for (size_t i = 0; i < values.size(); ++i)
+      ctx.set_output(static_cast<int>(i), std::move(values[i]));
     return absl::OkStatus();
   }
 
@@ -129,22 +130,21 @@ void EnsureCheckpointOps() {
   static std::once_flag once;
   std::call_once(once, [] {
     EnsureKernels();  // The standard ops first: the registries exist and are filled.
-    OpRegistry::Global()->Register(
-        {.name = kSaveShardOp,
-         .min_inputs = 2,
-         .max_inputs = -1,
-         .default_attrs = {{"names", std::vector<std::string>{}},
-                           {"shard", int64_t{0}},
-                           {"num_shards", int64_t{1}},
-                           {"device", std::string()}},
-         .stateful = true,
-         .infer = [](InferenceContext& ctx) -> absl::Status {
-           TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(0, DType::kString));
-           TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(1, DType::kInt64));
-           ctx.AddOutput(DType::kInt64, PartialShape({}));
-           return absl::OkStatus();
-         },
-         .strings = true});  // The prefix.
+    OpRegistry::Global()->Register({.name = kSaveShardOp,
+                                    .min_inputs = 2,
+                                    .max_inputs = -1,
+                                    .default_attrs = {{"names", std::vector<std::string>{}},
+                                                      {"shard", int64_t{0}},
+                                                      {"num_shards", int64_t{1}},
+                                                      {"device", std::string()}},
+                                    .stateful = true,
+                                    .infer = [](InferenceContext& ctx) -> absl::Status {
+                                      TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(0, DType::kString));
+                                      TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(1, DType::kInt64));
+                                      ctx.AddOutput(DType::kInt64, PartialShape({}));
+                                      return absl::OkStatus();
+                                    },
+                                    .strings = true});  // The prefix.
     OpRegistry::Global()->Register(
         {.name = kRestoreShardOp,
          .min_inputs = 1,
@@ -161,7 +161,8 @@ void EnsureCheckpointOps() {
            TANDEM_RETURN_IF_ERROR(ctx.ExpectDType(0, DType::kString));
            TANDEM_ASSIGN_OR_RETURN(auto dtypes, ctx.GetAttr<std::vector<DType>>("dtypes"));
            TANDEM_ASSIGN_OR_RETURN(auto shapes, ctx.GetAttr<std::vector<PartialShape>>("shapes"));
-           if (dtypes.size() != shapes.size()) return ctx.Error("dtypes and shapes differ in length");
+           if (dtypes.size() != shapes.size())
+             return ctx.Error("dtypes and shapes differ in length");
            for (size_t i = 0; i < dtypes.size(); ++i) {
              if (dtypes[i] == DType::kString || dtypes[i] == DType::kResource) {
                return ctx.Error("variables of strings or resources are not restored");

@@ -52,8 +52,8 @@ std::string Allowed(const Field& f) {
   const bool has_min = f.min != internal::kNoMin;
   const bool has_max = f.max != internal::kNoMax;
   // The thread bound depends on the machine: say the rule, not this machine's value.
-  const std::string max = f.max == internal::MaxThreads() ? "2 per core (at least 8)"
-                                                          : absl::StrCat(f.max);
+  const std::string max =
+      f.max == internal::MaxThreads() ? "2 per core (at least 8)" : absl::StrCat(f.max);
   if (has_min && has_max) return absl::StrCat(f.min, " to ", max);
   if (has_min) return absl::StrCat(">= ", f.min);
   if (has_max) return absl::StrCat("<= ", max);
@@ -78,7 +78,8 @@ std::string JobConfigReference() {
       "[config.md](config.md)), `[cluster]` and `[task]` (TF_CONFIG's `cluster` and "
       "`task` in TOML, [clusters.md](clusters.md)).\n";
   for (const internal::Section& s : internal::Sections(defaults)) {
-    absl::StrAppend(&out, "\n## [", s.name, "]\n\n| key | type | default | accepts |\n|---|---|---|---|\n");
+    absl::StrAppend(&out, "\n## [", s.name,
+                    "]\n\n| key | type | default | accepts |\n|---|---|---|---|\n");
     for (const Field& f : s.fields) {
       auto [type, value] = TypeAndDefault(f);
       absl::StrAppend(&out, "| `", f.key, "` | ", type, " | ", value, " | ", Allowed(f), " |\n");

@@ -44,16 +44,15 @@
 //
 // The Strategy (estimator/strategy.h) is chosen once, by Create; each is one object
 // (estimator/internal/training_strategy.h). With the collective strategy
-// (EstimatorOptions::strategy, or ::collective set), training on a cluster is MultiWorkerMirroredStrategy
-// instead: every training task builds the whole graph on its own device, and the
-// optimizers average the gradients by all-reduce (ops::EnableCollectiveAllReduce) before
-// the same update runs everywhere. Every task restores or initialises its own copy; then
-// the replicas form their group and take the variables of the replica with the newest
-// global step (estimator/internal/collective_replicas.h), again after any failed step
-// (a replica that died, froze or restarted fails every replica's step within
-// collective_timeout_secs; the group re-forms once it is back). The chief alone writes
-// checkpoints and summaries. A signal to any replica stops every replica after the same
-// step; the chief then saves its checkpoint.
+// (EstimatorOptions::strategy, or ::collective set), training on a cluster is
+// MultiWorkerMirroredStrategy instead: every training task builds the whole graph on its own
+// device, and the optimizers average the gradients by all-reduce (ops::EnableCollectiveAllReduce)
+// before the same update runs everywhere. Every task restores or initialises its own copy; then the
+// replicas form their group and take the variables of the replica with the newest global step
+// (estimator/internal/collective_replicas.h), again after any failed step (a replica that died,
+// froze or restarted fails every replica's step within collective_timeout_secs; the group re-forms
+// once it is back). The chief alone writes checkpoints and summaries. A signal to any replica stops
+// every replica after the same step; the chief then saves its checkpoint.
 //
 // [model.params]: after the TRAIN graph is built, a key that neither input_fn nor
 // model_fn asked for is a config error naming it (estimator/job_config.h). Evaluate

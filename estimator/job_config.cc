@@ -17,13 +17,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "estimator/internal/did_you_mean.h"
 #include "estimator/feature_config.h"
 #include "estimator/internal/data_config.h"
+#include "estimator/internal/did_you_mean.h"
 #include "estimator/internal/distribute_config.h"
-#include "estimator/internal/partition_config.h"
 #include "estimator/internal/export_config.h"
 #include "estimator/internal/job_keys.h"
+#include "estimator/internal/partition_config.h"
 #include "estimator/internal/security_config.h"
 #include "estimator/internal/toml_limits.h"
 #include "framework/core/env.h"
@@ -222,9 +222,9 @@ class Decoder {
       (*p)->clear();
       for (const toml::node& item : *node.as_array()) {
         if (!item.is_string()) {
-          return Error(path, item.source(),
-                       absl::StrCat("[", section, "] ", f.key, " must hold strings, got ",
-                                    TypeName(item)));
+          return Error(
+              path, item.source(),
+              absl::StrCat("[", section, "] ", f.key, " must hold strings, got ", TypeName(item)));
         }
         (*p)->push_back(item.as_string()->get());
       }
@@ -280,9 +280,9 @@ class Decoder {
       }
       return ParamValue::Array(std::move(items));
     }
-    return Error(path, node.source(),
-                 absl::StrCat(what, " must be a number, string, boolean or array, got ",
-                              TypeName(node)));
+    return Error(
+        path, node.source(),
+        absl::StrCat(what, " must be a number, string, boolean or array, got ", TypeName(node)));
   }
 
   // [features.<name>] tables: each key kept as written, with where it came from.
@@ -293,8 +293,8 @@ class Decoder {
       const std::string path = absl::StrCat("features.", name);
       if (!node.is_table()) {
         return Error(path, node.source(),
-                     absl::StrCat("[features] ", name, " must be a table (a feature column: ",
-                                  name, " = { type = \"numeric\" }), got ", TypeName(node)));
+                     absl::StrCat("[features] ", name, " must be a table (a feature column: ", name,
+                                  " = { type = \"numeric\" }), got ", TypeName(node)));
       }
       FeatureTable& f = features[name];
       f.where["" /* the table */] = Where(path, node.source());

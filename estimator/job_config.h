@@ -285,8 +285,8 @@ struct DistributeSection {
   int64_t missing_replicas_patience_secs = 0;  // 0: wait as long as it takes.
   // Tables of models that have them (internal/partition_config.h).
   std::string partitioner = "auto";
-  int64_t num_shards = 0;       // "fixed": 0 = one per ps task.
-  int64_t max_shards = 0;       // "min_size": 0 = one per ps task; "max_size": 0 = no cap.
+  int64_t num_shards = 0;  // "fixed": 0 = one per ps task.
+  int64_t max_shards = 0;  // "min_size": 0 = one per ps task; "max_size": 0 = no cap.
   int64_t min_shard_bytes = int64_t{256} << 10;  // "min_size".
   int64_t max_shard_bytes = 0;                   // "max_size": required.
   // Collective strategy only.

@@ -17,10 +17,10 @@
 #include "checkpoint/checkpoint_index.h"
 #include "checkpoint/checkpoint_reader.h"
 #include "checkpoint/checkpoint_state.h"
-#include "framework/tensor/tensor_format.h"
 #include "checkpoint/safetensors.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
+#include "framework/tensor/tensor_format.h"
 
 namespace tandem::ckpt {
 namespace {

@@ -14,9 +14,7 @@
 #include "glog/logging.h"
 
 namespace tandem::internal {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<std::string> CollectiveMembers(const RunConfig& config) {
   const ClusterSpec& cluster = config.cluster_spec();
@@ -59,10 +57,11 @@ absl::Status CheckReplicasAgree(Session* session, CollectiveExecutor* executor,
   std::memcpy(mine.raw_data(), sum, sizeof(sum));
   absl::Notification done;
   absl::StatusOr<std::vector<Tensor>> all;
-  executor->AllGather(ops::kChecksumInstanceKey, mine, [&](absl::StatusOr<std::vector<Tensor>> got) {
-    all = std::move(got);
-    done.Notify();
-  });
+  executor->AllGather(ops::kChecksumInstanceKey, mine,
+                      [&](absl::StatusOr<std::vector<Tensor>> got) {
+                        all = std::move(got);
+                        done.Notify();
+                      });
   done.WaitForNotification();
   TANDEM_RETURN_IF_ERROR(all.status());
   std::vector<std::string> differ;

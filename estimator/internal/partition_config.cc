@@ -68,7 +68,8 @@ absl::Status CheckPartitionerKeys(const JobConfig& c,
       {"max_shard_bytes", d.max_shard_bytes != defaults.max_shard_bytes, {"max_size"}},
   };
   for (const Key& k : keys) {
-    if (k.set && std::find(k.partitioners.begin(), k.partitioners.end(), p) == k.partitioners.end()) {
+    if (k.set &&
+        std::find(k.partitioners.begin(), k.partitioners.end(), p) == k.partitioners.end()) {
       return refuse(k.name, absl::StrCat(k.name, " applies to partitioner = \"",
                                          absl::StrJoin(k.partitioners, "\" or \""),
                                          "\"; this job has partitioner = \"", d.partitioner, "\""));
@@ -92,15 +93,17 @@ absl::StatusOr<TablePartitioning> TablePartitionerFor(const JobConfig& job) {
   const DistributeSection& d = job.distribute;
   const std::string p = CanonicalPartitioner(d.partitioner);
   TablePartitioning out;
-  if (p == "none" || (p == "auto" && (job.cluster.NumTasks(kJobPs) == 0 || job.strategy() == Strategy::kCollective))) {
+  if (p == "none" || (p == "auto" && (job.cluster.NumTasks(kJobPs) == 0 ||
+                                      job.strategy() == Strategy::kCollective))) {
     return out;
   }
   if (p == "auto" || p == "min_size") {
     const int64_t min_bytes = p == "auto" ? kCannedMinShardBytes : d.min_shard_bytes;
-    const int max_shards = p == "auto" || d.max_shards == 0 ? PerPsTask(job)
-                                                            : static_cast<int>(d.max_shards);
-    out.description = absl::StrCat(p == "auto" ? "auto: " : "", "min_size(min_shard_bytes=",
-                                   min_bytes, ", max_shards=", max_shards, ")");
+    const int max_shards =
+        p == "auto" || d.max_shards == 0 ? PerPsTask(job) : static_cast<int>(d.max_shards);
+    out.description =
+        absl::StrCat(p == "auto" ? "auto: " : "", "min_size(min_shard_bytes=", min_bytes,
+                     ", max_shards=", max_shards, ")");
     out.partitioner =
         Bounded(ops::MinMaxVariablePartitioner(max_shards, 0, min_bytes), out.description);
   } else if (p == "fixed") {
@@ -110,19 +113,20 @@ absl::StatusOr<TablePartitioning> TablePartitionerFor(const JobConfig& job) {
   } else if (p == "max_size") {
     const int64_t max_bytes = d.max_shard_bytes;
     const int max_shards = static_cast<int>(d.max_shards);
-    out.description = absl::StrCat("max_size(max_shard_bytes=", max_bytes,
-                                   max_shards > 0 ? absl::StrCat(", max_shards=", max_shards) : "",
-                                   ")");
+    out.description =
+        absl::StrCat("max_size(max_shard_bytes=", max_bytes,
+                     max_shards > 0 ? absl::StrCat(", max_shards=", max_shards) : "", ")");
     ops::Partitioner inner = ops::VariableAxisSizePartitioner(max_bytes, 0, 16, max_shards);
     out.partitioner = Bounded(
-        [inner, max_bytes](const TensorShape& shape, DType dtype) -> absl::StatusOr<std::vector<int>> {
+        [inner, max_bytes](const TensorShape& shape,
+                           DType dtype) -> absl::StatusOr<std::vector<int>> {
           if (shape.rank() >= 1 && shape.dim(0) > 0) {
             const int64_t row = shape.num_elements() / shape.dim(0) * DTypeSize(dtype);
             if (row > max_bytes) {
-              return ConfigError(absl::StrCat(
-                  "[distribute] max_shard_bytes = ", max_bytes, " is below one row (", row,
-                  " bytes) of a table of shape ", shape.DebugString(),
-                  "; a part holds whole rows"));
+              return ConfigError(absl::StrCat("[distribute] max_shard_bytes = ", max_bytes,
+                                              " is below one row (", row,
+                                              " bytes) of a table of shape ", shape.DebugString(),
+                                              "; a part holds whole rows"));
             }
           }
           return inner(shape, dtype);

@@ -14,9 +14,9 @@ absl::StatusOr<std::unique_ptr<HealthPort>> HealthPort::Start(const std::string&
     p->own_ = std::make_unique<HealthService>();
     health = p->own_.get();
   }
-  TANDEM_ASSIGN_OR_RETURN(p->server_,
-                          RpcServer::Start(address, RpcServer::Kind::kHealth, TransportSecurity(),
-                                           health, "health checks (address in use?)"));
+  TANDEM_ASSIGN_OR_RETURN(
+      p->server_, RpcServer::Start(address, RpcServer::Kind::kHealth, TransportSecurity(), health,
+                                   "health checks (address in use?)"));
   p->address_ = address;
   return p;
 }

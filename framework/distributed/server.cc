@@ -93,9 +93,9 @@ absl::Status Server::Init(const std::string& bind_address) {
                                            options_.security.token);
 
   TANDEM_ASSIGN_OR_RETURN(
-      server_, RpcServer::Start(bind_address, RpcServer::Kind::kTask, options_.security,
-                                service_.get(),
-                                absl::StrCat(task_name_, " (address in use or not local?)")));
+      server_,
+      RpcServer::Start(bind_address, RpcServer::Kind::kTask, options_.security, service_.get(),
+                       absl::StrCat(task_name_, " (address in use or not local?)")));
   const int port = server_->port();
   if (options_.cluster.empty()) {  // CreateLocal: the cluster is this task.
     std::string host = bind_address.substr(0, bind_address.rfind(':'));

@@ -323,16 +323,16 @@ TEST(RecoveryPolicyTest, CreationIsRetriedUpToTheAttempts) {
   TrainGraph g;
   auto calls = std::make_shared<int>(0);
   SessionCreatorOptions options{.factory = DownFirst(2, calls, DefaultSessionFactory())};
-  absl::StatusOr<std::unique_ptr<MonitoredSession>> two = MonitoredSession::Create(
-      g.graph(), std::make_unique<ChiefSessionCreator>(options), {},
-      RecoveryPolicy{.create_attempts = 2});
+  absl::StatusOr<std::unique_ptr<MonitoredSession>> two =
+      MonitoredSession::Create(g.graph(), std::make_unique<ChiefSessionCreator>(options), {},
+                               RecoveryPolicy{.create_attempts = 2});
   EXPECT_EQ(two.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(*calls, 2);
 
   *calls = 0;
-  absl::StatusOr<std::unique_ptr<MonitoredSession>> three = MonitoredSession::Create(
-      g.graph(), std::make_unique<ChiefSessionCreator>(options), {},
-      RecoveryPolicy{.create_attempts = 3});
+  absl::StatusOr<std::unique_ptr<MonitoredSession>> three =
+      MonitoredSession::Create(g.graph(), std::make_unique<ChiefSessionCreator>(options), {},
+                               RecoveryPolicy{.create_attempts = 3});
   ASSERT_TRUE(three.ok()) << three.status();
   EXPECT_EQ(*calls, 3);
   EXPECT_TRUE((*three)->Run(TrainRequest(g)).ok());
@@ -345,9 +345,9 @@ TEST(RecoveryPolicyTest, CreationIsRetriedUpToTheAttempts) {
         ++*calls;
         return absl::InvalidArgumentError("bad graph");
       }};
-  absl::StatusOr<std::unique_ptr<MonitoredSession>> bad = MonitoredSession::Create(
-      g.graph(), std::make_unique<ChiefSessionCreator>(broken), {},
-      RecoveryPolicy{.create_attempts = 3});
+  absl::StatusOr<std::unique_ptr<MonitoredSession>> bad =
+      MonitoredSession::Create(g.graph(), std::make_unique<ChiefSessionCreator>(broken), {},
+                               RecoveryPolicy{.create_attempts = 3});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(*calls, 1);
 }

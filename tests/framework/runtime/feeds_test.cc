@@ -9,10 +9,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::vector<FeedEndpoint> kEndpoints = {
-    {"a", DType::kFloat, PartialShape({-1, 2})},
-    {"b", DType::kInt64, PartialShape({})},
-    {"c", DType::kString, PartialShape::UnknownRank()}};
+const std::vector<FeedEndpoint> kEndpoints = {{"a", DType::kFloat, PartialShape({-1, 2})},
+                                              {"b", DType::kInt64, PartialShape({})},
+                                              {"c", DType::kString, PartialShape::UnknownRank()}};
 
 Tensor Floats(int64_t rows) { return Tensor(DType::kFloat, TensorShape({rows, 2})); }
 
@@ -32,7 +31,9 @@ TEST(FeedsTest, ValuesComeInTheStepsOrder) {
 }
 
 TEST(FeedsTest, MistakesNameTheTensor) {
-  auto error = [](const FeedMap& fed) { return std::string(ArrangeFeeds(kEndpoints, fed).status().message()); };
+  auto error = [](const FeedMap& fed) {
+    return std::string(ArrangeFeeds(kEndpoints, fed).status().message());
+  };
   EXPECT_THAT(error({{"a", Floats(1)}, {"a", Floats(2)}}), HasSubstr("tensor 'a' is fed twice"));
   EXPECT_THAT(error({{"z", Floats(1)}}), HasSubstr("tensor 'z' is not fed by this step"));
   EXPECT_THAT(error({{"b", Tensor::Scalar<int32_t>(1)}}),
