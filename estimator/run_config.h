@@ -113,7 +113,8 @@ struct RunConfigOptions {
   double gpu_memory_fraction = 0.9;  // In (0, 1]: of the GPU's memory, for tensors.
   // kMixedBfloat16: matmuls and convolutions (and the ops between them) run on
   // bfloat16 with float32 master weights (framework/runtime/mixed_precision.h), in
-  // every session the Estimator creates. Exports stay float32 graphs.
+  // every session the Estimator creates. Exports stay float32 graphs. A CPU session
+  // on a CPU without bfloat16 dot products runs float32 instead (PrecisionForCpu).
   Precision precision = Precision::kFloat32;
 };
 

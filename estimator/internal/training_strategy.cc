@@ -4,6 +4,9 @@
 
 #include <utility>
 
+#include "framework/runtime/device.h"
+#include "framework/runtime/mixed_precision.h"
+
 namespace tandem {
 
 absl::string_view StrategyName(Strategy strategy) {
@@ -22,7 +25,13 @@ namespace internal {
 
 SessionOptions SessionOptionsFor(const RunConfig& config, bool cluster_master) {
   SessionOptions so;
+  // A GPU session keeps the precision asked for; on a CPU, mixed_bfloat16 needs native
+  // bfloat16 (PrecisionForCpu).
   so.precision = config.precision();
+  if (so.precision != Precision::kFloat32 &&
+      (config.is_distributed() || LocalGpuCount(config.num_gpus()) == 0)) {
+    so.precision = PrecisionForCpu(so.precision);
+  }
   if (config.session_config()) {
     so.inter_op_threads = config.session_config()->inter_op_parallelism_threads;
     so.intra_op_threads = config.session_config()->intra_op_parallelism_threads;

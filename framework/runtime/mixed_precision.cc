@@ -2,6 +2,8 @@
 #include "framework/runtime/mixed_precision.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -203,6 +205,23 @@ absl::StatusOr<proto::GraphDef> RewriteForMixedBfloat16(const proto::GraphDef& d
   TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def, registry));
   MixedPrecisionReport local;
   return Rewriter(def, *g, ChooseLowNodes(*g)).Run(report != nullptr ? report : &local);
+}
+
+Precision PrecisionForCpu(Precision requested) {
+  if (requested != Precision::kMixedBfloat16 || onednn::HasNativeBf16()) return requested;
+  const char* allow = std::getenv("TANDEM_ALLOW_EMULATED_BF16");
+  const bool keep = allow != nullptr && std::string(allow) == "1";
+  static std::atomic<bool> logged{false};
+  if (!logged.exchange(true)) {
+    LOG(WARNING) << "Precision mixed_bfloat16 asked for, but this CPU has no native bfloat16 "
+                 << "dot product (oneDNN ISA " << onednn::EffectiveIsaName()
+                 << "; bfloat16 needs avx512_core_bf16 or AMX), where bfloat16 products are "
+                 << "emulated and training runs about 3x slower than in float32: "
+                 << (keep ? "keeping mixed_bfloat16 (TANDEM_ALLOW_EMULATED_BF16=1)"
+                          : "training in float32 instead (TANDEM_ALLOW_EMULATED_BF16=1 keeps "
+                            "mixed_bfloat16)");
+  }
+  return keep ? requested : Precision::kFloat32;
 }
 
 absl::StatusOr<proto::GraphDef> ApplyPrecision(const proto::GraphDef& def, Precision precision) {

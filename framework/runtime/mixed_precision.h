@@ -48,6 +48,14 @@ enum class Precision { kFloat32, kMixedBfloat16 };
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
 absl::string_view PrecisionName(Precision precision);
 
+// The precision a session computing on this process's CPU runs for `requested`.
+// mixed_bfloat16 where oneDNN has no native bfloat16 dot product (HasNativeBf16: ISA
+// below avx512_core_bf16) would train about 3x slower than float32, so it becomes
+// float32, said once per process in a WARNING naming the ISA. The environment variable
+// TANDEM_ALLOW_EMULATED_BF16=1 keeps mixed_bfloat16 there (the same arithmetic as on
+// a bf16 CPU, at the emulation's speed). float32 is returned as is.
+Precision PrecisionForCpu(Precision requested);
+
 struct MixedPrecisionReport {
   std::map<std::string, int> converted;  // op -> nodes now running on bfloat16
   int casts_to_bfloat16 = 0;             // float32 tensors converted for bf16 consumers

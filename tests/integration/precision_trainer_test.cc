@@ -11,11 +11,18 @@
 //    an AMD EPYC without a bfloat16 ISA, so the bound is that peer's spread over both
 //    machines rounded up, not a tuning of this run.
 // Both runs see the same batches and dropout masks (seeded), and each run is
-// deterministic, so what differs is bfloat16 arithmetic.
+// deterministic, so what differs is bfloat16 arithmetic. Every run sets
+// TANDEM_ALLOW_EMULATED_BF16=1, so bfloat16 runs on CPUs that emulate it too.
+//
+// And the choice on a CPU without native bfloat16 (oneDNN capped below
+// avx512_core_bf16 with ONEDNN_MAX_CPU_ISA): mixed_bfloat16 trains in float32, says so,
+// and logs the float32 run's losses; TANDEM_ALLOW_EMULATED_BF16=1 keeps bfloat16.
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -36,12 +43,14 @@ constexpr double kFreeRunningBound = 0.035;
 
 std::string Cnn() { return std::string(TANDEM_SOURCE_DIR) + "/configs/fashion_cnn.toml"; }
 
-// Runs the trainer with `args` after the config; returns its stderr.
+constexpr char kAllowEmulated[] = "TANDEM_ALLOW_EMULATED_BF16=1";
+
+// Runs the trainer with `args` after the config and `env`; returns its stderr.
 std::string Trainer(const std::string& command, std::vector<std::string> args,
-                    const std::string& log) {
+                    const std::string& log, std::vector<std::string> env = {kAllowEmulated}) {
   std::vector<std::string> argv = {TANDEM_TRAINER, command, "--config", Cnn()};
   argv.insert(argv.end(), args.begin(), args.end());
-  Subprocess p(argv, log);
+  Subprocess p(argv, log, env);
   const int code = p.Wait(std::chrono::seconds(240));
   EXPECT_EQ(code, 0) << command << ":\n" << p.Stderr();
   return p.Stderr();
@@ -49,13 +58,14 @@ std::string Trainer(const std::string& command, std::vector<std::string> args,
 
 // 20 steps of fashion_cnn at `precision` into dir/<precision>, logging the loss every
 // step and keeping a checkpoint of every step.
-std::string TrainCnn(const std::string& precision, const std::string& dir) {
+std::string TrainCnn(const std::string& precision, const std::string& dir, int steps = kSteps,
+                     std::vector<std::string> env = {kAllowEmulated}) {
   return Trainer("train",
                  {"--set", absl::StrCat("run.model_dir=\"", dir, "/", precision, "\""), "--set",
                   absl::StrCat("run.precision=\"", precision, "\""), "--set",
                   "run.log_step_count_steps=1", "--set", "run.save_checkpoints_steps=1", "--set",
-                  "run.keep_checkpoint_max=0", "--set", absl::StrCat("train.max_steps=", kSteps)},
-                 dir + "/" + precision);
+                  "run.keep_checkpoint_max=0", "--set", absl::StrCat("train.max_steps=", steps)},
+                 dir + "/" + precision, std::move(env));
 }
 
 // The eval loss (4 batches of 500 test images) of `checkpoint` at `precision`.
@@ -122,6 +132,31 @@ TEST(PrecisionTrainerTest, MixedBfloat16TracksFloat32ForTheFirst20Steps) {
       "worst relative loss difference over %d steps: %.4f on the same weights, %.4f "
       "free-running\n",
       kSteps, same_worst, free_worst);
+}
+
+TEST(PrecisionTrainerTest, WithoutNativeBfloat16MixedBfloat16TrainsInFloat32AndSaysSo) {
+  // avx512_core has no bfloat16 dot product; a CPU without AVX-512 caps lower still.
+  const std::string capped = "ONEDNN_MAX_CPU_ISA=AVX512_CORE";
+  TempDir dir;
+  for (const char* sub : {"/f32", "/asked", "/kept"}) {
+    std::filesystem::create_directories(dir.path() + sub);
+  }
+  const std::string f32_log = TrainCnn("float32", dir.path() + "/f32", 3, {capped});
+  const std::string asked_log = TrainCnn("mixed_bfloat16", dir.path() + "/asked", 3, {capped});
+  EXPECT_THAT(asked_log, HasSubstr("has no native bfloat16 dot product"));
+  EXPECT_THAT(asked_log, HasSubstr("training in float32 instead"));
+  EXPECT_THAT(asked_log, Not(HasSubstr("Precision mixed_bfloat16: ")));
+  const std::map<int64_t, double> f32 = Losses(f32_log), asked = Losses(asked_log);
+  ASSERT_EQ(f32.size(), 3u) << f32_log;
+  EXPECT_EQ(asked, f32);  // The same float32 training, loss for loss.
+
+  const std::string kept_log =
+      TrainCnn("mixed_bfloat16", dir.path() + "/kept", 3, {capped, kAllowEmulated});
+  EXPECT_THAT(kept_log, HasSubstr("keeping mixed_bfloat16 (TANDEM_ALLOW_EMULATED_BF16=1)"));
+  EXPECT_THAT(kept_log, HasSubstr("Precision mixed_bfloat16: "));
+  const std::map<int64_t, double> kept = Losses(kept_log);
+  ASSERT_EQ(kept.size(), 3u) << kept_log;
+  EXPECT_NE(kept, f32);  // bfloat16 arithmetic.
 }
 
 }  // namespace

@@ -37,6 +37,11 @@ bool HasBf16Kernels() {
   return has;
 }
 
+bool HasNativeBf16() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
 std::string EffectiveIsaName() {
   switch (dnnl::get_effective_cpu_isa()) {
     case dnnl::cpu_isa::sse41:

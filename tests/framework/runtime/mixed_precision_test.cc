@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "framework/graph/graph.h"
@@ -296,6 +297,37 @@ TEST(Bf16FallbackTest, IsaCapMeansTheFallback) {
   }
   EXPECT_FALSE(onednn::HasBf16Kernels());
   EXPECT_EQ(onednn::EffectiveIsaName(), "avx2");
+}
+
+// Whether /proc/cpuinfo lists a bfloat16 dot product (AVX512-BF16 or AMX-BF16).
+bool CpuinfoHasBf16() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    line += ' ';
+    return line.find(" avx512_bf16 ") != std::string::npos ||
+           line.find(" amx_bf16 ") != std::string::npos;
+  }
+  return false;
+}
+
+// mixed_bfloat16 stays where the CPU has bfloat16 dot products and becomes float32
+// where it has not (here under ONEDNN_MAX_CPU_ISA=AVX2 too, which caps oneDNN below
+// them); TANDEM_ALLOW_EMULATED_BF16=1 keeps it. float32 is always float32.
+TEST(PrecisionForCpuTest, MixedBfloat16NeedsNativeBfloat16) {
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const bool native = cap == nullptr && CpuinfoHasBf16();
+  EXPECT_EQ(onednn::HasNativeBf16(), native) << onednn::EffectiveIsaName();
+  EXPECT_EQ(PrecisionForCpu(Precision::kMixedBfloat16),
+            native ? Precision::kMixedBfloat16 : Precision::kFloat32);
+  EXPECT_EQ(PrecisionForCpu(Precision::kFloat32), Precision::kFloat32);
+  setenv("TANDEM_ALLOW_EMULATED_BF16", "1", 1);
+  EXPECT_EQ(PrecisionForCpu(Precision::kMixedBfloat16), Precision::kMixedBfloat16);
+  setenv("TANDEM_ALLOW_EMULATED_BF16", "0", 1);
+  EXPECT_EQ(PrecisionForCpu(Precision::kMixedBfloat16),
+            native ? Precision::kMixedBfloat16 : Precision::kFloat32);
+  unsetenv("TANDEM_ALLOW_EMULATED_BF16");
 }
 
 }  // namespace
