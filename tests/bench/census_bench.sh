@@ -29,6 +29,8 @@ reps=${TANDEM_BENCH_REPS:-3}
 steps=${TANDEM_CENSUS_STEPS:-4000}
 [[ -x "$trainer" ]] || { echo "build $trainer first"; exit 1; }
 "$python" -c "import torch" 2>/dev/null || { echo "no python3-torch (scripts/install-deps.sh --bench)"; exit 1; }
+source "$here/peer_blas.sh"
+peer_blas "$python"
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cpus"
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

@@ -48,6 +48,8 @@ CHIEF_PREFIX='[chief:0]'
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 have_torch=0
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then have_torch=1; fi
+source "$here/peer_blas.sh"
+if (( have_torch )); then peer_blas /usr/bin/python3; fi
 
 work=$(mktemp -d)
 group=""  # process group of the command running now, for the exit trap

@@ -36,6 +36,8 @@ big=4194304
 small=4194
 [[ -x "$trainer" ]] || { echo "build $trainer first"; exit 1; }
 "$python" -c "import torch, numpy" 2>/dev/null || { echo "no python3-torch / python3-numpy (scripts/install-deps.sh --bench)"; exit 1; }
+source "$here/peer_blas.sh"
+peer_blas "$python"
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cpus"
 
 work=/tmp/tandem_ctr  # ctr_bench.toml reads its data here.

@@ -3,12 +3,14 @@
 Debian's PyTorch multiplies float32 matrices with OpenBLAS, which picks its kernels by
 the CPU it detects at load time. It can detect wrong: on a 2-vCPU Intel Xeon with
 AVX-512 it chose "Prescott" (generic kernels, 31.8 GFLOP/s for a 512^3 torch.mm against
-143.8 with SkylakeX), and on an AMD EPYC with AVX-512 it chooses "Haswell" (AVX2). So
-this script times a 512^3 torch.mm, one thread, under OpenBLAS's own choice and under
-each core type the CPU's flags allow (OPENBLAS_CORETYPE; each in its own process,
-since OpenBLAS reads it when it loads), and prints
+143.8 with SkylakeX). An OPENBLAS_CORETYPE inherited from the environment overrides
+the detection: a 2-vCPU AMD EPYC with AVX512-BF16 came with OPENBLAS_CORETYPE=Haswell
+set, 90 GFLOP/s against 165 with SkylakeX. So this script times a 512^3 torch.mm, one
+thread, under the inherited setting, under OpenBLAS's own detection and under each
+core type the CPU's flags allow (OPENBLAS_CORETYPE; each in its own process, since
+OpenBLAS reads it when it loads), and prints
 
-    peer_blas: detected=Haswell chosen=SkylakeX gflops=... (Haswell=..., SkylakeX=...)
+    peer_blas: inherited=Haswell detected=Cooperlake chosen=SkylakeX gflops=... (...)
     export OPENBLAS_CORETYPE=SkylakeX
 
 The benchmark scripts eval the last line (`--export`), so every peer runs on the
@@ -55,7 +57,8 @@ def cpu_flags():
 
 
 def measure(core):
-    """(detected core name, GFLOP/s) of one process, or None if it failed."""
+    """(core name OpenBLAS used, GFLOP/s) of one process with OPENBLAS_CORETYPE=core
+    (unset for None), or None if it failed."""
     env = dict(os.environ, OPENBLAS_VERBOSE="2", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     env.pop("OPENBLAS_CORETYPE", None)
     if core:
@@ -77,21 +80,23 @@ def main():
                         help="print the chosen OPENBLAS_CORETYPE as a shell export last")
     args = parser.parse_args()
     flags = cpu_flags()
+    inherited = os.environ.get("OPENBLAS_CORETYPE", "")
     detected = measure(None)
     if detected is None:
-        print("peer_blas: torch did not run; the peers keep OpenBLAS's own choice")
+        print("peer_blas: torch did not run; the peers keep the BLAS settings they inherit")
         return
     rates = {detected[0]: detected[1]}
-    for core, needs in CANDIDATES.items():
-        if core in rates or not needs <= flags:
+    tries = ([inherited] if inherited else []) + list(CANDIDATES)
+    for core in tries:
+        if core in rates or (core in CANDIDATES and not CANDIDATES[core] <= flags):
             continue
         got = measure(core)
         if got is not None:
-            rates[core] = got[1]
+            rates[got[0]] = got[1]
     chosen = max(rates, key=rates.get)
     listing = ", ".join("%s=%.1f" % (c, r) for c, r in sorted(rates.items(), key=lambda x: -x[1]))
-    print("peer_blas: detected=%s chosen=%s gflops=%.1f (512^3 torch.mm, 1 thread: %s)" %
-          (detected[0], chosen, rates[chosen], listing))
+    print("peer_blas: inherited=%s detected=%s chosen=%s gflops=%.1f (512^3 torch.mm, "
+          "1 thread: %s)" % (inherited or "none", detected[0], chosen, rates[chosen], listing))
     if args.export:
         print("export OPENBLAS_CORETYPE=%s" % chosen)
 

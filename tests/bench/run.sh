@@ -16,6 +16,8 @@ python=${PYTHON:-/usr/bin/python3}
 [[ -x "$bench" ]] || { echo "build $bench first (cmake --build $build --target train_bench)"; exit 1; }
 have_peer=1
 "$python" -c "import torch" 2>/dev/null || { have_peer=0; echo "no python3-torch: tandem figures only"; }
+source "$(dirname "$0")/peer_blas.sh"
+if (( have_peer )); then peer_blas "$python"; fi
 
 rate() { sed -n 's/.*examples_per_second=\([0-9.]*\).*/\1/p'; }
 reps=${TANDEM_BENCH_REPS:-3}
