@@ -116,10 +116,11 @@ MHD_Result OnRequest(void* cls, MHD_Connection* connection, const char* url, con
   });
 }
 
-void OnCompleted(void* /*cls*/, MHD_Connection* /*connection*/, void** request_state,
+void OnCompleted(void* cls, MHD_Connection* /*connection*/, void** request_state,
                  MHD_RequestTerminationCode /*code*/) {
   delete static_cast<RequestState*>(*request_state);
   *request_state = nullptr;
+  static_cast<MemoryReleaser*>(cls)->Note();
 }
 
 void OnMhdError(void* /*cls*/, const char* format, va_list args) {
@@ -132,7 +133,10 @@ void OnMhdError(void* /*cls*/, const char* format, va_list args) {
 
 RestServer::RestServer(const RestServerOptions& options, std::unique_ptr<Batcher> batcher,
                        std::unique_ptr<RestHandler> handler)
-    : options_(options), batcher_(std::move(batcher)), handler_(std::move(handler)) {}
+    : options_(options),
+      batcher_(std::move(batcher)),
+      handler_(std::move(handler)),
+      releaser_(std::make_unique<MemoryReleaser>()) {}
 
 absl::StatusOr<std::unique_ptr<RestServer>> RestServer::Start(const RestServerOptions& options,
                                                               ModelManager* models) {
@@ -174,7 +178,8 @@ absl::StatusOr<std::unique_ptr<RestServer>> RestServer::Start(const RestServerOp
       {MHD_OPTION_SOCK_ADDR, 0, &addr},
       {MHD_OPTION_CONNECTION_LIMIT, options.max_connections, nullptr},
       {MHD_OPTION_CONNECTION_TIMEOUT, options.connection_timeout_secs, nullptr},
-      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&OnCompleted), nullptr},
+      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&OnCompleted),
+       server->releaser_.get()},
   };
   if (options.num_http_threads > 0) {
     items.push_back({MHD_OPTION_THREAD_POOL_SIZE, options.num_http_threads, nullptr});

@@ -15,7 +15,8 @@
 // limits.max_body_bytes is answered 413 without being kept: when its length is
 // declared, before it is read; otherwise the rest is read and dropped (a body that
 // goes on past 4 x the limit closes the connection). Nothing a client sends ends the
-// server: handler exceptions (std::bad_alloc included) become a 500/503 answer.
+// server: handler exceptions (std::bad_alloc included) become a 500/503 answer. What
+// requests freed goes back to the system within a second of them (MemoryReleaser).
 //
 // Thread safety: the accessors may be called from any thread. Stop (also run by the
 // destructor) waits for the requests in progress to finish.
@@ -29,6 +30,7 @@
 #include "serving/rest_batcher.h"
 #include "serving/rest_handler.h"
 #include "serving/rest_json.h"
+#include "serving/rest_memory.h"
 #include "serving/rest_model_manager.h"
 
 struct MHD_Daemon;
@@ -71,6 +73,7 @@ class RestServer {
   const RestServerOptions options_;
   std::unique_ptr<Batcher> batcher_;
   std::unique_ptr<RestHandler> handler_;
+  std::unique_ptr<MemoryReleaser> releaser_;  // Outlives daemon_.
   MHD_Daemon* daemon_ = nullptr;
   int port_ = 0;
 };

@@ -80,6 +80,7 @@ CLI::App* AddServeModelCommand(CLI::App& app, ServeModelFlags& flags) {
 int ServeModel(const ServeModelFlags& flags) {
   // Before any thread starts (termination.h).
   termination::InstallHandler(kTerminationGraceSecs);
+  serving::UseServingMallocSettings();  // Not InitProcess's training settings.
   serving::ModelManagerOptions mo;
   mo.export_base = flags.export_dir;
   mo.model_name = flags.model_name;
