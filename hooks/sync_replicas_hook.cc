@@ -71,7 +71,7 @@ absl::Status SyncReplicasHook::AfterCreateSession(Session* session) {
 
 absl::StatusOr<SessionRunArgs> SyncReplicasHook::BeforeRun(SessionRunContext& context) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     TANDEM_RETURN_IF_ERROR(runner_error_);
   }
   SessionRunArgs args;
@@ -100,7 +100,7 @@ absl::Status SyncReplicasHook::End(Session* session) {
             << " stale_gradients=" << stale_.load()
             << " duplicate_gradients=" << duplicates_.load();
   WriteDropped();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return runner_error_;
 }
 
@@ -228,7 +228,7 @@ bool SyncReplicasHook::CheckReplicas(int* required) {
     last_missing_log_ = now;
   }
   if (options_.patience_secs > 0 && waited > options_.patience_secs) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     runner_error_ = absl::DeadlineExceededError(absl::StrCat(
         "synchronous replicas: ", names, " missing for more than ", options_.patience_secs,
         " s (missing_replicas_patience_secs); replicas_to_aggregate = ", wanted, " but ", live,

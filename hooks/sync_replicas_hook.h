@@ -33,11 +33,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "framework/ops/sync_replicas.h"
 #include "framework/protos/graph.pb.h"
 #include "hooks/monitored_session.h"
@@ -98,8 +99,8 @@ class SyncReplicasHook : public SessionRunHook {
   // any accumulator counted.
   std::atomic<int64_t> step_{0}, stale_{0}, duplicates_{0};
   proto::GraphDef graph_def_;
-  std::mutex mu_;
-  absl::Status runner_error_;  // Guarded by mu_; returned by the next BeforeRun.
+  absl::Mutex mu_;
+  absl::Status runner_error_ ABSL_GUARDED_BY(mu_);  // Returned by the next BeforeRun.
   double waiting_since_ = -1, last_missing_log_ = -1;
 };
 

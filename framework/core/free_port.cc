@@ -9,12 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 #include <random>
 #include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace tandem {
 namespace {
@@ -55,10 +55,15 @@ absl::StatusOr<std::vector<int>> PickFreePorts(int n) {
   if (n < 0 || n > 1024) {
     return absl::InvalidArgumentError(absl::StrCat("PickFreePorts: n = ", n, " not in [0, 1024]"));
   }
-  static std::mutex mu;
-  static std::set<int>* given = new std::set<int>();  // Every port this process handed out.
-  static std::mt19937* rng = new std::mt19937(std::random_device{}());
-  std::lock_guard<std::mutex> lock(mu);
+  struct Picker {
+    absl::Mutex mu;
+    std::set<int> given ABSL_GUARDED_BY(mu);  // Every port this process handed out.
+    std::mt19937 rng ABSL_GUARDED_BY(mu){std::random_device{}()};
+  };
+  static Picker* picker = new Picker;  // Never destroyed.
+  absl::MutexLock lock(&picker->mu);
+  std::set<int>* given = &picker->given;
+  std::mt19937* rng = &picker->rng;
 
   const auto [first, last] = EphemeralPortRange();
   int lo = 0, hi = -1;  // The band to draw from; empty: the kernel's choice.

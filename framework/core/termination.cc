@@ -8,11 +8,13 @@
 #include <atomic>
 #include <chrono>
 #include <map>
-#include <mutex>
+#include <mutex>  // std::call_once
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "glog/logging.h"
 
 namespace tandem::termination {
@@ -21,9 +23,9 @@ namespace {
 std::atomic<int> g_signal{0};
 
 struct Callbacks {
-  std::mutex mu;
-  std::map<int, std::function<void()>> fns;
-  int next_id = 0;
+  absl::Mutex mu;
+  std::map<int, std::function<void()>> fns ABSL_GUARDED_BY(mu);
+  int next_id ABSL_GUARDED_BY(mu) = 0;
 };
 
 Callbacks& GetCallbacks() {
@@ -38,7 +40,7 @@ bool Request(int sig) {
   std::vector<std::function<void()>> fns;
   {
     Callbacks& c = GetCallbacks();
-    std::lock_guard<std::mutex> lock(c.mu);
+    absl::MutexLock lock(&c.mu);
     for (auto& [id, fn] : c.fns) fns.push_back(fn);
   }
   for (auto& fn : fns) fn();
@@ -91,7 +93,7 @@ int OnRequest(std::function<void()> fn) {
   {
     // Request() sets the signal before it copies the callbacks under this lock, so
     // `fn` runs exactly once: here or there.
-    std::lock_guard<std::mutex> lock(c.mu);
+    absl::MutexLock lock(&c.mu);
     id = c.next_id++;
     run_now = Requested();
     if (!run_now) c.fns.emplace(id, fn);
@@ -102,7 +104,7 @@ int OnRequest(std::function<void()> fn) {
 
 void Unregister(int id) {
   Callbacks& c = GetCallbacks();
-  std::lock_guard<std::mutex> lock(c.mu);
+  absl::MutexLock lock(&c.mu);
   c.fns.erase(id);
 }
 

@@ -20,11 +20,9 @@
 // their timeout, and hold no executor thread meanwhile.
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
@@ -32,6 +30,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "framework/core/status.h"
 #include "framework/kernels/cpu/cpu_kernels.h"
 #include "framework/kernels/kernel_registry.h"
@@ -52,15 +52,15 @@ class Timer {
   }
   // Runs `fn` at `when` unless Cancel(id) came first.
   int64_t Schedule(Clock::time_point when, std::function<void()> fn) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const int64_t id = next_id_++;
     queue_.emplace(std::make_pair(when, id), std::move(fn));
-    cv_.notify_one();
+    cv_.Signal();
     return id;
   }
   // True if the callback was removed before it ran.
   bool Cancel(int64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto it = queue_.begin(); it != queue_.end(); ++it) {
       if (it->first.second == id) {
         queue_.erase(it);
@@ -75,29 +75,31 @@ class Timer {
     std::thread([this] { Loop(); }).detach();
   }
   void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     while (true) {
       if (queue_.empty()) {
-        cv_.wait(lock);
+        cv_.Wait(&mu_);
         continue;
       }
       auto first = queue_.begin();
-      if (Clock::now() < first->first.first) {
-        cv_.wait_until(lock, first->first.first);
+      const Clock::time_point now = Clock::now();
+      if (now < first->first.first) {
+        cv_.WaitWithTimeout(&mu_, absl::FromChrono(first->first.first - now));
         continue;
       }
       std::function<void()> fn = std::move(first->second);
       queue_.erase(first);
-      lock.unlock();
+      mu_.Unlock();
       fn();
-      lock.lock();
+      mu_.Lock();
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::pair<Clock::time_point, int64_t>, std::function<void()>> queue_;
-  int64_t next_id_ = 0;
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::map<std::pair<Clock::time_point, int64_t>, std::function<void()>> queue_
+      ABSL_GUARDED_BY(mu_);
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // A parked waiter: `ready` decides, under the resource's lock, whether it may
@@ -114,15 +116,15 @@ struct Waiter {
 class WaiterList {
  public:
   // Parks `w` (its timeout after `timeout_ms`), or completes it at once when ready.
-  void Add(std::mutex* mu, std::shared_ptr<Waiter> w, int64_t timeout_ms) {
+  void Add(absl::Mutex* mu, std::shared_ptr<Waiter> w, int64_t timeout_ms) {
     {
-      std::lock_guard<std::mutex> lock(*mu);
+      absl::MutexLock lock(mu);
       if (!w->ready()) {
         waiters_.push_back(w);
         w->timer_id =
             Timer::Get().Schedule(Clock::now() + std::chrono::milliseconds(timeout_ms), [mu, w] {
               {
-                std::lock_guard<std::mutex> lock(*mu);
+                absl::MutexLock lock(mu);
                 if (w->done) return;
                 w->done = true;
               }
@@ -169,29 +171,29 @@ class GradientAccumulator : public ResourceBase {
   }
   const TensorShape& shape() const { return shape_; }
 
-  std::mutex mu;
-  int64_t step = 0;
-  int64_t count = 0;
-  int64_t stale = 0;
-  int64_t duplicates = 0;
-  std::set<int64_t> replicas;  // Those that sent a gradient at `step`.
-  Tensor sum;
+  absl::Mutex mu;
+  int64_t step ABSL_GUARDED_BY(mu) = 0;
+  int64_t count ABSL_GUARDED_BY(mu) = 0;
+  int64_t stale ABSL_GUARDED_BY(mu) = 0;
+  int64_t duplicates ABSL_GUARDED_BY(mu) = 0;
+  std::set<int64_t> replicas ABSL_GUARDED_BY(mu);  // Those that sent a gradient at `step`.
+  Tensor sum ABSL_GUARDED_BY(mu);
   // Sparse: row index -> its offset in row_sums (row_width floats each).
-  absl::flat_hash_map<int64_t, int64_t> row_at;
-  std::vector<float> row_sums;
-  WaiterList waiters;
+  absl::flat_hash_map<int64_t, int64_t> row_at ABSL_GUARDED_BY(mu);
+  std::vector<float> row_sums ABSL_GUARDED_BY(mu);
+  WaiterList waiters ABSL_GUARDED_BY(mu);
 
-  // Under mu: forgets the gradients of the current step.
-  void Clear() {
+  // Forgets the gradients of the current step.
+  void Clear() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     sum = Tensor();
     row_at.clear();
     row_sums.clear();
     count = 0;
     replicas.clear();
   }
-  // Under mu: whether a gradient of `replica` at `local_step` counts (else it is
-  // counted as stale or duplicate).
-  bool Admit(int64_t local_step, int64_t replica) {
+  // Whether a gradient of `replica` at `local_step` counts (else it is counted as
+  // stale or duplicate).
+  bool Admit(int64_t local_step, int64_t replica) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (local_step < step) {
       ++stale;
       return false;
@@ -210,9 +212,9 @@ class GradientAccumulator : public ResourceBase {
 class StepBarrier : public ResourceBase {
  public:
   std::string DebugString() const override { return "StepBarrier"; }
-  std::mutex mu;
-  int64_t step = -1;  // -1 until the chief sets it.
-  WaiterList waiters;
+  absl::Mutex mu;
+  int64_t step ABSL_GUARDED_BY(mu) = -1;  // -1 until the chief sets it.
+  WaiterList waiters ABSL_GUARDED_BY(mu);
 };
 
 absl::Status ScalarInput(const OpKernelContext& ctx, int i, DType dtype, const char* what) {
@@ -271,7 +273,7 @@ class AccumulatorKernel : public OpKernel {
   static void Accumulate(OpKernelContext& ctx, GradientAccumulator& acc, Add add) {
     std::vector<std::shared_ptr<Waiter>> ready;
     {
-      std::lock_guard<std::mutex> lock(acc.mu);
+      absl::MutexLock lock(&acc.mu);
       if (acc.Admit(ctx.input(0).scalar<int64_t>(), ctx.input(1).scalar<int64_t>())) {
         add(acc);
         ++acc.count;
@@ -287,7 +289,7 @@ class AccumulatorKernel : public OpKernel {
     TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt32, "num_required"));
     const int64_t required = std::max<int64_t>(1, ctx.input(0).scalar<int32_t>());
     TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
-    std::lock_guard<std::mutex> lock(acc->mu);
+    absl::MutexLock lock(&acc->mu);
     if (acc->count < required) {
       return absl::FailedPreconditionError(absl::StrCat(ref_.name, ": ", acc->count,
                                                         " gradients accumulated at step ",
@@ -443,7 +445,7 @@ class AccumulatorWaitKernel : public AsyncOpKernel {
     w->finish = [&ctx, done, acc = *acc](bool) {
       int64_t count;
       {
-        std::lock_guard<std::mutex> lock(acc->mu);
+        absl::MutexLock lock(&acc->mu);
         count = acc->count;
       }
       ctx.set_output(0, Tensor::Scalar<int64_t>(count));
@@ -464,7 +466,7 @@ class AccumulatorSetGlobalStepKernel : public AccumulatorKernel {
   absl::Status Compute(OpKernelContext& ctx) override {
     TANDEM_RETURN_IF_ERROR(ScalarInput(ctx, 0, DType::kInt64, "step"));
     TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
-    std::lock_guard<std::mutex> lock(acc->mu);
+    absl::MutexLock lock(&acc->mu);
     const int64_t step = ctx.input(0).scalar<int64_t>();
     if (step != acc->step) {
       acc->step = step;
@@ -480,7 +482,7 @@ class AccumulatorStatsKernel : public AccumulatorKernel {
   absl::Status Compute(OpKernelContext& ctx) override {
     TANDEM_ASSIGN_OR_RETURN(auto acc, Get(ctx));
     Tensor out(DType::kInt64, TensorShape({4}));
-    std::lock_guard<std::mutex> lock(acc->mu);
+    absl::MutexLock lock(&acc->mu);
     int64_t* o = out.data<int64_t>();
     o[0] = acc->step;
     o[1] = acc->count;
@@ -510,7 +512,7 @@ class SyncStepAdvanceKernel : public OpKernel {
     TANDEM_ASSIGN_OR_RETURN(auto barrier, GetBarrier(ctx, name_));
     std::vector<std::shared_ptr<Waiter>> ready;
     {
-      std::lock_guard<std::mutex> lock(barrier->mu);
+      absl::MutexLock lock(&barrier->mu);
       barrier->step = ctx.input(0).scalar<int64_t>();
       ready = barrier->waiters.TakeReady();
     }
@@ -545,7 +547,7 @@ class SyncStepWaitKernel : public AsyncOpKernel {
     w->finish = [&ctx, done, barrier = *barrier](bool) {
       int64_t step;
       {
-        std::lock_guard<std::mutex> lock(barrier->mu);
+        absl::MutexLock lock(&barrier->mu);
         step = barrier->step;
       }
       ctx.set_output(0, Tensor::Scalar<int64_t>(step));
