@@ -32,6 +32,7 @@
 #include "framework/runtime/device.h"
 #include "glog/logging.h"
 #include "hooks/logging_hooks.h"
+#include "hooks/profiler_hook.h"
 #include "hooks/stop_hooks.h"
 #include "hooks/summary_writer.h"
 
@@ -268,6 +269,10 @@ class TrainRun {
         Every::Steps(config_.log_step_count_steps())));
     mts.hooks.insert(mts.hooks.end(), g_.spec.training_hooks.begin(), g_.spec.training_hooks.end());
     mts.chief_only_hooks = g_.spec.training_chief_hooks;
+    if (config_.trace_every_steps() > 0) {  // One writer of model_dir's timelines.
+      mts.chief_only_hooks.push_back(std::make_shared<ProfilerHook>(
+          Every::Steps(config_.trace_every_steps()), e_.model_dir()));
+    }
     // MonitoredTrainingSession's checkpoint hook, with the caller's listeners: every
     // save_checkpoints_steps when positive, else every save_checkpoints_secs.
     mts.save_checkpoint_steps = config_.save_checkpoints_steps();

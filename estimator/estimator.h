@@ -11,7 +11,8 @@
 //             latest checkpoint is already at max_steps. Hooks: the spec's training
 //             hooks, StopAtStepHook, NanTensorHook, LoggingTensorHook (loss and step
 //             every log_step_count_steps), and on the chief the default summary,
-//             step-counter and checkpoint hooks plus the spec's chief hooks.
+//             step-counter and checkpoint hooks plus the spec's chief hooks (and a
+//             ProfilerHook every trace_every_steps, when set).
 //   Evaluate: restores `checkpoint_path` (default: the latest, falling back past
 //             unreadable checkpoints as Train does; FAILED_PRECONDITION when there is
 //             none), runs the metrics' update ops for `steps` batches or

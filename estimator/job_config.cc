@@ -600,6 +600,7 @@ absl::StatusOr<JobConfig> JobConfig::Parse(absl::string_view toml_text,
       std::min<int64_t>(c.run.keep_checkpoint_max, std::numeric_limits<int>::max()));
   options.keep_checkpoint_every_n_hours = c.run.keep_checkpoint_every_n_hours;
   options.log_step_count_steps = c.run.log_step_count_steps;
+  options.trace_every_steps = c.run.trace_every_steps;
   options.operation_timeout_secs = c.run.operation_timeout_secs;
   options.num_gpus = static_cast<int>(c.run.num_gpus);
   options.gpu_memory_fraction = c.run.gpu_memory_fraction;

@@ -12,7 +12,7 @@
 //                 (estimator/internal/data_config.h)
 //   [run]         model_dir, save_checkpoints_steps | save_checkpoints_secs,
 //                 keep_checkpoint_max, keep_checkpoint_every_n_hours, log_step_count_steps,
-//                 save_summary_steps, random_seed, inter_op_threads, intra_op_threads,
+//                 trace_every_steps, save_summary_steps, random_seed, inter_op_threads, intra_op_threads,
 //                 precision ("float32" or "mixed_bfloat16"), operation_timeout_secs,
 //                 liveness_file
 //   [train]       max_steps, batch_size, warm_start_from, warm_start_vars,
@@ -228,6 +228,7 @@ struct RunSection {
   int64_t keep_checkpoint_max = 5;
   double keep_checkpoint_every_n_hours = 10000;
   int64_t log_step_count_steps = 100;
+  int64_t trace_every_steps = 0;  // RunConfigOptions::trace_every_steps.
   int64_t save_summary_steps = 100;
   std::optional<int64_t> random_seed;
   int64_t inter_op_threads = 0;

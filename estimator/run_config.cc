@@ -213,6 +213,7 @@ absl::Status ValidateOptions(const RunConfigOptions& o) {
     return bad("keep_checkpoint_every_n_hours should be > 0");
   }
   if (o.log_step_count_steps <= 0) return bad("log_step_count_steps should be > 0");
+  if (o.trace_every_steps < 0) return bad("trace_every_steps should be >= 0");
   if (o.operation_timeout_secs < 0) return bad("operation_timeout_secs should be >= 0");
   if (o.num_gpus < -1) return bad("num_gpus should be -1 (auto), 0 or 1");
   if (o.num_gpus > 1) {
@@ -317,6 +318,7 @@ absl::StatusOr<RunConfig> RunConfig::Create(const RunConfigOptions& options,
   c.keep_checkpoint_max_ = options.keep_checkpoint_max;
   c.keep_checkpoint_every_n_hours_ = options.keep_checkpoint_every_n_hours;
   c.log_step_count_steps_ = options.log_step_count_steps;
+  c.trace_every_steps_ = options.trace_every_steps;
   c.operation_timeout_secs_ = options.operation_timeout_secs;
   c.num_gpus_ = options.num_gpus;
   c.gpu_memory_fraction_ = options.gpu_memory_fraction;

@@ -101,6 +101,9 @@ struct RunConfigOptions {
   int keep_checkpoint_max = 5;                   // >= 0; 0 keeps all.
   double keep_checkpoint_every_n_hours = 10000;  // > 0.
   int64_t log_step_count_steps = 100;            // > 0.
+  // > 0: the chief writes a Chrome trace of one training step every this many steps,
+  // model_dir/timeline-<global step>.json (ProfilerHook); 0: none.
+  int64_t trace_every_steps = 0;
   // The deadline of each training step on a cluster (SessionOptions::
   // operation_timeout_ms); 0: none.
   int64_t operation_timeout_secs = 300;         // >= 0.
@@ -140,6 +143,7 @@ class RunConfig {
   int keep_checkpoint_max() const { return keep_checkpoint_max_; }
   double keep_checkpoint_every_n_hours() const { return keep_checkpoint_every_n_hours_; }
   int64_t log_step_count_steps() const { return log_step_count_steps_; }
+  int64_t trace_every_steps() const { return trace_every_steps_; }
   int64_t operation_timeout_secs() const { return operation_timeout_secs_; }
   int num_gpus() const { return num_gpus_; }
   double gpu_memory_fraction() const { return gpu_memory_fraction_; }
@@ -182,6 +186,7 @@ class RunConfig {
   int keep_checkpoint_max_ = 5;
   double keep_checkpoint_every_n_hours_ = 10000;
   int64_t log_step_count_steps_ = 100;
+  int64_t trace_every_steps_ = 0;
   int64_t operation_timeout_secs_ = 300;
   int num_gpus_ = -1;
   double gpu_memory_fraction_ = 0.9;

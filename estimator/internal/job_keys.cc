@@ -45,6 +45,7 @@ std::vector<Section> Sections(JobConfig& c) {
         {"keep_checkpoint_max", &c.run.keep_checkpoint_max, 0},
         {"keep_checkpoint_every_n_hours", &c.run.keep_checkpoint_every_n_hours},
         {"log_step_count_steps", &c.run.log_step_count_steps, 1},
+        {"trace_every_steps", &c.run.trace_every_steps, 0},
         {"save_summary_steps", &c.run.save_summary_steps, 0},
         {"random_seed", &c.run.random_seed},
         {"inter_op_threads", &c.run.inter_op_threads, 0, {}, MaxThreads()},

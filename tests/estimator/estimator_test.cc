@@ -3,8 +3,10 @@
 // and the errors of bad specs and inputs.
 #include "estimator/estimator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include "checkpoint/checkpoint_reader.h"
@@ -121,6 +123,34 @@ TEST_F(EstimatorTest, TrainingLossGoesDownAndSummariesAreWritten) {
   ASSERT_GE(loss.size(), 4u);
   EXPECT_LT(loss.back().value, loss.front().value * 0.1f);
   EXPECT_TRUE(scalars->count("global_step/sec"));
+}
+
+TEST_F(EstimatorTest, TraceEveryStepsWritesChromeTimelines) {
+  RunConfigOptions ro;
+  ro.trace_every_steps = 20;
+  auto est = Make(env::JoinPath(dir_, "traced"), ro);
+  TrainOptions to;
+  to.max_steps = 50;
+  ASSERT_TRUE(est->Train(LinearInput(), to).ok());
+  std::vector<std::string> timelines;
+  for (const auto& entry : std::filesystem::directory_iterator(est->model_dir())) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("timeline-", 0) == 0) timelines.push_back(name);
+  }
+  std::sort(timelines.begin(), timelines.end());
+  // Every 20 steps, named by the global step after the traced step.
+  EXPECT_THAT(timelines, ElementsAre("timeline-20.json", "timeline-40.json"));
+  absl::StatusOr<std::string> trace =
+      env::ReadFile(env::JoinPath(est->model_dir(), "timeline-20.json"));
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_THAT(*trace, HasSubstr("\"traceEvents\""));
+  EXPECT_THAT(*trace, HasSubstr("MatMul"));
+
+  RunConfigOptions bad;
+  bad.model_dir = dir_;
+  bad.trace_every_steps = -1;
+  EXPECT_THAT(RunConfig::Create(bad, TfConfig()).status().message(),
+              HasSubstr("trace_every_steps should be >= 0"));
 }
 
 TEST_F(EstimatorTest, WarmStartCopiesTrainableVariables) {
