@@ -12,9 +12,9 @@
 //                 (estimator/internal/data_config.h)
 //   [run]         model_dir, save_checkpoints_steps | save_checkpoints_secs,
 //                 keep_checkpoint_max, keep_checkpoint_every_n_hours, log_step_count_steps,
-//                 trace_every_steps, save_summary_steps, random_seed, inter_op_threads, intra_op_threads,
-//                 precision ("float32" or "mixed_bfloat16"), operation_timeout_secs,
-//                 liveness_file
+//                 trace_every_steps, save_summary_steps, random_seed, inter_op_threads,
+//                 intra_op_threads, precision ("float32" or "mixed_bfloat16"),
+//                 operation_timeout_secs, liveness_file
 //   [train]       max_steps, batch_size, warm_start_from, warm_start_vars,
 //                 [train.warm_start_map] "model/var" = "name/in/source"
 //   [eval]        steps (0: until the eval input ends), start_delay_secs, throttle_secs, name,

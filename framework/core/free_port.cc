@@ -37,8 +37,8 @@ int TryBind(int port) {
   return bound;
 }
 
-constexpr int kLowestPort = 10000;   // Above the ports services are commonly given.
-constexpr int kMinRoom = 2000;       // A band narrower than this is not used.
+constexpr int kLowestPort = 10000;  // Above the ports services are commonly given.
+constexpr int kMinRoom = 2000;      // A band narrower than this is not used.
 
 }  // namespace
 

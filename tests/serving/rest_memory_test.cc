@@ -61,8 +61,8 @@ TEST(MemoryReleaserTest, ATrimReturnsTheFreeMemoryBetweenHeldBlocks) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   const double trimmed = RssMib();
-  EXPECT_GT(freed - trimmed, 24.0) << "resident with the free blocks " << freed
-                                   << " MiB, after the trim " << trimmed << " MiB";
+  EXPECT_GT(freed - trimmed, 24.0)
+      << "resident with the free blocks " << freed << " MiB, after the trim " << trimmed << " MiB";
   for (void* p : held) std::free(p);
 }
 
