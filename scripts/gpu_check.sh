@@ -10,7 +10,7 @@
 # cpu_e2e: the host CPU's peak, and the trainer end to end against its bare step
 # (fashion_mlp float32 at 1 and 2 threads, fashion_cnn mixed_bfloat16 at 2) and the
 # Estimator's overhead, without the PyTorch peer: about 100 s.
-# amx: issue 26's figures on an AMX host, pinned to two physical cores (see below).
+# amx: the CPU figures of an AMX host, pinned to two physical cores (see below).
 # scaling: the two cluster strategies on the machine's CPU cores (fashion_mlp, one
 # thread per process): one process, then collective all-reduce with 2, 4 and 8
 # replicas, and parameter servers (2 ps) with 4 and 8 workers.

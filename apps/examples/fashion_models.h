@@ -1,7 +1,7 @@
 // apps/examples/fashion_models.h
 //
 // The Fashion-MNIST example models as graph builders over a Scope:
-//   mlp: 784-256-128-10 ReLU (issue #2's benchmark model), or any hidden sizes;
+//   mlp: 784-256-128-10 ReLU (the benchmarks' MLP), or any hidden sizes;
 //   cnn: conv5x5x32 ReLU, maxpool 2, conv5x5x64 ReLU, maxpool 2, dense 1024 ReLU,
 //        dropout 0.4 (training only), dense 10 (TensorFlow's documented CNN).
 // Both take images float32 [batch, 784] and return logits [batch, 10].

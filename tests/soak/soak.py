@@ -15,7 +15,7 @@ of fault, each with its own count; their order is a random shuffle of the two:
     tests/integration/kubelet_test.py for that). The next fault comes only after
     the SIGCONT and a gap.
 
-Then it checks the three outcomes issue 13 asks for and prints them:
+Then it checks three outcomes and prints them:
 
   1. every task's last process exits 0 and the final checkpoint is at max_steps;
   2. the final accuracy is within --tolerance of an undisturbed run of the same job
