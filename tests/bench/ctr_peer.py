@@ -42,6 +42,8 @@ class Ctr(nn.Module):
 
 
 def replica(rank, a, port):
+    if a.pin_cpus:  # Each process on one CPU, as `trainer launch` tasks pinned by hand.
+        os.sched_setaffinity(0, {rank % os.cpu_count()})
     torch.set_num_threads(1)
     try:
         torch.set_num_interop_threads(1)
@@ -93,6 +95,8 @@ def main():
     p.add_argument("--steps", type=int, default=300, help="timed steps per process")
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--pin_cpus", action="store_true",
+                   help="pin process i to CPU i mod the CPU count")
     a = p.parse_args()
     spawn_replicas(replica, (a, free_port()), a.procs, a.timeout, "ctr_peer")
 
