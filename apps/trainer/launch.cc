@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -22,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "apps/trainer/exit_codes.h"
 #include "framework/core/env.h"
 #include "framework/core/free_port.h"
@@ -79,8 +81,34 @@ std::string DescribeStatus(int status) {
 
 bool Succeeded(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
-// Starts `task` running this binary with `args`; its stdout and stderr go to a pipe.
-absl::Status Start(Task& task, const std::vector<std::string>& args, const sigset_t& blocked) {
+// The CPUs this process may run on, in order.
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// "3" or "0-1,4": the CPUs `pid` may run on, as the kernel says.
+std::string CpusOf(pid_t pid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(pid, sizeof(set), &set) != 0) return "unknown";
+  std::vector<std::string> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(absl::StrCat(c));
+  }
+  return absl::StrJoin(cpus, ",");
+}
+
+// Starts `task` running this binary with `args`, on CPU `cpu` alone when it is not
+// negative; its stdout and stderr go to a pipe.
+absl::Status Start(Task& task, const std::vector<std::string>& args, const sigset_t& blocked,
+                   int cpu) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     return absl::UnavailableError(absl::StrCat("pipe: ", std::strerror(errno)));
@@ -94,6 +122,12 @@ absl::Status Start(Task& task, const std::vector<std::string>& args, const sigse
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
     sigprocmask(SIG_UNBLOCK, &blocked, nullptr);
+    if (cpu >= 0) {  // Before exec: every thread the trainer starts inherits it.
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      if (sched_setaffinity(0, sizeof(set), &set) != 0) _exit(127);
+    }
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     setenv("TF_CONFIG", task.tf_config.c_str(), 1);
@@ -105,9 +139,17 @@ absl::Status Start(Task& task, const std::vector<std::string>& args, const sigse
     _exit(127);
   }
   close(fds[1]);
+  if (cpu >= 0) {  // The child set it before exec; set here too, so the report below is
+                   // the kernel's state and not a race with the child.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    sched_setaffinity(pid, sizeof(set), &set);
+  }
   task.pid = pid;
   task.out = fds[0];
-  Say(absl::StrCat("started ", task.name(), " (pid ", pid, ")"));
+  Say(absl::StrCat("started ", task.name(), " (pid ", pid, ")",
+                   cpu >= 0 ? absl::StrCat(" on CPU ", CpusOf(pid)) : ""));
   return absl::OkStatus();
 }
 
@@ -211,6 +253,9 @@ CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags) {
                    "command");
   launch->add_flag("--print_tf_config", flags.print_tf_config,
                    "print each task's TF_CONFIG instead of running");
+  launch->add_flag("--pin_cpus", flags.pin_cpus,
+                   "run each task's threads on one CPU: the i-th task on the (i mod n)-th of "
+                   "the n CPUs this launcher may use");
   launch
       ->add_option("--grace_secs", flags.grace_secs,
                    "seconds between SIGTERM and SIGKILL when stopping tasks")
@@ -268,8 +313,11 @@ int Launch(const LaunchFlags& flags) {
     SignalAll(tasks, sig);
     kill_at = Clock::now() + std::chrono::seconds(flags.grace_secs);
   };
-  for (Task& t : tasks) {
-    absl::Status s = Start(t, args, handled);
+  const std::vector<int> cpus = flags.pin_cpus ? AllowedCpus() : std::vector<int>();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    Task& t = tasks[i];
+    const int cpu = cpus.empty() ? -1 : cpus[i % cpus.size()];
+    absl::Status s = Start(t, args, handled, cpu);
     if (!s.ok()) {
       Say(absl::StrCat("could not start ", t.name(), ": ", s.message()));
       failed = t.name();

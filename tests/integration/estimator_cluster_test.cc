@@ -9,6 +9,7 @@
 // final model exported for serving by the task that evaluated it.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -314,6 +315,38 @@ TEST(EstimatorClusterTest, LaunchRunsTheWholeCluster) {
   EXPECT_GE(std::stod(m[1]), 0.85);
   EXPECT_GE(std::stoll(m[2]), kMaxSteps);
   ExpectFinalCheckpoint(model_dir, 2);
+}
+
+// --pin_cpus: every task runs on one CPU (the kernel's own answer, read by the
+// launcher), the i-th task on the (i mod n)-th CPU the launcher may use, and the
+// cluster trains to its end.
+TEST(EstimatorClusterTest, LaunchPinsEachTaskToOneCpu) {
+  TempDir tmp;
+  std::vector<std::string> args = JobArgs("launch", tmp.path() + "/model");
+  for (std::string& a : args) {
+    if (a == absl::StrCat("train.max_steps=", kMaxSteps)) a = "train.max_steps=30";
+  }
+  for (const char* a : {"--ps", "2", "--workers", "1", "--command", "train", "--pin_cpus"}) {
+    args.push_back(a);
+  }
+  Subprocess launch(args, tmp.path() + "/launch");
+  ASSERT_EQ(launch.Wait(kJobDeadline), 0) << launch.Stdout();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  const std::string out = launch.Stdout();
+  int i = 0;  // The launch order: ps tasks, the chief, the workers.
+  for (const char* task : {"ps:0", "ps:1", "chief:0", "worker:0"}) {
+    const int want = cpus[i++ % cpus.size()];
+    EXPECT_THAT(out, ::testing::ContainsRegex(absl::StrCat(
+                         R"(\[launch\] started )", task, R"( \(pid [0-9]+\) on CPU )", want, "\n")))
+        << out;
+  }
+  EXPECT_THAT(out, HasSubstr("[launch] every task ended successfully"));
 }
 
 bool ProcessGone(pid_t pid) {
