@@ -81,28 +81,29 @@ std::string DescribeStatus(int status) {
 
 bool Succeeded(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
-// The CPUs this process may run on, in order.
-std::vector<int> AllowedCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
+// The CPUs in `set`, in order.
+std::vector<int> CpusIn(const cpu_set_t& set) {
   std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   }
   return cpus;
 }
 
-// "3" or "0-1,4": the CPUs `pid` may run on, as the kernel says.
-std::string CpusOf(pid_t pid) {
+// The CPUs process `pid` (0: this one) may run on, as the kernel says; empty on error.
+std::vector<int> AllowedCpus(pid_t pid = 0) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(pid, sizeof(set), &set) != 0) return "unknown";
-  std::vector<std::string> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(absl::StrCat(c));
-  }
-  return absl::StrJoin(cpus, ",");
+  if (sched_getaffinity(pid, sizeof(set), &set) != 0) return {};
+  return CpusIn(set);
+}
+
+// Restricts process `pid` (0: this one) to CPU `cpu`.
+int PinTo(pid_t pid, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(pid, sizeof(set), &set);
 }
 
 // Starts `task` running this binary with `args`, on CPU `cpu` alone when it is not
@@ -122,12 +123,8 @@ absl::Status Start(Task& task, const std::vector<std::string>& args, const sigse
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
     sigprocmask(SIG_UNBLOCK, &blocked, nullptr);
-    if (cpu >= 0) {  // Before exec: every thread the trainer starts inherits it.
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(cpu, &set);
-      if (sched_setaffinity(0, sizeof(set), &set) != 0) _exit(127);
-    }
+    // Before exec: every thread the trainer starts inherits it.
+    if (cpu >= 0 && PinTo(0, cpu) != 0) _exit(127);
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     setenv("TF_CONFIG", task.tf_config.c_str(), 1);
@@ -139,17 +136,13 @@ absl::Status Start(Task& task, const std::vector<std::string>& args, const sigse
     _exit(127);
   }
   close(fds[1]);
-  if (cpu >= 0) {  // The child set it before exec; set here too, so the report below is
-                   // the kernel's state and not a race with the child.
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    sched_setaffinity(pid, sizeof(set), &set);
-  }
+  // The child pins itself before exec; pinning here too makes the report below the
+  // kernel's state rather than a race with the child.
+  if (cpu >= 0) PinTo(pid, cpu);
   task.pid = pid;
   task.out = fds[0];
   Say(absl::StrCat("started ", task.name(), " (pid ", pid, ")",
-                   cpu >= 0 ? absl::StrCat(" on CPU ", CpusOf(pid)) : ""));
+                   cpu >= 0 ? absl::StrCat(" on CPU ", absl::StrJoin(AllowedCpus(pid), ",")) : ""));
   return absl::OkStatus();
 }
 
