@@ -22,7 +22,7 @@
 //   [export]      strategy ("none" | "final" | "latest" | "best"), name, keep,
 //                 model_name, metric and metric_mode (strategy "best" only)
 //   [distribute]  strategy ("auto" | "none" | "parameter_server" | "collective" |
-//                 "multi_worker_mirrored"), sync, replicas_to_aggregate,
+//                 "multi_worker_mirrored" | "hybrid"), sync, replicas_to_aggregate,
 //                 total_num_replicas, on_missing_replicas, missing_replicas_patience_secs,
 //                 partitioner ("auto" | "none" | "fixed" | "min_size" | "max_size", and
 //                 TensorFlow 1's names), num_shards, max_shards, min_shard_bytes,
@@ -53,15 +53,19 @@
 //     "parameter_server": a cluster with ps tasks is required; "collective" (alias
 //     "multi_worker_mirrored", MultiWorkerMirroredStrategy): synchronous replicas that
 //     each hold every variable and average their gradients by all-reduce
-//     (framework/ops/collective_ops.h); a cluster with ps tasks is refused; "none":
-//     local training only, so a cluster of more than one task is refused.
+//     (framework/ops/collective_ops.h); a cluster with ps tasks is refused; "hybrid":
+//     the model's tables on the ps tasks (partitioned as "parameter_server" does), every
+//     other variable mirrored and all-reduced among the training tasks
+//     (estimator/internal/hybrid_strategy.cc); a cluster needs both, a model without a
+//     table and sync = true are refused; "none": local training only, so a cluster of
+//     more than one task is refused.
 //   bytes_per_pack (collective): the gradient bucket size, default 25 MiB (the first
 //     bucket is at most 1 MiB, as PyTorch DDP's); collective_timeout_secs (default 60): a
 //     replica that stops answering fails every other replica's step after at most this
 //     long (a dead or frozen one sooner, by the health check); check_replicas_steps
 //     (default 1000, 0: never): every so many steps the replicas compare checksums of
 //     their variables and fail naming the ones that differ. These keys are refused
-//     with another strategy.
+//     with another strategy than "collective" or "hybrid".
 //   sync = true: synchronous replicas (framework/ops/sync_replicas.h), on a cluster
 //     with ps tasks only.
 //     replicas_to_aggregate (default: every replica) may be fewer than the replicas (the rest are

@@ -25,7 +25,7 @@ absl::StatusOr<EstimatorOptions> EstimatorOptionsFor(const JobConfig& job) {
     eo.sync_replicas = sync;
   }
   eo.strategy = job.strategy();
-  if (*eo.strategy == Strategy::kCollective) {
+  if (*eo.strategy == Strategy::kCollective || *eo.strategy == Strategy::kHybrid) {
     CollectiveSettings collective;
     collective.bytes_per_pack = d.bytes_per_pack;
     collective.timeout_secs = d.collective_timeout_secs;

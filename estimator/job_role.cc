@@ -13,6 +13,7 @@ Strategy JobConfig::strategy() const {
   const std::string& s = distribute.strategy;
   if (s == "collective" || s == "multi_worker_mirrored") return Strategy::kCollective;
   if (cluster.TotalTasks() <= 1) return Strategy::kLocal;
+  if (s == "hybrid") return Strategy::kHybrid;
   if (s == "auto" && cluster.NumTasks(kJobPs) == 0) {
     return internal::TrainingTasks(cluster) > 1 ? Strategy::kCollective : Strategy::kLocal;
   }
@@ -54,6 +55,16 @@ std::string JobConfig::DescribeRole() const {
                                         "trains, writes checkpoints and summaries"
                                       : "trains a mirrored copy of the variables",
                         " until global_step reaches max_steps (strategy \"collective\")");
+  }
+  if (strategy() == Strategy::kHybrid) {
+    return absl::StrCat(type, " (", where, "), hybrid replica ", rc.replica_index().value_or(0),
+                        " of ", rc.num_worker_replicas(), ": ",
+                        rc.is_chief() ? "initialises or restores the tables on the ps tasks and "
+                                        "the mirrored variables, trains, writes checkpoints and "
+                                        "summaries, then shuts the ps tasks down"
+                                      : "trains a mirrored copy of the dense variables against "
+                                        "the tables on the ps tasks",
+                        " until global_step reaches max_steps (strategy \"hybrid\")");
   }
   if (rc.is_chief()) {
     return absl::StrCat(type, " (", where,

@@ -6,6 +6,9 @@
 // asynchronous or with synchronous replicas (TensorFlow 1.x's Estimator, TF2's
 // ParameterServerStrategy). kCollective: every training task holds the variables and
 // averages its gradients with the others by all-reduce (MultiWorkerMirroredStrategy).
+// kHybrid: the tables (ops::VariableOptions::table) on the ps tasks, updated there with
+// each worker's rows; every other variable mirrored on the training tasks and
+// all-reduced, as kCollective does.
 // A job config names it in [distribute] strategy (estimator/job_config.h:
 // JobConfig::strategy() resolves "auto"); the Estimator runs it through one object per
 // strategy (estimator/internal/training_strategy.h).
@@ -16,9 +19,9 @@
 
 namespace tandem {
 
-enum class Strategy { kLocal, kParameterServer, kCollective };
+enum class Strategy { kLocal, kParameterServer, kCollective, kHybrid };
 
-// "local", "parameter_server", "collective": the names [distribute] strategy uses.
+// "local", "parameter_server", "collective", "hybrid": the names [distribute] strategy uses.
 absl::string_view StrategyName(Strategy strategy);
 
 }  // namespace tandem

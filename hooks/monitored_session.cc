@@ -185,6 +185,10 @@ WorkerSessionCreator::WorkerSessionCreator(SessionCreatorOptions options, double
 absl::StatusOr<std::unique_ptr<Session>> WorkerSessionCreator::CreateSession(Graph* graph) {
   TANDEM_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSessionForGraph(options_, graph));
   const Scaffold& scaffold = *options_.scaffold;
+  if (options_.before_ready_wait) {
+    absl::Status s = options_.before_ready_wait(session.get());
+    if (!s.ok()) return CloseAndReturn(session.get(), s);
+  }
   const auto start = std::chrono::steady_clock::now();
   const auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -514,6 +518,7 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> NewMonitoredTrainingSession(
         PersistentSessionFactory(options.factory ? options.factory : DefaultSessionFactory());
   }
   creator_options.keep_ready_variables = options.keep_ready_variables;
+  creator_options.before_ready_wait = options.before_ready_wait;
 
   auto then =
       [&options](std::unique_ptr<SessionCreator> creator) -> std::unique_ptr<SessionCreator> {

@@ -41,10 +41,11 @@
 //                         variable, every listed checkpoint unreadable) is returned. After
 //                         restoring/initialising, FAILED_PRECONDITION naming the variables still
 //                         uninitialised (TensorFlow's "Init operations did not make model ready").
-//   WorkerSessionCreator  waits (polling) until every global variable is initialised by
-//                         the chief, up to max_wait_secs (DEADLINE_EXCEEDED naming the
-//                         uninitialised variables; CANCELLED once a SIGTERM asked the
-//                         process to stop), then runs local_init_op.
+//   WorkerSessionCreator  runs before_ready_wait, then waits (polling) until every
+//                         global variable is initialised, up to max_wait_secs
+//                         (DEADLINE_EXCEEDED naming the uninitialised variables;
+//                         CANCELLED once a SIGTERM asked the process to stop), then runs
+//                         local_init_op.
 // Both create sessions through a SessionFactory: NewDirectSession by default,
 // GrpcSession when the options name a grpc:// target.
 //
@@ -92,6 +93,10 @@ struct SessionCreatorOptions {
   // training chief): newer unreadable checkpoints are set aside when an older one is
   // restored (Saver::RestoreLatest), so that no save overwrites them.
   bool set_aside_unreadable = false;
+  // WorkerSessionCreator: runs on each new session before it waits for the model to
+  // be ready (the hybrid strategy's replicas initialise the variables they hold
+  // themselves). May be empty.
+  std::function<absl::Status(Session*)> before_ready_wait;
 };
 
 class ChiefSessionCreator : public SessionCreator {
@@ -224,6 +229,9 @@ struct MonitoredTrainingSessionOptions {
   // AfterCreateSession (the collective group's formation and variable broadcast); an
   // error fails the creation. May be empty.
   std::function<absl::Status(Session*)> after_restore;
+  // SessionCreatorOptions::before_ready_wait, for a worker that is not the chief and
+  // does not initialize_locally.
+  std::function<absl::Status(Session*)> before_ready_wait;
 };
 
 // Chief: ChiefSessionCreator, hooks = chief_only_hooks, StepCounterHook,

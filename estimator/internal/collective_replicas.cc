@@ -14,7 +14,50 @@
 #include "glog/logging.h"
 
 namespace tandem::internal {
-namespace {}  // namespace
+
+absl::StatusOr<ReplicaVariables> AddReplicaVariables(const Scope& root,
+                                                     const ops::Variable& global_step,
+                                                     bool skip_tables) {
+  TANDEM_ASSIGN_OR_RETURN(std::vector<ops::Variable> all,
+                          ops::VariablesInCollection(root.graph(), ops::kGlobalVariables));
+  std::vector<ops::Variable> vars;
+  for (const ops::Variable& v : all) {
+    if (!skip_tables || !ops::IsTableHandle(*v.handle().node)) vars.push_back(v);
+  }
+  if (vars.empty()) {
+    return absl::InvalidArgumentError("collective replicas: the graph has no variable to mirror");
+  }
+  ReplicaVariables r;
+  TANDEM_ASSIGN_OR_RETURN(Node * broadcast, ops::BroadcastVariables(root, vars));
+  r.broadcast_op = broadcast->name();
+  r.global_step = global_step.value().name();
+  const Scope s = root.NewSubScope("replica_init");
+  for (const ops::Variable& v : vars) {
+    r.reads.push_back(v.value().name());
+    r.names.push_back(v.name());
+    r.initialized.push_back(
+        ops::VarIsInitializedOp(s.WithOpName(v.name() + "/is_initialized").ColocateWith(v.handle().node),
+                                v.handle())
+            .name());
+    r.initializers.push_back(v.initializer()->name());
+  }
+  TANDEM_RETURN_IF_ERROR(s.status());
+  r.fingerprint = ops::CollectiveFingerprint(*root.graph());
+  return r;
+}
+
+absl::Status InitializeUninitialized(Session* session, const ReplicaVariables& vars) {
+  TANDEM_ASSIGN_OR_RETURN(std::vector<Tensor> ready, session->Run({}, vars.initialized));
+  std::vector<std::string> targets;
+  for (size_t i = 0; i < ready.size(); ++i) {
+    if (!ready[i].scalar<bool>()) targets.push_back(vars.initializers[i]);
+  }
+  if (targets.empty()) return absl::OkStatus();
+  LOG(INFO) << "Initialising " << targets.size() << " of this replica's " << vars.names.size()
+            << " mirrored variables";
+  return AnnotateStatus(session->Run({}, {}, targets).status(),
+                        "initialising this replica's mirrored variables");
+}
 
 std::vector<std::string> CollectiveMembers(const RunConfig& config) {
   const ClusterSpec& cluster = config.cluster_spec();

@@ -29,6 +29,8 @@
 
 #include "absl/status/status.h"
 #include "estimator/run_config.h"
+#include "framework/graph/scope.h"
+#include "framework/ops/state_ops.h"
 #include "framework/distributed/collective/collective_executor.h"
 #include "hooks/monitored_session.h"
 #include "hooks/session_run_hook.h"
@@ -51,9 +53,23 @@ SessionFactory CollectiveSessionFactory(CollectiveExecutor* executor);
 struct ReplicaVariables {
   std::string global_step;         // Tensor name of the global step's read.
   std::string broadcast_op;        // ops::BroadcastVariables' node.
-  std::vector<std::string> reads;  // A read of every global variable.
+  std::vector<std::string> reads;  // A read of every mirrored variable.
   std::string fingerprint;         // ops::CollectiveFingerprint of the graph.
+  // Per mirrored variable: its name, a VarIsInitializedOp tensor and its initializer.
+  std::vector<std::string> names, initialized, initializers;
 };
+
+// The mirrored variables of `graph` (every global variable, or with `skip_tables`
+// every one that is not a table) with `global_step`'s read; adds their broadcast and
+// initialisation checks to the graph under `root`. INVALID_ARGUMENT when there is
+// nothing to mirror.
+absl::StatusOr<ReplicaVariables> AddReplicaVariables(const Scope& root,
+                                                     const ops::Variable& global_step,
+                                                     bool skip_tables);
+
+// Initialises the mirrored variables that are not (a hybrid replica's own copies,
+// before it waits for the tables on the ps tasks), leaving the others as they are.
+absl::Status InitializeUninitialized(Session* session, const ReplicaVariables& vars);
 
 // Forms the group and broadcasts the variables (see above), waiting up to `wait_ms`
 // for every replica.

@@ -23,20 +23,6 @@
 namespace tandem::internal {
 namespace {
 
-// The names the collective replicas' group formation and checks need; adds the
-// variable broadcast to the graph.
-absl::StatusOr<ReplicaVariables> CollectiveReplicaVariables(ModeGraph& g) {
-  ReplicaVariables v;
-  TANDEM_ASSIGN_OR_RETURN(std::vector<ops::Variable> vars,
-                          ops::VariablesInCollection(g.root.graph(), ops::kGlobalVariables));
-  TANDEM_ASSIGN_OR_RETURN(Node * broadcast, ops::BroadcastVariables(g.root, vars));
-  v.broadcast_op = broadcast->name();
-  v.global_step = g.global_step.value().name();
-  for (const ops::Variable& var : vars) v.reads.push_back(var.value().name());
-  v.fingerprint = ops::CollectiveFingerprint(*g.root.graph());
-  return v;
-}
-
 class CollectiveStrategy : public TrainingStrategy {
  public:
   explicit CollectiveStrategy(StrategyEnv env)
@@ -55,7 +41,8 @@ class CollectiveStrategy : public TrainingStrategy {
     TANDEM_ASSIGN_OR_RETURN(Server * server, env_.server());
     group_ = server->collective();
     TANDEM_RETURN_IF_ERROR(ConfigureCollectiveGroup(config(), settings_.timeout_secs, group_));
-    TANDEM_ASSIGN_OR_RETURN(replica_vars_, CollectiveReplicaVariables(g));
+    TANDEM_ASSIGN_OR_RETURN(replica_vars_,
+                            AddReplicaVariables(g.root, g.global_step, /*skip_tables=*/false));
     if (!*factory) *factory = CollectiveSessionFactory(group_);
     LOG(INFO) << "Training as collective replica " << group_->rank() << " of " << group_->size()
               << " (" << server->task_name() << "); global batch = " << group_->size()

@@ -24,6 +24,23 @@ absl::Status CheckDistribute(const JobConfig& c,
   };
   const int64_t replicas = TrainingTasks(c.cluster);
   const bool collective = c.strategy() == Strategy::kCollective;
+  const bool hybrid = d.strategy == "hybrid";
+  if (hybrid) {
+    if (c.cluster.NumTasks(kJobPs) == 0 || replicas == 0) {
+      return refuse("strategy",
+                    absl::StrCat("strategy = \"hybrid\" keeps the tables on ps tasks and "
+                                 "all-reduces the rest among the training tasks: it needs a "
+                                 "cluster (TF_CONFIG or [cluster]) with both; this one is ",
+                                 c.cluster.empty() ? "empty" : c.cluster.DebugString()));
+    }
+    if (d.sync) {
+      return refuse("sync",
+                    "sync = true with strategy = \"hybrid\": synchronous table updates are "
+                    "not implemented; the hybrid strategy applies each worker's table rows "
+                    "on the ps as they come (its dense variables are always synchronous)",
+                    absl::StatusCode::kUnimplemented);
+    }
+  }
   if (collective) {
     if (c.cluster.NumTasks(kJobPs) > 0) {
       return refuse(
@@ -38,7 +55,7 @@ absl::Status CheckDistribute(const JobConfig& c,
                     "sync applies to strategy = \"parameter_server\"; the collective strategy "
                     "is always synchronous");
     }
-  } else {
+  } else if (!hybrid) {
     const DistributeSection defaults;
     for (const auto& [key, set] : std::vector<std::pair<std::string, bool>>{
              {"bytes_per_pack", d.bytes_per_pack != defaults.bytes_per_pack},
@@ -48,7 +65,7 @@ absl::Status CheckDistribute(const JobConfig& c,
       if (set) {
         return refuse(key, key +
                                " applies only to strategy = \"collective\" (a cluster of "
-                               "training tasks without ps tasks)");
+                               "training tasks without ps tasks) or \"hybrid\"");
       }
     }
   }

@@ -78,7 +78,7 @@ std::vector<Section> Sections(JobConfig& c) {
        {{"strategy",
          &c.distribute.strategy,
          kNoMin,
-         {"auto", "none", "parameter_server", "collective", "multi_worker_mirrored"}},
+         {"auto", "none", "parameter_server", "collective", "multi_worker_mirrored", "hybrid"}},
         {"sync", &c.distribute.sync},
         {"replicas_to_aggregate", &c.distribute.replicas_to_aggregate, 0},
         {"total_num_replicas", &c.distribute.total_num_replicas, 0},

@@ -32,10 +32,8 @@ namespace {
 // Creating a session waits for the cluster in slices this long.
 constexpr int64_t kWaitSliceMs = 30000;
 
-// `base`, waiting for the cluster's tasks in slices of kWaitSliceMs: between them, once
-// `over()` says training ended elsewhere (a task thawed or restarted after the chief
-// saved the final checkpoint and shut the ps tasks down), the wait ends UNAVAILABLE
-// saying so, and the caller's max_steps check ends training.
+}  // namespace
+
 SessionFactory WaitingInSlices(SessionFactory base, std::function<bool()> over) {
   return [base = std::move(base), over = std::move(over)](const proto::GraphDef& def,
                                                           const SessionOptions& so) {
@@ -54,8 +52,6 @@ SessionFactory WaitingInSlices(SessionFactory base, std::function<bool()> over) 
   };
 }
 
-// Names the tasks a training task of a ps cluster waits on when they stop answering:
-// the ps tasks, and the chief (a worker) or the workers (the chief).
 std::unique_ptr<PeerWatch> WatchPeers(const RunConfig& config, const TransportSecurity& security) {
   const ClusterSpec& cluster = config.cluster_spec();
   const TaskId self = config.task();
@@ -68,6 +64,19 @@ std::unique_ptr<PeerWatch> WatchPeers(const RunConfig& config, const TransportSe
   options.waiter = absl::StrCat(self.job, ":", self.index);
   return std::make_unique<PeerWatch>(std::move(tasks), security, options);
 }
+
+SessionFactory ClusterSessionFactory(const StrategyEnv& env, SessionFactory factory) {
+  if (!factory) {
+    factory = [security = env.options->security](const proto::GraphDef& def,
+                                                 const SessionOptions& so) {
+      return NewSession(def, so, security);
+    };
+  }
+  if (env.finished_elsewhere) factory = WaitingInSlices(std::move(factory), env.finished_elsewhere);
+  return factory;
+}
+
+namespace {
 
 // The sync replicas hook of this task: the chief's runner sessions come from
 // `factory`; missing replicas are the chief and worker tasks that do not answer.
@@ -122,15 +131,7 @@ class ParameterServerStrategy : public TrainingStrategy {
 
   absl::Status SetUp(ModeGraph& g, SessionFactory* factory) override {
     TANDEM_ASSIGN_OR_RETURN(Server * server, env_.server());
-    if (!*factory) {
-      *factory = [security = env_.options->security](const proto::GraphDef& def,
-                                                     const SessionOptions& so) {
-        return NewSession(def, so, security);
-      };
-    }
-    if (env_.finished_elsewhere) {
-      *factory = WaitingInSlices(std::move(*factory), env_.finished_elsewhere);
-    }
+    *factory = ClusterSessionFactory(env_, std::move(*factory));
     factory_ = *factory;
     watch_ = WatchPeers(config(), env_.options->security);
     LOG(INFO) << "Training as " << server->task_name() << " on a cluster of "

@@ -17,6 +17,8 @@ absl::string_view StrategyName(Strategy strategy) {
       return "parameter_server";
     case Strategy::kCollective:
       return "collective";
+    case Strategy::kHybrid:
+      return "hybrid";
   }
   return "unknown";
 }
@@ -71,6 +73,8 @@ std::unique_ptr<TrainingStrategy> MakeTrainingStrategy(Strategy kind, StrategyEn
       return NewParameterServerStrategy(std::move(env));
     case Strategy::kCollective:
       return NewCollectiveStrategy(std::move(env));
+    case Strategy::kHybrid:
+      return NewHybridStrategy(std::move(env));
     case Strategy::kLocal:
       break;
   }

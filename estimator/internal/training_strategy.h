@@ -17,7 +17,8 @@
 //   AfterClose             what the run returns when the strategy ended it.
 //
 // MakeTrainingStrategy builds the one of a Strategy value; a new strategy is one more
-// value and one more class (a file beside ps_strategy.cc and collective_strategy.cc).
+// value and one more class (a file beside ps_strategy.cc, collective_strategy.cc and
+// hybrid_strategy.cc).
 //
 // Thread safety: used by one Train call at a time.
 #ifndef TANDEM_ESTIMATOR_INTERNAL_TRAINING_STRATEGY_H_
@@ -37,6 +38,7 @@
 
 namespace tandem {
 
+class PeerWatch;
 class Server;
 
 namespace internal {
@@ -84,10 +86,25 @@ class TrainingStrategy {
   const StrategyEnv env_;
 };
 
+// What the cluster strategies share (ps_strategy.cc):
+//
+// `base`, waiting for the cluster's tasks in slices: between them, once `over()` says
+// training ended elsewhere (a task thawed or restarted after the chief saved the final
+// checkpoint and shut the ps tasks down), the wait ends UNAVAILABLE saying so, and the
+// caller's max_steps check ends training.
+SessionFactory WaitingInSlices(SessionFactory base, std::function<bool()> over);
+// `factory` (GrpcSessions to this task's master when empty), waiting in slices when
+// the Train call has max_steps.
+SessionFactory ClusterSessionFactory(const StrategyEnv& env, SessionFactory factory);
+// Names the tasks a training task of a ps cluster waits on when they stop answering:
+// the ps tasks, and the chief (a worker) or the workers (the chief).
+std::unique_ptr<PeerWatch> WatchPeers(const RunConfig& config, const TransportSecurity& security);
+
 // The strategy of `kind` (kLocal for any Estimator not on a cluster).
 std::unique_ptr<TrainingStrategy> MakeTrainingStrategy(Strategy kind, StrategyEnv env);
 std::unique_ptr<TrainingStrategy> NewParameterServerStrategy(StrategyEnv env);
 std::unique_ptr<TrainingStrategy> NewCollectiveStrategy(StrategyEnv env);
+std::unique_ptr<TrainingStrategy> NewHybridStrategy(StrategyEnv env);
 
 // The Strategy an Estimator with `options` trains with: kLocal off a cluster, else
 // options.strategy, else kCollective when options.collective is set and

@@ -32,13 +32,14 @@ std::vector<std::string> ColocationTargets(const NodeSpec& spec) {
 class Chooser {
  public:
   Chooser(int ps_tasks, DeviceSpec ps_device, DeviceSpec worker_device, bool merge_devices,
-          std::vector<std::string> ps_ops, std::vector<int> task_ids, PsStrategy strategy,
-          DeviceErrorSink on_error)
+          std::vector<std::string> ps_ops, std::function<bool(const NodeSpec&)> is_ps_op,
+          std::vector<int> task_ids, PsStrategy strategy, DeviceErrorSink on_error)
       : ps_tasks_(ps_tasks),
         ps_device_(std::move(ps_device)),
         worker_device_(std::move(worker_device)),
         merge_devices_(merge_devices),
         ps_ops_(ps_ops.begin(), ps_ops.end()),
+        is_ps_op_(std::move(is_ps_op)),
         task_ids_(std::move(task_ids)),
         strategy_(std::move(strategy)),
         on_error_(std::move(on_error)) {}
@@ -74,7 +75,7 @@ class Chooser {
       Fail(AnnotateStatus(current.status(), absl::StrCat("placing node '", spec.name, "'")));
       return spec.device;
     }
-    if (ps_tasks_ > 0 && ps_ops_.contains(spec.op)) {
+    if (ps_tasks_ > 0 && (is_ps_op_ ? is_ps_op_(spec) : ps_ops_.contains(spec.op))) {
       DeviceSpec ps = ps_device_;
       if (ps.job.has_value() && (!current->job.has_value() || *current->job == *ps.job)) {
         if (std::optional<int> task = NextTask(spec)) ps.task = *task;
@@ -116,6 +117,7 @@ class Chooser {
   const DeviceSpec worker_device_;
   const bool merge_devices_;
   const absl::flat_hash_set<std::string> ps_ops_;
+  const std::function<bool(const NodeSpec&)> is_ps_op_;  // Empty: ps_ops_ decides.
   const std::vector<int> task_ids_;  // Strategy index -> task id; empty: identity.
   PsStrategy strategy_;
   DeviceErrorSink on_error_;
@@ -218,7 +220,8 @@ absl::StatusOr<DeviceFunction> ReplicaDeviceSetter(const ReplicaDeviceSetterOpti
   }
   auto chooser = std::make_shared<Chooser>(
       ps_tasks, *std::move(ps_device), *std::move(worker_device), options.merge_devices,
-      options.ps_ops.empty() ? StandardPsOps() : options.ps_ops, std::move(task_ids),
+      options.ps_ops.empty() ? StandardPsOps() : options.ps_ops, options.is_ps_op,
+      std::move(task_ids),
       std::move(strategy), std::move(on_error));
   return DeviceFunction([chooser](const NodeSpec& spec) { return chooser->Choose(spec); });
 }

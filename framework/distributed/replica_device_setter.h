@@ -94,6 +94,9 @@ struct ReplicaDeviceSetterOptions {
   std::optional<ClusterSpec> cluster;
   // Op types placed on the ps; empty: StandardPsOps().
   std::vector<std::string> ps_ops;
+  // When set, decides instead of ps_ops which nodes are ps ops (the hybrid strategy:
+  // only the handles of tables, ops::kTableAttr).
+  std::function<bool(const NodeSpec& spec)> is_ps_op;
   // Used when ps_strategy is null.
   PsPlacement placement = PsPlacement::kRoundRobin;
   // A custom strategy (returns a task in [0, ps_tasks)); overrides `placement`.

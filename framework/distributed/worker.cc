@@ -236,6 +236,7 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
   args.intra_op_pool = env_.intra_op_pool;
   args.intra_op_threads = env_.intra_op_threads;
   args.rendezvous = rendezvous.get();
+  args.collective = env_.collective;  // The hybrid strategy's all-reduce runs in partitions.
   if (req.trace()) args.stats = stats.get();
   if (req.timeout_ms() > 0) args.deadline_micros = env::NowMicros() + req.timeout_ms() * 1000;
   args.cancelled = cancelled.get();

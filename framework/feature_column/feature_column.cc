@@ -212,11 +212,12 @@ class IndicatorColumnImpl : public FeatureColumn {
 
 // Creates a float32 variable `name` of `shape` in `scope` with `init`.
 ops::Variable MakeVariable(const Scope& scope, const std::string& name, const TensorShape& shape,
-                           const ops::Initializer& init, bool trainable) {
+                           const ops::Initializer& init, bool trainable, bool table = false) {
   Output initial = init(scope.WithNoControlDependencies().NewSubScope(name + "/Initializer"),
                         shape, DType::kFloat);
   ops::VariableOptions options;
   options.trainable = trainable;
+  options.table = table;
   return ops::Variable(scope, name, initial, options);
 }
 
@@ -226,12 +227,13 @@ std::vector<ops::Variable> MakeTable(Builder& b, const Scope& scope, const std::
                                      const TensorShape& shape, const ops::Initializer& init,
                                      bool trainable) {
   if (!b.partitioner) {
-    ops::Variable v = MakeVariable(scope, name, shape, init, trainable);
+    ops::Variable v = MakeVariable(scope, name, shape, init, trainable, /*table=*/true);
     if (!v.valid()) return {};
     return {v};
   }
   ops::VariableOptions options;
   options.trainable = trainable;
+  options.table = true;
   ops::PartitionedVariable pv(scope, name, shape, DType::kFloat, init, b.partitioner, options);
   if (!pv.valid()) return {};
   if (pv.axis() != 0) {

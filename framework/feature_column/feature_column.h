@@ -36,7 +36,9 @@
 // an ops::PartitionedVariable ("<name>/part_<i>", TensorFlow's names), laid out by
 // the "div" rule, and a batch's distinct ids are looked up row-exactly
 // (ops::PartitionedRows: each part gathers, and receives gradient rows for, only its
-// own ids). A table split in more than one part is logged.
+// own ids). A table split in more than one part is logged. Every table (each of its
+// parts) is created with ops::VariableOptions::table, so the hybrid strategy keeps it
+// on the parameter servers.
 //
 // Errors: the factories return INVALID_ARGUMENT for bad declarations (TensorFlow's
 // checks: unsorted boundaries, duplicate vocabulary entries, a hash-bucket column in a

@@ -83,7 +83,8 @@ void RegisterCollectiveOps(OpRegistry* r) {
 void EnableCollectiveAllReduce(const Scope& scope, const CollectiveAllReduceOptions& options) {
   Node* n = internal::BuildNode(scope.WithOpName(kEnabled), "NoOp", {},
                                 {{"bytes_per_pack", options.bytes_per_pack},
-                                 {"first_bucket_bytes", options.first_bucket_bytes}});
+                                 {"first_bucket_bytes", options.first_bucket_bytes},
+                                 {"skip_tables", options.skip_tables}});
   if (n != nullptr) scope.graph()->AddToCollection(kEnabled, n->name());
 }
 
@@ -121,13 +122,25 @@ absl::StatusOr<ReducedGradients> ReduceGradients(
   const Node* mark = scope.graph()->FindNode(marks[0]);
   const int64_t per_pack = GetAttrOr<int64_t>(mark->attrs(), "bytes_per_pack", 25 << 20);
   const int64_t first = GetAttrOr<int64_t>(mark->attrs(), "first_bucket_bytes", 1 << 20);
+  const bool skip_tables = GetAttrOr<bool>(mark->attrs(), "skip_tables", false);
   ReducedGradients out;
   out.dense.resize(grads.size());
   out.rows.resize(grads.size());
+  // A table that is not reduced keeps this replica's gradient.
+  std::vector<bool> keep(grads.size(), false);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!skip_tables || !IsTableHandle(*vars[i].handle().node)) continue;
+    keep[i] = true;
+    if (rows[i]) {
+      out.rows[i] = rows[i];
+    } else {
+      out.dense[i] = grads[i];
+    }
+  }
   std::vector<Node*> nodes;  // Every collective of the step.
   // Rows: one all-gather per variable, keyed by the variable's position.
   for (size_t i = 0; i < grads.size(); ++i) {
-    if (!rows[i]) continue;
+    if (!rows[i] || keep[i]) continue;
     GradientRows gathered = CollectiveAllGatherRows(
         scope.WithOpName(absl::StrCat("collective/all_gather_rows_", i)), *rows[i],
         kGatherRowsInstanceKey + static_cast<int64_t>(i), /*average=*/true);
@@ -139,7 +152,7 @@ absl::StatusOr<ReducedGradients> ReduceGradients(
   std::vector<std::vector<int>> buckets;
   int64_t bytes = 0;
   for (int i = static_cast<int>(grads.size()) - 1; i >= 0; --i) {
-    if (rows[i]) continue;
+    if (rows[i] || keep[i]) continue;
     // A gradient has its variable's shape, which is fully defined where the gradient's
     // static shape may not be (Conv2DBackpropFilter's).
     if (!vars[i].shape().IsFullyDefined()) {

@@ -44,6 +44,10 @@ namespace tandem::ops {
 struct CollectiveAllReduceOptions {
   int64_t bytes_per_pack = int64_t{25} << 20;
   int64_t first_bucket_bytes = int64_t{1} << 20;
+  // Tables (ops::VariableOptions::table) are not reduced: each replica applies its own
+  // gradient where the table lives (the hybrid strategy's parameter servers). Their
+  // updates still wait for the step's collectives, so a failed step changes nothing.
+  bool skip_tables = false;
 };
 
 // The instance keys the strategies reserve: the all-reduce of bucket b has key 1 + b,
@@ -70,8 +74,9 @@ GradientRows CollectiveAllGatherRows(const Scope& scope, const GradientRows& row
 // EnableCollectiveAllReduce describes; where `rows[i]` is set (grads[i] is then
 // ignored) the rows are all-gathered and summed per row instead (instance key
 // kGatherRowsInstanceKey + i), so a table's gradient crosses the network as the rows a
-// step touched, never as the dense table. Every result depends on every collective of
-// the step, so an update built on them starts only once all succeeded.
+// step touched, never as the dense table; under skip_tables a table keeps this
+// replica's own gradient. Every result depends on every collective of the step, so an
+// update built on them starts only once all succeeded.
 struct ReducedGradients {
   std::vector<Output> dense;                       // Set where rows[i] was not.
   std::vector<std::optional<GradientRows>> rows;  // Set where rows[i] was.

@@ -513,7 +513,9 @@ absl::StatusOr<Variable> Optimizer::GetOrMakeSlot(const Variable& var, absl::str
   Scope root = Scope::ForGraph(graph_).ColocateWith(var.handle().node);
   std::string base = absl::StrCat(var.name(), "/", name_);
   Output init = FilledConst(root, absl::StrCat(base, "/Initializer/", slot), shape, initial_value);
-  Variable v(root, base, init, VariableOptions{.trainable = false});
+  // The slot of a table is a table: it lives and is updated where the table is.
+  Variable v(root, base, init,
+             VariableOptions{.trainable = false, .table = IsTableHandle(*var.handle().node)});
   TANDEM_RETURN_IF_ERROR(root.status());
   // The slot of a part is the same part of the logical variable's slot.
   if (std::optional<SaveSliceInfo> part = GetSaveSliceInfo(*var.handle().node)) {
@@ -532,7 +534,9 @@ absl::StatusOr<Variable> Optimizer::GetOrMakeNonSlot(absl::string_view var_name,
   Scope root = Scope::ForGraph(graph_).ColocateWith(colocate_with.handle().node);
   Output init = Const(root.WithOpName(absl::StrCat(var_name, "/Initializer/value")),
                       Tensor::Scalar<float>(initial_value));
-  Variable v(root, var_name, init, VariableOptions{.trainable = false});
+  Variable v(root, var_name, init,
+             VariableOptions{.trainable = false,
+                             .table = IsTableHandle(*colocate_with.handle().node)});
   TANDEM_RETURN_IF_ERROR(root.status());
   graph_->AddToCollection(SlotKey(var_name, ""), v.name());
   return v;

@@ -171,12 +171,13 @@ class Optimizer {
 
   // The slot `slot` of `var` in the graph being built, created the first time with every
   // element `initial_value`, non-trainable, named "<var>/<name()>" (made unique) and
-  // colocated with `var`. REQUIRES: var's shape fully defined (else INVALID_ARGUMENT).
+  // colocated with `var`, a table when `var` is one (VariableOptions::table). REQUIRES:
+  // var's shape fully defined (else INVALID_ARGUMENT).
   absl::StatusOr<Variable> GetOrMakeSlot(const Variable& var, absl::string_view slot,
                                          float initial_value);
   // A float32 scalar non-trainable variable `var_name` at the root name scope that is not
-  // tied to one variable (Adam's beta powers), colocated with `colocate_with`; created on
-  // first use with `initial_value`.
+  // tied to one variable (Adam's beta powers), colocated with `colocate_with` (a table
+  // when that is one); created on first use with `initial_value`.
   absl::StatusOr<Variable> GetOrMakeNonSlot(absl::string_view var_name, float initial_value,
                                             const Variable& colocate_with);
   // The Variable found by GetOrMakeSlot (CHECK-fails if it was not made: a bug).

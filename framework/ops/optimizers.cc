@@ -122,10 +122,14 @@ AdamOptimizer::AdamOptimizer(HyperParameter learning_rate, float beta1, float be
       epsilon_(epsilon) {}
 
 absl::Status AdamOptimizer::CreateSlots(const std::vector<Variable>& vars) {
-  // The beta powers live with the first variable by name, as in TensorFlow.
-  const Variable& first =
-      *std::min_element(vars.begin(), vars.end(),
-                        [](const Variable& a, const Variable& b) { return a.name() < b.name(); });
+  // The beta powers live with the first variable by name, as in TensorFlow, except that
+  // a table comes after every other variable: the hybrid strategy mirrors the powers
+  // of dense updates on every replica instead of sharing them on a ps.
+  const Variable& first = *std::min_element(
+      vars.begin(), vars.end(), [](const Variable& a, const Variable& b) {
+        const bool ta = IsTableHandle(*a.handle().node), tb = IsTableHandle(*b.handle().node);
+        return ta != tb ? tb : a.name() < b.name();
+      });
   TANDEM_ASSIGN_OR_RETURN(beta1_power_, GetOrMakeNonSlot("beta1_power", beta1_, first));
   TANDEM_ASSIGN_OR_RETURN(beta2_power_, GetOrMakeNonSlot("beta2_power", beta2_, first));
   for (const Variable& v : vars) {

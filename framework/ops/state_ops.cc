@@ -208,6 +208,11 @@ void RegisterStateGradients(GradientRegistry* r) {
   }
 }
 
+bool IsTableHandle(const Node& handle) {
+  if (handle.op() != "VarHandleOp") return false;
+  return GetAttrOr<bool>(handle.attrs(), kTableAttr, false);
+}
+
 Output VarHandleOp(const Scope& scope, DType dtype, const PartialShape& shape,
                    const std::string& shared_name) {
   return internal::Build(scope, "VarHandleOp", {},
@@ -271,7 +276,9 @@ void Variable::Build(const Scope& scope, absl::string_view name, DType dtype,
   // Outside the caller's control dependencies (TensorFlow's init_scope): the variable
   // must be creatable and initialisable before anything the caller waits for runs.
   const Scope outer = scope.WithNoControlDependencies();
-  Output handle = VarHandleOp(outer.WithOpName(name), dtype, shape);
+  AttrMap attrs{{"dtype", dtype}, {"shape", shape}, {"shared_name", std::string()}};
+  if (options.table) attrs.emplace(kTableAttr, true);
+  Output handle = internal::Build(outer.WithOpName(name), "VarHandleOp", {}, std::move(attrs));
   if (!handle.valid()) return;
   const std::string& full = handle.node->name();
   // Children are named under the handle: "<handle>/Assign", "<handle>/Read/...".

@@ -42,7 +42,17 @@ struct VariableOptions {
   // Collections besides the defaults (kGlobalVariables or, if local, kLocalVariables).
   std::vector<std::string> collections;
   bool local = false;  // In kLocalVariables instead of kGlobalVariables (metrics).
+  // A table: a large, sparsely touched variable (an embedding, a linear model's
+  // weights per category). Its handle carries attr kTableAttr = true; the hybrid
+  // strategy keeps tables on the parameter servers and mirrors everything else.
+  bool table = false;
 };
+
+// The attr that marks a table's VarHandleOp (VariableOptions::table).
+inline constexpr char kTableAttr[] = "_table";
+// True when `handle` (a VarHandleOp node) was created as a table.
+bool IsTableHandle(const Node& handle);
+
 
 class Variable {
  public:

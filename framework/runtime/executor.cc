@@ -9,6 +9,7 @@
 #include "framework/core/denormal.h"
 #include "framework/core/env.h"
 #include "framework/core/status.h"
+#include "framework/runtime/rendezvous.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -236,10 +237,21 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
     }
   }
 
+  // Records the step's first error. The step's rendezvous is aborted with it, as
+  // TensorFlow's executor does: a _Recv waiting for a tensor that will now never be
+  // sent (another task's update that waited on this partition) fails instead of
+  // holding the step until its deadline.
   void Fail(const absl::Status& s) {
-    absl::MutexLock lock(&mu_);
-    if (status_.ok()) status_ = s;
-    failed_.store(true, std::memory_order_release);
+    bool first = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (status_.ok()) {
+        status_ = s;
+        first = true;
+      }
+      failed_.store(true, std::memory_order_release);
+    }
+    if (first && args_.rendezvous != nullptr) args_.rendezvous->StartAbort(s);
   }
 
   const Executor* exec_;

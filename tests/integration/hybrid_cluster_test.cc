@@ -1,0 +1,201 @@
+// tests/integration/hybrid_cluster_test.cc
+//
+// The hybrid strategy (tables on the ps tasks, everything else mirrored and
+// all-reduced) with the stock trainer as real processes on 127.0.0.1, each with its own
+// TF_CONFIG, training census wide & deep from its config file:
+//   - one replica and a ps follow one process step for step (the tables' FTRL and the
+//     dense Adagrad updates run where the variables live, with the same results);
+//   - two replicas and a ps train to max_steps exactly, compare checksums of their
+//     mirrored variables every 10 steps, every task exits 0, and the checkpoint (the
+//     tables written by the ps, the rest by the chief) verifies and restores in one
+//     process;
+//   - a worker killed mid-run and restarted takes the chief's live mirrored variables
+//     and the ps's live tables, and training finishes.
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/cluster_job.h"
+#include "tests/integration/logged_losses.h"
+#include "tests/integration/subprocess.h"
+
+namespace tandem {
+namespace {
+
+using testing::Addresses;
+using testing::LoggedLosses;
+using testing::Subprocess;
+using testing::TempDir;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+constexpr auto kDeadline = std::chrono::seconds(240);
+
+// `trainer <command>` on census wide & deep: no shuffling, every step's loss logged,
+// one thread per task; `sets` come last and win.
+std::vector<std::string> CensusArgs(const std::string& command, const std::string& model_dir,
+                                    const std::vector<std::string>& sets) {
+  const std::string root = TANDEM_SOURCE_DIR;
+  std::vector<std::string> args = {TANDEM_TRAINER,
+                                   command,
+                                   "--config",
+                                   root + "/configs/census_wide_deep.toml",
+                                   "--set",
+                                   absl::StrCat("run.model_dir=\"", model_dir, "\""),
+                                   "--set",
+                                   "data.train_path=\"" + root + "/data/adult/adult.data.gz\"",
+                                   "--set",
+                                   "data.eval_path=\"" + root + "/data/adult/adult.test.gz\"",
+                                   "--set",
+                                   "data.shuffle_buffer=1",
+                                   "--set",
+                                   "run.log_step_count_steps=1",
+                                   "--set",
+                                   "run.intra_op_threads=1",
+                                   "--set",
+                                   "run.inter_op_threads=1"};
+  for (const std::string& s : sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  return args;
+}
+
+std::vector<std::string> Hybrid(std::vector<std::string> sets) {
+  sets.push_back("distribute.strategy=\"hybrid\"");
+  sets.push_back("distribute.collective_timeout_secs=20");
+  return sets;
+}
+
+std::unique_ptr<Subprocess> StartTask(const json& cluster, const std::string& type, int index,
+                                      const std::string& model_dir,
+                                      const std::vector<std::string>& sets,
+                                      const std::string& log_suffix = "") {
+  json tf = {
+      {"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}, {"environment", "cloud"}};
+  const std::string log =
+      (std::filesystem::path(model_dir).parent_path() / absl::StrCat(type, "_", index, log_suffix))
+          .string();
+  return std::make_unique<Subprocess>(CensusArgs("train", model_dir, sets), log,
+                                      std::vector<std::string>{"TF_CONFIG=" + tf.dump()});
+}
+
+std::map<int64_t, double> LossByStep(const std::string& log) {
+  std::map<int64_t, double> m;
+  for (const auto& [step, loss] : LoggedLosses(log)) m[step] = loss;
+  return m;
+}
+
+TEST(HybridClusterTest, OneReplicaFollowsOneProcess) {
+  TempDir tmp;
+  constexpr int kSteps = 40;
+  const std::vector<std::string> same = {absl::StrCat("train.max_steps=", kSteps),
+                                         "run.save_checkpoints_steps=1000"};
+  std::filesystem::create_directories(tmp.path() + "/local");
+  Subprocess local(CensusArgs("train", tmp.path() + "/local/model", same),
+                   tmp.path() + "/local/trainer");
+  json cluster = {{"chief", Addresses(1)}, {"ps", Addresses(1)}};
+  std::filesystem::create_directories(tmp.path() + "/hybrid");
+  const std::string model_dir = tmp.path() + "/hybrid/model";
+  auto ps = StartTask(cluster, "ps", 0, model_dir, Hybrid(same));
+  auto chief = StartTask(cluster, "chief", 0, model_dir, Hybrid(same));
+  ASSERT_EQ(local.Wait(kDeadline), 0) << local.Stderr();
+  ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
+  ASSERT_EQ(ps->Wait(kDeadline), 0) << ps->Stderr();
+
+  const auto want = LossByStep(local.Stderr());
+  const auto got = LossByStep(chief->Stderr());
+  ASSERT_EQ(want.size(), static_cast<size_t>(kSteps)) << local.Stderr();
+  ASSERT_EQ(got.size(), want.size()) << chief->Stderr();
+  for (const auto& [step, loss] : want) {
+    EXPECT_NEAR(got.at(step), loss, 1e-5 * std::abs(loss)) << "global step " << step;
+  }
+  EXPECT_LT(want.rbegin()->second, want.begin()->second);
+  // Every table went to the ps, and the log says so per table.
+  EXPECT_THAT(chief->Stderr(), HasSubstr("Training as hybrid replica 0 of 1"));
+  EXPECT_THAT(chief->Stderr(),
+              HasSubstr("Table linear/linear_model/education_x_occupation/weights/part_0 "
+                        "[1000,1] on /job:ps/task:0"));
+  EXPECT_THAT(chief->Stderr(),
+              HasSubstr("Table dnn/input_from_feature_columns/input_layer/occupation_embedding/"
+                        "embedding_weights/part_0 [1000,8] on /job:ps/task:0"));
+  // 8 linear tables with FTRL's 2 slots each, 1 embedding with Adagrad's 1.
+  EXPECT_THAT(chief->Stderr(), HasSubstr("9 table variable(s) and 17 slot(s) of theirs"));
+}
+
+TEST(HybridClusterTest, TwoReplicasTrainToMaxStepsAndTheCheckpointRestoresInOneProcess) {
+  TempDir tmp;
+  constexpr int kSteps = 200;
+  const std::vector<std::string> sets =
+      Hybrid({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=100",
+              "distribute.check_replicas_steps=10"});
+  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  std::filesystem::create_directories(tmp.path() + "/job");
+  const std::string model_dir = tmp.path() + "/job/model";
+  auto ps = StartTask(cluster, "ps", 0, model_dir, sets);
+  auto chief = StartTask(cluster, "chief", 0, model_dir, sets);
+  auto worker = StartTask(cluster, "worker", 0, model_dir, sets);
+  ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
+  ASSERT_EQ(worker->Wait(kDeadline), 0) << worker->Stderr();
+  ASSERT_EQ(ps->Wait(kDeadline), 0) << ps->Stderr();
+  EXPECT_EQ(testing::TrainingFinished(chief->Stderr()).global_step, kSteps);
+  EXPECT_EQ(testing::TrainingFinished(worker->Stderr()).global_step, kSteps);
+  EXPECT_THAT(worker->Stderr(), HasSubstr("variables from chief:0 at global step 0"));
+  // The worker initialised its own mirrored copies, not the tables.
+  EXPECT_THAT(worker->Stderr(), HasSubstr("mirrored variables"));
+  // Two shards: the tables from the ps, the mirrored variables from the chief.
+  testing::ExpectFinalCheckpoint(model_dir, /*num_ps=*/2, kSteps);
+
+  // One process evaluates the checkpoint: tables and mirrored variables restored.
+  Subprocess eval(CensusArgs("evaluate", model_dir, {"eval.steps=20"}), tmp.path() + "/eval");
+  ASSERT_EQ(eval.Wait(kDeadline), 0) << eval.Stderr();
+  EXPECT_THAT(eval.Stdout() + eval.Stderr(), HasSubstr(absl::StrCat("global_step = ", kSteps)));
+}
+
+TEST(HybridClusterTest, AKilledWorkerTakesTheLiveVariablesWhenItReturns) {
+  TempDir tmp;
+  constexpr int kSteps = 600;
+  const std::vector<std::string> sets =
+      Hybrid({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=1000",
+              "distribute.check_replicas_steps=50"});
+  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  std::filesystem::create_directories(tmp.path() + "/job");
+  const std::string model_dir = tmp.path() + "/job/model";
+  auto ps = StartTask(cluster, "ps", 0, model_dir, sets);
+  auto chief = StartTask(cluster, "chief", 0, model_dir, sets);
+  auto worker = StartTask(cluster, "worker", 0, model_dir, sets);
+  // Kill the worker once training is under way.
+  const auto until = std::chrono::steady_clock::now() + kDeadline;
+  int64_t reached = -1;
+  while (reached < 100 && std::chrono::steady_clock::now() < until && worker->running()) {
+    for (const auto& [step, loss] : LoggedLosses(worker->Stderr())) reached = std::max(reached, step);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(reached, 100) << worker->Stderr();
+  worker->Kill(SIGKILL);
+  worker->Wait(std::chrono::seconds(10));
+  auto again = StartTask(cluster, "worker", 0, model_dir, sets, "_again");
+  ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
+  ASSERT_EQ(again->Wait(kDeadline), 0) << again->Stderr();
+  ASSERT_EQ(ps->Wait(kDeadline), 0) << ps->Stderr();
+  EXPECT_EQ(testing::TrainingFinished(chief->Stderr()).global_step, kSteps);
+  EXPECT_EQ(testing::TrainingFinished(again->Stderr()).global_step, kSteps);
+  // The restarted worker joined at the chief's live step, not at 0 or a checkpoint.
+  EXPECT_THAT(again->Stderr(), ::testing::ContainsRegex("variables from chief:0 at global step "
+                                                        "[1-9][0-9]+ \\(this replica was at 0\\)"));
+  // The chief kept its session's variables: it restored nothing.
+  EXPECT_THAT(chief->Stderr(), ::testing::Not(HasSubstr("Restoring parameters from")));
+}
+
+}  // namespace
+}  // namespace tandem
