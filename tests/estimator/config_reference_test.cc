@@ -29,7 +29,7 @@ TEST(ConfigReferenceTest, SaysTypesDefaultsAndBounds) {
   EXPECT_THAT(ref, HasSubstr("## [distribute]"));
   EXPECT_THAT(ref, HasSubstr("| `strategy` | string | `\"auto\"` | `\"auto\"`, `\"none\"`, "
                              "`\"parameter_server\"`, `\"collective\"`, "
-                             "`\"multi_worker_mirrored\"` |"));
+                             "`\"multi_worker_mirrored\"`, `\"hybrid\"` |"));
   EXPECT_THAT(ref, HasSubstr("| `batch_size` | integer |"));
   EXPECT_THAT(ref, HasSubstr("| `health_port` | integer | `0` | 0 to 65535 |"));
   EXPECT_THAT(ref, HasSubstr("| `sync` | boolean | `false` |  |"));

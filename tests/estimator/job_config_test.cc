@@ -224,7 +224,7 @@ TEST(JobConfigTest, NegativeAndOutOfRangeValues) {
               {"job.toml:4:33: [run] keep_checkpoint_every_n_hours must be a finite number > 0"});
   ExpectError(Parse("[model]\nname = \"m\"\n[distribute]\nstrategy = \"mirrored\"\n"),
               {"job.toml:4:12: [distribute] strategy must be one of \"auto\", \"none\", "
-               "\"parameter_server\", \"collective\", \"multi_worker_mirrored\", got "
+               "\"parameter_server\", \"collective\", \"multi_worker_mirrored\", \"hybrid\", got "
                "\"mirrored\""});
 }
 
@@ -350,6 +350,12 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
        "collective_timeout_secs applies only to strategy = \"collective\""},
       {"[distribute]\nstrategy = \"parameter_server\"\n" + no_ps,
        absl::StatusCode::kInvalidArgument, "needs ps tasks; the cluster"},
+      {"[distribute]\nstrategy = \"hybrid\"\n" + no_ps, absl::StatusCode::kInvalidArgument,
+       "strategy = \"hybrid\" keeps the tables on ps tasks and all-reduces the rest"},
+      {"[distribute]\nstrategy = \"hybrid\"\n", absl::StatusCode::kInvalidArgument,
+       "it needs a cluster (TF_CONFIG or [cluster]) with both; this one is empty"},
+      {"[distribute]\nstrategy = \"hybrid\"\nsync = true\n" + cluster,
+       absl::StatusCode::kUnimplemented, "synchronous table updates are not implemented"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<JobConfig> job = Parse(std::string(kMinimal) + c.text);
@@ -383,6 +389,14 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
   ASSERT_TRUE(tuned.ok()) << tuned.status();
   EXPECT_EQ(tuned->distribute.bytes_per_pack, 4096);
   EXPECT_EQ(tuned->distribute.check_replicas_steps, 0);
+  // Hybrid: the collective keys apply, the role says what the task does.
+  absl::StatusOr<JobConfig> hybrid =
+      Parse(std::string(kMinimal) + "[distribute]\nstrategy = \"hybrid\"\n" + cluster,
+            {"distribute.bytes_per_pack=4096", "distribute.partitioner=\"fixed\""});
+  ASSERT_TRUE(hybrid.ok()) << hybrid.status();
+  EXPECT_EQ(hybrid->strategy(), Strategy::kHybrid);
+  EXPECT_EQ(hybrid->distribute.bytes_per_pack, 4096);
+  EXPECT_THAT(hybrid->DescribeRole(), HasSubstr("hybrid replica 1 of 2: trains a mirrored copy"));
   // Synchronous, with a backup replica.
   absl::StatusOr<JobConfig> sync = Parse(
       std::string(kMinimal) + "[distribute]\nsync = true\nreplicas_to_aggregate = 1\n" + cluster);

@@ -7,7 +7,10 @@
 
 #include "estimator/run_config.h"
 #include "framework/graph/scope.h"
+#include "framework/ops/math_ops.h"
 #include "framework/ops/optimizer.h"
+#include "framework/ops/optimizers.h"
+#include "framework/ops/array_ops.h"
 #include "gtest/gtest.h"
 
 namespace tandem::internal {
@@ -91,10 +94,58 @@ TEST(TrainingStrategyTest, EachSaysWhatItChanges) {
   EXPECT_TRUE(local->AfterClose(5).ok());
 }
 
+TEST(TrainingStrategyTest, HybridKeepsTablesOnThePsAndMirrorsTheRest) {
+  EstimatorOptions options = OnCluster(kPsCluster);
+  StrategyEnv env;
+  env.options = &options;
+  std::unique_ptr<TrainingStrategy> hybrid = MakeTrainingStrategy(Strategy::kHybrid, env);
+  EXPECT_EQ(hybrid->kind(), Strategy::kHybrid);
+  EXPECT_TRUE(hybrid->RecoversLostTasks());
+  EXPECT_FALSE(hybrid->StopsAtSignal());  // The replicas agree a last step.
+  Scope root = Scope::NewRootScope();
+  absl::StatusOr<Scope> placed = hybrid->Place(root);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  ops::Variable step = ops::GetOrCreateGlobalStep(*placed);
+  ops::Variable dense(*placed, "dense", ops::Const(*placed, Tensor::Scalar<float>(1)));
+  ops::VariableOptions table_options;
+  table_options.table = true;
+  ops::Variable table(*placed, "table",
+                      ops::Const(*placed, Tensor(DType::kFloat, TensorShape({4, 2}))),
+                      table_options);
+  ASSERT_TRUE(placed->ok()) << placed->status();
+  const std::string worker = options.config.task_device_name();
+  EXPECT_EQ(step.handle().node->requested_device(), worker);
+  EXPECT_EQ(dense.handle().node->requested_device(), worker);
+  EXPECT_EQ(table.handle().node->requested_device().rfind("/job:ps/", 0), 0u)
+      << table.handle().node->requested_device();
+  EXPECT_TRUE(ops::IsTableHandle(*table.handle().node));
+  EXPECT_FALSE(ops::IsTableHandle(*dense.handle().node));
+  // An optimizer's slots of a table are tables, beside it; those of a dense variable
+  // are not, and Adam's beta powers go with the dense variable although "table" sorts
+  // first by name (TensorFlow's rule), so every replica keeps its own.
+  Output loss = ops::Add(*placed, ops::ReduceSumAll(*placed, table.value()),
+                         ops::Mul(*placed, dense.value(), dense.value()));
+  ops::AdamOptimizer adam(0.1f);
+  ASSERT_TRUE(adam.Minimize(*placed, loss).ok()) << placed->status();
+  Graph* g = root.graph();
+  auto is_table = [g](const std::string& name) {
+    const Node* n = g->FindNode(name);
+    EXPECT_NE(n, nullptr) << name;
+    return n != nullptr && ops::IsTableHandle(*n);
+  };
+  EXPECT_TRUE(is_table("table/Adam"));
+  EXPECT_TRUE(is_table("table/Adam_1"));
+  EXPECT_FALSE(is_table("dense/Adam"));
+  EXPECT_FALSE(is_table("beta1_power"));
+  EXPECT_EQ(GetAttrOr<std::vector<std::string>>(g->FindNode("beta1_power")->attrs(), "_class", {}),
+            std::vector<std::string>{"loc:@dense"});
+}
+
 TEST(TrainingStrategyTest, NamesAreTheConfigValues) {
   EXPECT_EQ(StrategyName(Strategy::kLocal), "local");
   EXPECT_EQ(StrategyName(Strategy::kParameterServer), "parameter_server");
   EXPECT_EQ(StrategyName(Strategy::kCollective), "collective");
+  EXPECT_EQ(StrategyName(Strategy::kHybrid), "hybrid");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // same training with the gradient densified and all-reduced.
 #include <cmath>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -193,6 +194,55 @@ TEST(CollectiveRowsTest, RowsTrainAsTheDensifiedAllReduceDoes) {
     EXPECT_NEAR(sparse[0]->accumulator[i], dense[0]->accumulator[i],
                 1e-6f * dense[0]->accumulator[i])
         << "element " << i;
+  }
+}
+
+// Under skip_tables (the hybrid strategy) a table's rows are applied as this replica
+// computed them, without a collective, while a dense variable's gradient is still
+// all-reduced; without it both are reduced.
+TEST(CollectiveRowsTest, SkipTablesLeavesTablesOutOfTheCollectives) {
+  for (bool skip : {true, false}) {
+    Scope root = Scope::NewRootScope();
+    ops::CollectiveAllReduceOptions co;
+    co.skip_tables = skip;
+    ops::EnableCollectiveAllReduce(root, co);
+    ops::VariableOptions as_table;
+    as_table.table = true;
+    ops::Variable table(root, "table",
+                        ops::Const(root, Tensor::FromVector<float>(InitialTable(),
+                                                                  TensorShape({10, 3}))),
+                        as_table);
+    ops::Variable dense(root, "dense", ops::Const(root, Tensor::Scalar<float>(2)));
+    Output ids = ops::Placeholder(root.WithOpName("ids"), DType::kInt32, PartialShape({-1}));
+    Output rows = ops::ResourceGather(root, table.handle(), ids, DType::kFloat);
+    Output loss = ops::Mul(root, ops::ReduceSumAll(root, rows), dense.value());
+    ops::AdagradOptimizer opt(0.3f);
+    ASSERT_TRUE(opt.Minimize(root, loss).ok()) << root.status();
+    int gathers = 0, reduces = 0;
+    for (const auto& n : root.graph()->nodes()) {
+      gathers += n->op() == "CollectiveAllGatherRows";
+      reduces += n->op() == "CollectiveAllReduce";
+    }
+    EXPECT_EQ(gathers, skip ? 0 : 1) << "skip_tables = " << skip;
+    EXPECT_EQ(reduces, 1) << "skip_tables = " << skip;
+    // The table's sparse update still waits for the step's collective.
+    const Node* update = nullptr;
+    for (const auto& n : root.graph()->nodes()) {
+      if (n->op() == "ResourceSparseApplyAdagrad") update = n.get();
+    }
+    ASSERT_NE(update, nullptr);
+    std::vector<const Node*> todo = {update};
+    std::set<const Node*> seen;
+    bool after_reduce = false;
+    while (!todo.empty()) {
+      const Node* n = todo.back();
+      todo.pop_back();
+      if (!seen.insert(n).second) continue;
+      after_reduce |= n->op() == "CollectiveAllReduce";
+      for (const Output& in : n->inputs()) todo.push_back(in.node);
+      for (const Node* c : n->control_inputs()) todo.push_back(c);
+    }
+    EXPECT_TRUE(after_reduce) << "skip_tables = " << skip;
   }
 }
 
