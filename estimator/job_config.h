@@ -56,9 +56,11 @@
 //     (framework/ops/collective_ops.h); a cluster with ps tasks is refused; "hybrid":
 //     the model's tables on the ps tasks (partitioned as "parameter_server" does), every
 //     other variable mirrored and all-reduced among the training tasks
-//     (estimator/internal/hybrid_strategy.cc); a cluster needs both, a model without a
-//     table and sync = true are refused; "none": local training only, so a cluster of
-//     more than one task is refused.
+//     (estimator/internal/hybrid_strategy.cc): each replica's table rows are applied as
+//     they come, or with sync = true averaged over the replicas and applied once per
+//     step; the cluster needs both kinds of task, and a model without a table is
+//     refused; "none": local training only, so a cluster of more than one task is
+//     refused.
 //   bytes_per_pack (collective): the gradient bucket size, default 25 MiB (the first
 //     bucket is at most 1 MiB, as PyTorch DDP's); collective_timeout_secs (default 60): a
 //     replica that stops answering fails every other replica's step after at most this
@@ -67,7 +69,8 @@
 //     their variables and fail naming the ones that differ. These keys are refused
 //     with another strategy than "collective" or "hybrid".
 //   sync = true: synchronous replicas (framework/ops/sync_replicas.h), on a cluster
-//     with ps tasks only.
+//     with ps tasks only; with "hybrid", synchronous table updates (the keys below are
+//     then refused).
 //     replicas_to_aggregate (default: every replica) may be fewer than the replicas (the rest are
 //     backups), never more; total_num_replicas, if set, must be the cluster's chief + workers. When
 //     fewer replicas are up than replicas_to_aggregate, on_missing_replicas = "wait" (default)

@@ -33,12 +33,16 @@ absl::Status CheckDistribute(const JobConfig& c,
                                  "cluster (TF_CONFIG or [cluster]) with both; this one is ",
                                  c.cluster.empty() ? "empty" : c.cluster.DebugString()));
     }
-    if (d.sync) {
-      return refuse("sync",
-                    "sync = true with strategy = \"hybrid\": synchronous table updates are "
-                    "not implemented; the hybrid strategy applies each worker's table rows "
-                    "on the ps as they come (its dense variables are always synchronous)",
-                    absl::StatusCode::kUnimplemented);
+    for (const auto& [key, set] : std::vector<std::pair<std::string, bool>>{
+             {"replicas_to_aggregate", d.replicas_to_aggregate != 0},
+             {"total_num_replicas", d.total_num_replicas != 0},
+             {"on_missing_replicas", d.on_missing_replicas != "wait"},
+             {"missing_replicas_patience_secs", d.missing_replicas_patience_secs != 0}}) {
+      if (set) {
+        return refuse(key, key +
+                               " applies to strategy = \"parameter_server\" with sync = true; "
+                               "the hybrid strategy's replicas all take part in every step");
+      }
     }
   }
   if (collective) {

@@ -11,8 +11,11 @@
 // tasks (in buckets that start while the backward pass runs, CollectiveExecutor of
 // this task's server), and, once every collective of the step succeeded, the dense
 // updates run here and each table's rows are applied where that table lives, as this
-// task computed them (asynchronously with respect to the other tasks' rows).
-// global_step counts the synchronous dense steps.
+// task computed them (asynchronously with respect to the other tasks' rows). With
+// sync = true the tables' rows are all-gathered and averaged like the dense gradients,
+// replica 0 applies them, and every replica's step ends after that update
+// (ops::CollectiveTables::kAppliedOnce): the step is one process's step on the global
+// batch. global_step counts the synchronous dense steps.
 //
 // Creating the session: the chief restores the newest checkpoint or initialises every
 // variable (tables on the ps, its own mirrored copies) unless every variable is
@@ -89,7 +92,13 @@ class HybridStrategy : public TrainingStrategy {
     ops::CollectiveAllReduceOptions co;
     co.bytes_per_pack = settings_.bytes_per_pack;
     co.first_bucket_bytes = std::min<int64_t>(co.first_bucket_bytes, co.bytes_per_pack);
-    co.skip_tables = true;
+    if (env_.options->sync_replicas) {
+      // Synchronous tables: rows all-gathered, applied by replica 0.
+      co.tables = ops::CollectiveTables::kAppliedOnce;
+      co.applies_tables = config().replica_index().value_or(0) == 0;
+    } else {
+      co.tables = ops::CollectiveTables::kOwnRows;
+    }
     ops::EnableCollectiveAllReduce(root, co);
   }
 

@@ -84,12 +84,37 @@ void EnableCollectiveAllReduce(const Scope& scope, const CollectiveAllReduceOpti
   Node* n = internal::BuildNode(scope.WithOpName(kEnabled), "NoOp", {},
                                 {{"bytes_per_pack", options.bytes_per_pack},
                                  {"first_bucket_bytes", options.first_bucket_bytes},
-                                 {"skip_tables", options.skip_tables}});
+                                 {"tables", static_cast<int64_t>(options.tables)},
+                                 {"applies_tables", options.applies_tables}});
   if (n != nullptr) scope.graph()->AddToCollection(kEnabled, n->name());
 }
 
 bool CollectiveAllReduceEnabled(const Graph& graph) {
   return !graph.GetCollection(kEnabled).empty();
+}
+
+CollectiveTableMode CollectiveTablesOf(const Graph& graph) {
+  CollectiveTableMode mode;
+  const std::vector<std::string>& marks = graph.GetCollection(kEnabled);
+  const Node* mark = marks.empty() ? nullptr : graph.FindNode(marks[0]);
+  if (mark == nullptr) return mode;
+  const int64_t t = GetAttrOr<int64_t>(mark->attrs(), "tables", 0);
+  if (t == static_cast<int64_t>(CollectiveTables::kOwnRows)) mode.tables = CollectiveTables::kOwnRows;
+  if (t == static_cast<int64_t>(CollectiveTables::kAppliedOnce)) {
+    mode.tables = CollectiveTables::kAppliedOnce;
+  }
+  mode.applies_tables = GetAttrOr<bool>(mark->attrs(), "applies_tables", true);
+  return mode;
+}
+
+int64_t NextInstanceKey(const Graph& graph, absl::string_view op, int64_t base, int64_t limit) {
+  int64_t next = base;
+  for (const auto& n : graph.nodes()) {
+    if (n->op() != op) continue;
+    const int64_t k = GetAttrOr<int64_t>(n->attrs(), "instance_key", 0);
+    if (k >= base && k < limit) next = std::max(next, k + 1);
+  }
+  return next;
 }
 
 std::vector<Output> CollectiveAllReduce(const Scope& scope, const std::vector<Output>& xs,
@@ -122,7 +147,7 @@ absl::StatusOr<ReducedGradients> ReduceGradients(
   const Node* mark = scope.graph()->FindNode(marks[0]);
   const int64_t per_pack = GetAttrOr<int64_t>(mark->attrs(), "bytes_per_pack", 25 << 20);
   const int64_t first = GetAttrOr<int64_t>(mark->attrs(), "first_bucket_bytes", 1 << 20);
-  const bool skip_tables = GetAttrOr<bool>(mark->attrs(), "skip_tables", false);
+  const bool skip_tables = CollectiveTablesOf(*scope.graph()).tables == CollectiveTables::kOwnRows;
   ReducedGradients out;
   out.dense.resize(grads.size());
   out.rows.resize(grads.size());
@@ -138,12 +163,14 @@ absl::StatusOr<ReducedGradients> ReduceGradients(
     }
   }
   std::vector<Node*> nodes;  // Every collective of the step.
-  // Rows: one all-gather per variable, keyed by the variable's position.
+  // Rows: one all-gather per variable.
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!rows[i] || keep[i]) continue;
     GradientRows gathered = CollectiveAllGatherRows(
         scope.WithOpName(absl::StrCat("collective/all_gather_rows_", i)), *rows[i],
-        kGatherRowsInstanceKey + static_cast<int64_t>(i), /*average=*/true);
+        NextInstanceKey(*scope.graph(), kGatherRows, kGatherRowsInstanceKey,
+                        kTableBarrierInstanceKey),
+        /*average=*/true);
     TANDEM_RETURN_IF_ERROR(scope.status());
     nodes.push_back(gathered.indices.node);
     out.rows[i] = gathered;
@@ -174,7 +201,8 @@ absl::StatusOr<ReducedGradients> ReduceGradients(
     for (int i : buckets[b]) xs.push_back(grads[i]);
     std::vector<Output> ys =
         CollectiveAllReduce(scope.WithOpName(absl::StrCat("collective/all_reduce_", b)), xs,
-                            static_cast<int64_t>(b) + 1, /*average=*/true);
+                            NextInstanceKey(*scope.graph(), kAllReduce, 1, kBroadcastInstanceKey),
+                            /*average=*/true);
     TANDEM_RETURN_IF_ERROR(scope.status());
     nodes.push_back(ys[0].node);
     for (size_t k = 0; k < buckets[b].size(); ++k) out.dense[buckets[b][k]] = ys[k];

@@ -41,21 +41,45 @@
 
 namespace tandem::ops {
 
+// What the replicas do with the gradients of tables (ops::VariableOptions::table).
+enum class CollectiveTables {
+  kMirrored,  // Reduced and applied on every replica, as any variable (the default).
+  // Not reduced: each replica applies its own gradient where the table lives (the
+  // hybrid strategy's parameter servers, asynchronously).
+  kOwnRows,
+  // Reduced (rows all-gathered and averaged), then applied once, by the replica with
+  // applies_tables; a one-float all-reduce after that update ends every replica's step,
+  // so no replica looks a table up before the step's update is in (the hybrid
+  // strategy with sync = true).
+  kAppliedOnce,
+};
+
 struct CollectiveAllReduceOptions {
   int64_t bytes_per_pack = int64_t{25} << 20;
   int64_t first_bucket_bytes = int64_t{1} << 20;
-  // Tables (ops::VariableOptions::table) are not reduced: each replica applies its own
-  // gradient where the table lives (the hybrid strategy's parameter servers). Their
-  // updates still wait for the step's collectives, so a failed step changes nothing.
-  bool skip_tables = false;
+  // Table updates wait for the step's collectives either way, so a failed step
+  // changes nothing.
+  CollectiveTables tables = CollectiveTables::kMirrored;
+  bool applies_tables = true;  // kAppliedOnce: this replica applies the tables' update.
 };
+// The table settings of a graph marked by EnableCollectiveAllReduce.
+struct CollectiveTableMode {
+  CollectiveTables tables = CollectiveTables::kMirrored;
+  bool applies_tables = true;
+};
+CollectiveTableMode CollectiveTablesOf(const Graph& graph);
 
-// The instance keys the strategies reserve: the all-reduce of bucket b has key 1 + b,
+// The instance keys the strategies reserve, numbered in the graph's building order (so
+// that several optimizers' collectives never share one): the all-reduce buckets from 1,
 // the variable broadcast kBroadcastInstanceKey, the replicas' variable checksums
-// kChecksumInstanceKey, the row all-gather of variable i kGatherRowsInstanceKey + i.
+// kChecksumInstanceKey, the row all-gathers from kGatherRowsInstanceKey, the table
+// barriers of CollectiveTables::kAppliedOnce from kTableBarrierInstanceKey.
 inline constexpr int64_t kBroadcastInstanceKey = int64_t{1} << 20;
 inline constexpr int64_t kChecksumInstanceKey = int64_t{1} << 21;
 inline constexpr int64_t kGatherRowsInstanceKey = int64_t{1} << 22;
+inline constexpr int64_t kTableBarrierInstanceKey = int64_t{1} << 23;
+// The next free key of [base, limit) for `op` nodes in `graph`.
+int64_t NextInstanceKey(const Graph& graph, absl::string_view op, int64_t base, int64_t limit);
 
 void EnableCollectiveAllReduce(const Scope& scope, const CollectiveAllReduceOptions& options = {});
 bool CollectiveAllReduceEnabled(const Graph& graph);
@@ -73,9 +97,9 @@ GradientRows CollectiveAllGatherRows(const Scope& scope, const GradientRows& row
 // The replicas' mean gradients of `vars`: dense `grads[i]` bucketed and all-reduced as
 // EnableCollectiveAllReduce describes; where `rows[i]` is set (grads[i] is then
 // ignored) the rows are all-gathered and summed per row instead (instance key
-// kGatherRowsInstanceKey + i), so a table's gradient crosses the network as the rows a
-// step touched, never as the dense table; under skip_tables a table keeps this
-// replica's own gradient. Every result depends on every collective of the step, so an
+// kGatherRowsInstanceKey on), so a table's gradient crosses the network as the rows a
+// step touched, never as the dense table; under CollectiveTables::kOwnRows a table
+// keeps this replica's own gradient. Every result depends on every collective of the step, so an
 // update built on them starts only once all succeeded.
 struct ReducedGradients {
   std::vector<Output> dense;                       // Set where rows[i] was not.

@@ -409,9 +409,53 @@ absl::StatusOr<Node*> Optimizer::ApplyGradients(const Scope& scope,
     absl::StatusOr<ReducedGradients> reduced = ReduceGradients(scope, grads, Rows(sparse), vars);
     if (!reduced.ok()) return fail(reduced.status());
     std::vector<IndexedSlices> slices = RowsAsSlices(scope, reduced->rows, vars, name);
-    return BuildUpdates(scope, vars, reduced->dense, Pointers(slices), global_step, name);
+    const CollectiveTableMode mode = CollectiveTablesOf(*scope.graph());
+    if (mode.tables != CollectiveTables::kAppliedOnce) {
+      return BuildUpdates(scope, vars, reduced->dense, Pointers(slices), global_step, name);
+    }
+    absl::StatusOr<Node*> train =
+        ApplyTablesOnce(scope, vars, reduced->dense, slices, mode.applies_tables, global_step, name);
+    if (!train.ok()) return fail(train.status());
+    return train;
   }
   return BuildUpdates(scope, vars, grads, sparse, global_step, name);
+}
+
+absl::StatusOr<Node*> Optimizer::ApplyTablesOnce(const Scope& scope,
+                                                 const std::vector<Variable>& vars,
+                                                 const std::vector<Output>& dense,
+                                                 const std::vector<IndexedSlices>& slices,
+                                                 bool applies_tables, const Variable* global_step,
+                                                 absl::string_view name) {
+  std::vector<Variable> v;
+  std::vector<Output> g;
+  std::vector<const IndexedSlices*> s;
+  bool tables = false;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (IsTableHandle(*vars[i].handle().node)) {
+      tables = true;
+      if (!applies_tables) continue;
+    }
+    v.push_back(vars[i]);
+    g.push_back(dense[i]);
+    s.push_back(slices[i].values.valid() ? &slices[i] : nullptr);
+  }
+  if (!tables) return BuildUpdates(scope, vars, dense, Pointers(slices), global_step, name);
+  TANDEM_ASSIGN_OR_RETURN(Node * updates, BuildUpdates(scope, v, g, s, global_step, name));
+  // The barrier: every replica's step ends once the applying replica's update is in.
+  Output token = Const(scope.WithOpName(absl::StrCat(name, "/tables_applied/token"))
+                           .WithControlDependencies(std::vector<Node*>{updates}),
+                       Tensor::Scalar<float>(0));
+  std::vector<Output> barrier = CollectiveAllReduce(
+      scope.WithOpName(absl::StrCat(name, "/tables_applied")), {token},
+      NextInstanceKey(*scope.graph(), "CollectiveAllReduce", kTableBarrierInstanceKey,
+                      kTableBarrierInstanceKey * 2),
+      /*average=*/false);
+  TANDEM_RETURN_IF_ERROR(scope.status());
+  Node* train = NoOp(scope.WithOpName(absl::StrCat(name, "/after_tables"))
+                         .WithControlDependencies(std::vector<Node*>{updates, barrier[0].node}));
+  TANDEM_RETURN_IF_ERROR(scope.status());
+  return train;
 }
 
 absl::StatusOr<Node*> Optimizer::BuildUpdates(const Scope& scope, const std::vector<Variable>& vars,

@@ -169,6 +169,14 @@ class Optimizer {
   // default.
   virtual std::vector<Node*> Finish(const Scope& scope, absl::string_view prefix) { return {}; }
 
+  // The collective path under CollectiveTables::kAppliedOnce: BuildUpdates without the
+  // tables unless `applies_tables`, then a barrier after the updates (collective_ops.h).
+  absl::StatusOr<Node*> ApplyTablesOnce(const Scope& scope, const std::vector<Variable>& vars,
+                                        const std::vector<Output>& dense,
+                                        const std::vector<IndexedSlices>& slices,
+                                        bool applies_tables, const Variable* global_step,
+                                        absl::string_view name);
+
   // The slot `slot` of `var` in the graph being built, created the first time with every
   // element `initial_value`, non-trainable, named "<var>/<name()>" (made unique) and
   // colocated with `var`, a table when `var` is one (VariableOptions::table). REQUIRES:

@@ -354,8 +354,9 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
        "strategy = \"hybrid\" keeps the tables on ps tasks and all-reduces the rest"},
       {"[distribute]\nstrategy = \"hybrid\"\n", absl::StatusCode::kInvalidArgument,
        "it needs a cluster (TF_CONFIG or [cluster]) with both; this one is empty"},
-      {"[distribute]\nstrategy = \"hybrid\"\nsync = true\n" + cluster,
-       absl::StatusCode::kUnimplemented, "synchronous table updates are not implemented"},
+      {"[distribute]\nstrategy = \"hybrid\"\nsync = true\nreplicas_to_aggregate = 1\n" + cluster,
+       absl::StatusCode::kInvalidArgument,
+       "replicas_to_aggregate applies to strategy = \"parameter_server\" with sync = true"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<JobConfig> job = Parse(std::string(kMinimal) + c.text);
@@ -397,6 +398,9 @@ TEST(JobConfigTest, DistributeSettingsThatCannotRunAreRefused) {
   EXPECT_EQ(hybrid->strategy(), Strategy::kHybrid);
   EXPECT_EQ(hybrid->distribute.bytes_per_pack, 4096);
   EXPECT_THAT(hybrid->DescribeRole(), HasSubstr("hybrid replica 1 of 2: trains a mirrored copy"));
+  absl::StatusOr<JobConfig> hybrid_sync =
+      Parse(std::string(kMinimal) + "[distribute]\nstrategy = \"hybrid\"\nsync = true\n" + cluster);
+  ASSERT_TRUE(hybrid_sync.ok()) << hybrid_sync.status();
   // Synchronous, with a backup replica.
   absl::StatusOr<JobConfig> sync = Parse(
       std::string(kMinimal) + "[distribute]\nsync = true\nreplicas_to_aggregate = 1\n" + cluster);

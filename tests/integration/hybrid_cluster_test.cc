@@ -5,6 +5,8 @@
 // TF_CONFIG, training census wide & deep from its config file:
 //   - one replica and a ps follow one process step for step (the tables' FTRL and the
 //     dense Adagrad updates run where the variables live, with the same results);
+//   - two replicas with synchronous tables and batch B follow one process with batch 2B
+//     on the same rows, loss for loss;
 //   - two replicas and a ps train to max_steps exactly, compare checksums of their
 //     mirrored variables every 10 steps, every task exits 0, and the checkpoint (the
 //     tables written by the ps, the rest by the chief) verifies and restores in one
@@ -14,6 +16,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -131,6 +134,58 @@ TEST(HybridClusterTest, OneReplicaFollowsOneProcess) {
                         "embedding_weights/part_0 [1000,8] on /job:ps/task:0"));
   // 8 linear tables with FTRL's 2 slots each, 1 embedding with Adagrad's 1.
   EXPECT_THAT(chief->Stderr(), HasSubstr("9 table variable(s) and 17 slot(s) of theirs"));
+}
+
+TEST(HybridClusterTest, TwoSyncReplicasFollowOneProcessWithTheDoubleBatch) {
+  TempDir tmp;
+  constexpr int kSteps = 50, kBatch = 20;
+  // No shuffling and no prefetch: replica r's batch k is rows 2(kB + i) + r of the data,
+  // so the two replicas' batches make the single process's batch k of 2B rows; the
+  // loss is the batch mean, so the mean of the replicas' gradients is the process's.
+  // Without the raw capital_gain and capital_loss columns (values up to 99,999, which
+  // turn float32 rounding in the order of the sums into visible loss differences).
+  const std::vector<std::string> same = {
+      absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=1000",
+      "model.params.loss_reduction=\"sum_over_batch_size\"",
+      "model.params.dnn_feature_columns=[\"age\", \"education_num\", \"hours_per_week\", "
+      "\"workclass_indicator\", \"education_indicator\", \"marital_status_indicator\", "
+      "\"relationship_indicator\", \"occupation_embedding\"]"};
+  std::vector<std::string> local_sets = same;
+  local_sets.push_back(absl::StrCat("train.batch_size=", 2 * kBatch));
+  std::filesystem::create_directories(tmp.path() + "/local");
+  Subprocess local(CensusArgs("train", tmp.path() + "/local/model", local_sets),
+                   tmp.path() + "/local/trainer");
+  std::vector<std::string> replica_sets = same;
+  replica_sets.push_back(absl::StrCat("train.batch_size=", kBatch));
+  replica_sets.push_back("distribute.sync=true");
+  replica_sets.push_back("distribute.check_replicas_steps=10");
+  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  std::filesystem::create_directories(tmp.path() + "/job");
+  const std::string model_dir = tmp.path() + "/job/model";
+  auto ps = StartTask(cluster, "ps", 0, model_dir, Hybrid(replica_sets));
+  auto chief = StartTask(cluster, "chief", 0, model_dir, Hybrid(replica_sets));
+  auto worker = StartTask(cluster, "worker", 0, model_dir, Hybrid(replica_sets));
+  ASSERT_EQ(local.Wait(kDeadline), 0) << local.Stderr();
+  ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
+  ASSERT_EQ(worker->Wait(kDeadline), 0) << worker->Stderr();
+  ASSERT_EQ(ps->Wait(kDeadline), 0) << ps->Stderr();
+
+  const auto want = LossByStep(local.Stderr());
+  const auto a = LossByStep(chief->Stderr());
+  const auto b = LossByStep(worker->Stderr());
+  ASSERT_EQ(want.size(), static_cast<size_t>(kSteps)) << local.Stderr();
+  ASSERT_EQ(a.size(), want.size()) << chief->Stderr();
+  ASSERT_EQ(b.size(), want.size()) << worker->Stderr();
+  double worst = 0;
+  for (const auto& [step, loss] : want) {
+    const double mean = (a.at(step) + b.at(step)) / 2;
+    EXPECT_NEAR(mean, loss, 1e-5 * std::abs(loss)) << "global step " << step;
+    worst = std::max(worst, std::abs(mean - loss) / std::abs(loss));
+  }
+  std::printf("largest relative loss difference over %d steps: %.2e\n", kSteps, worst);
+  EXPECT_LT(want.rbegin()->second, want.begin()->second);
+  EXPECT_EQ(testing::TrainingFinished(chief->Stderr()).global_step, kSteps);
+  EXPECT_EQ(testing::TrainingFinished(worker->Stderr()).global_step, kSteps);
 }
 
 TEST(HybridClusterTest, TwoReplicasTrainToMaxStepsAndTheCheckpointRestoresInOneProcess) {

@@ -197,14 +197,14 @@ TEST(CollectiveRowsTest, RowsTrainAsTheDensifiedAllReduceDoes) {
   }
 }
 
-// Under skip_tables (the hybrid strategy) a table's rows are applied as this replica
-// computed them, without a collective, while a dense variable's gradient is still
-// all-reduced; without it both are reduced.
+// Under CollectiveTables::kOwnRows (the asynchronous hybrid strategy) a table's rows are
+// applied as this replica computed them, without a collective, while a dense variable's
+// gradient is still all-reduced; by default both are reduced.
 TEST(CollectiveRowsTest, SkipTablesLeavesTablesOutOfTheCollectives) {
   for (bool skip : {true, false}) {
     Scope root = Scope::NewRootScope();
     ops::CollectiveAllReduceOptions co;
-    co.skip_tables = skip;
+    co.tables = skip ? ops::CollectiveTables::kOwnRows : ops::CollectiveTables::kMirrored;
     ops::EnableCollectiveAllReduce(root, co);
     ops::VariableOptions as_table;
     as_table.table = true;
