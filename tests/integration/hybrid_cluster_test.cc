@@ -12,7 +12,11 @@
 //     tables written by the ps, the rest by the chief) verifies and restores in one
 //     process;
 //   - a worker killed mid-run and restarted takes the chief's live mirrored variables
-//     and the ps's live tables, and training finishes.
+//     and the ps's live tables, and training finishes;
+//   - a ps killed and restarted gets the tables of the newest checkpoint while the
+//     replicas go on from the surviving worker's live mirrored variables;
+//   - SIGTERM to a worker stops every replica after the same step, the chief saving
+//     the tables and the mirrored variables at that step.
 #include <signal.h>
 
 #include <chrono>
@@ -20,6 +24,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +33,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/integration/census_job.h"
 #include "tests/integration/cluster_job.h"
 #include "tests/integration/logged_losses.h"
 #include "tests/integration/subprocess.h"
@@ -36,6 +42,9 @@ namespace tandem {
 namespace {
 
 using testing::Addresses;
+using testing::CensusArgs;
+using testing::Hybrid;
+using testing::StartCensusTask;
 using testing::LoggedLosses;
 using testing::Subprocess;
 using testing::TempDir;
@@ -43,55 +52,6 @@ using ::testing::HasSubstr;
 using json = nlohmann::json;
 
 constexpr auto kDeadline = std::chrono::seconds(240);
-
-// `trainer <command>` on census wide & deep: no shuffling, every step's loss logged,
-// one thread per task; `sets` come last and win.
-std::vector<std::string> CensusArgs(const std::string& command, const std::string& model_dir,
-                                    const std::vector<std::string>& sets) {
-  const std::string root = TANDEM_SOURCE_DIR;
-  std::vector<std::string> args = {TANDEM_TRAINER,
-                                   command,
-                                   "--config",
-                                   root + "/configs/census_wide_deep.toml",
-                                   "--set",
-                                   absl::StrCat("run.model_dir=\"", model_dir, "\""),
-                                   "--set",
-                                   "data.train_path=\"" + root + "/data/adult/adult.data.gz\"",
-                                   "--set",
-                                   "data.eval_path=\"" + root + "/data/adult/adult.test.gz\"",
-                                   "--set",
-                                   "data.shuffle_buffer=1",
-                                   "--set",
-                                   "run.log_step_count_steps=1",
-                                   "--set",
-                                   "run.intra_op_threads=1",
-                                   "--set",
-                                   "run.inter_op_threads=1"};
-  for (const std::string& s : sets) {
-    args.push_back("--set");
-    args.push_back(s);
-  }
-  return args;
-}
-
-std::vector<std::string> Hybrid(std::vector<std::string> sets) {
-  sets.push_back("distribute.strategy=\"hybrid\"");
-  sets.push_back("distribute.collective_timeout_secs=20");
-  return sets;
-}
-
-std::unique_ptr<Subprocess> StartTask(const json& cluster, const std::string& type, int index,
-                                      const std::string& model_dir,
-                                      const std::vector<std::string>& sets,
-                                      const std::string& log_suffix = "") {
-  json tf = {
-      {"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}, {"environment", "cloud"}};
-  const std::string log =
-      (std::filesystem::path(model_dir).parent_path() / absl::StrCat(type, "_", index, log_suffix))
-          .string();
-  return std::make_unique<Subprocess>(CensusArgs("train", model_dir, sets), log,
-                                      std::vector<std::string>{"TF_CONFIG=" + tf.dump()});
-}
 
 std::map<int64_t, double> LossByStep(const std::string& log) {
   std::map<int64_t, double> m;
@@ -110,8 +70,8 @@ TEST(HybridClusterTest, OneReplicaFollowsOneProcess) {
   json cluster = {{"chief", Addresses(1)}, {"ps", Addresses(1)}};
   std::filesystem::create_directories(tmp.path() + "/hybrid");
   const std::string model_dir = tmp.path() + "/hybrid/model";
-  auto ps = StartTask(cluster, "ps", 0, model_dir, Hybrid(same));
-  auto chief = StartTask(cluster, "chief", 0, model_dir, Hybrid(same));
+  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, Hybrid(same));
+  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, Hybrid(same));
   ASSERT_EQ(local.Wait(kDeadline), 0) << local.Stderr();
   ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
   ASSERT_EQ(ps->Wait(kDeadline), 0) << ps->Stderr();
@@ -162,9 +122,9 @@ TEST(HybridClusterTest, TwoSyncReplicasFollowOneProcessWithTheDoubleBatch) {
   json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
   std::filesystem::create_directories(tmp.path() + "/job");
   const std::string model_dir = tmp.path() + "/job/model";
-  auto ps = StartTask(cluster, "ps", 0, model_dir, Hybrid(replica_sets));
-  auto chief = StartTask(cluster, "chief", 0, model_dir, Hybrid(replica_sets));
-  auto worker = StartTask(cluster, "worker", 0, model_dir, Hybrid(replica_sets));
+  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, Hybrid(replica_sets));
+  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, Hybrid(replica_sets));
+  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, Hybrid(replica_sets));
   ASSERT_EQ(local.Wait(kDeadline), 0) << local.Stderr();
   ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
   ASSERT_EQ(worker->Wait(kDeadline), 0) << worker->Stderr();
@@ -197,9 +157,9 @@ TEST(HybridClusterTest, TwoReplicasTrainToMaxStepsAndTheCheckpointRestoresInOneP
   json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
   std::filesystem::create_directories(tmp.path() + "/job");
   const std::string model_dir = tmp.path() + "/job/model";
-  auto ps = StartTask(cluster, "ps", 0, model_dir, sets);
-  auto chief = StartTask(cluster, "chief", 0, model_dir, sets);
-  auto worker = StartTask(cluster, "worker", 0, model_dir, sets);
+  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, sets);
+  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, sets);
+  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, sets);
   ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
   ASSERT_EQ(worker->Wait(kDeadline), 0) << worker->Stderr();
   ASSERT_EQ(ps->Wait(kDeadline), 0) << ps->Stderr();
@@ -226,9 +186,9 @@ TEST(HybridClusterTest, AKilledWorkerTakesTheLiveVariablesWhenItReturns) {
   json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
   std::filesystem::create_directories(tmp.path() + "/job");
   const std::string model_dir = tmp.path() + "/job/model";
-  auto ps = StartTask(cluster, "ps", 0, model_dir, sets);
-  auto chief = StartTask(cluster, "chief", 0, model_dir, sets);
-  auto worker = StartTask(cluster, "worker", 0, model_dir, sets);
+  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, sets);
+  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, sets);
+  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, sets);
   // Kill the worker once training is under way.
   const auto until = std::chrono::steady_clock::now() + kDeadline;
   int64_t reached = -1;
@@ -239,7 +199,7 @@ TEST(HybridClusterTest, AKilledWorkerTakesTheLiveVariablesWhenItReturns) {
   ASSERT_GE(reached, 100) << worker->Stderr();
   worker->Kill(SIGKILL);
   worker->Wait(std::chrono::seconds(10));
-  auto again = StartTask(cluster, "worker", 0, model_dir, sets, "_again");
+  auto again = StartCensusTask(cluster, "worker", 0, model_dir, sets, "_again");
   ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
   ASSERT_EQ(again->Wait(kDeadline), 0) << again->Stderr();
   ASSERT_EQ(ps->Wait(kDeadline), 0) << ps->Stderr();
@@ -250,6 +210,87 @@ TEST(HybridClusterTest, AKilledWorkerTakesTheLiveVariablesWhenItReturns) {
                                                         "[1-9][0-9]+ \\(this replica was at 0\\)"));
   // The chief kept its session's variables: it restored nothing.
   EXPECT_THAT(chief->Stderr(), ::testing::Not(HasSubstr("Restoring parameters from")));
+}
+
+// The highest "step = N" a task logged, or -1.
+int64_t LastLoggedStep(const std::string& log) {
+  int64_t last = -1;
+  for (const auto& [step, loss] : LoggedLosses(log)) last = std::max(last, step);
+  return last;
+}
+
+// Waits until `task` logged a step at or past `step`; false at the deadline.
+bool WaitForStep(const Subprocess& task, int64_t step) {
+  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+  while (LastLoggedStep(task.Stderr()) < step) {
+    if (std::chrono::steady_clock::now() > deadline || !task.running()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// A dead ps: the chief restores the tables from the newest checkpoint onto the new ps,
+// and the dense replicas go on from the surviving worker's live variables (newer than
+// the checkpoint), not from the checkpoint's.
+TEST(HybridClusterTest, AKilledPsIsRestoredWhileTheReplicasKeepTheirLiveVariables) {
+  TempDir tmp;
+  constexpr int kSteps = 600;
+  const std::vector<std::string> sets = Hybrid(
+      {absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=100"});
+  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  std::filesystem::create_directories(tmp.path() + "/job");
+  const std::string model_dir = tmp.path() + "/job/model";
+  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, sets);
+  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, sets);
+  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, sets);
+  ASSERT_TRUE(WaitForStep(*worker, 150)) << worker->Stderr();
+  ps->Kill(SIGKILL);
+  ps->Wait(std::chrono::seconds(10));
+  auto again = StartCensusTask(cluster, "ps", 0, model_dir, sets, "_again");
+  ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
+  ASSERT_EQ(worker->Wait(kDeadline), 0) << worker->Stderr();
+  ASSERT_EQ(again->Wait(kDeadline), 0) << again->Stderr();
+  EXPECT_EQ(testing::TrainingFinished(chief->Stderr()).global_step, kSteps);
+  EXPECT_EQ(testing::TrainingFinished(worker->Stderr()).global_step, kSteps);
+  const std::string chief_log = chief->Stderr();
+  EXPECT_THAT(chief_log, HasSubstr("Restoring parameters from"));
+  // The chief went back to a checkpoint's step; the group took the worker's live one.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(chief_log, m,
+                                std::regex(R"(variables from worker:0 at global step (\d+) \(this )"
+                                           R"(replica was at (\d+)\))")))
+      << chief_log;
+  EXPECT_GT(std::stoll(m[1]), std::stoll(m[2]));
+  EXPECT_EQ(std::stoll(m[2]) % 100, 0);  // A checkpoint's step.
+  testing::ExpectFinalCheckpoint(model_dir, /*num_ps=*/2, kSteps);
+}
+
+TEST(HybridClusterTest, SigtermToAWorkerStopsEveryReplicaAfterTheSameStep) {
+  TempDir tmp;
+  const std::vector<std::string> sets =
+      Hybrid({"train.max_steps=100000", "run.save_checkpoints_steps=100000"});
+  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  std::filesystem::create_directories(tmp.path() + "/job");
+  const std::string model_dir = tmp.path() + "/job/model";
+  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, sets);
+  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, sets);
+  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, sets);
+  ASSERT_TRUE(WaitForStep(*chief, 200)) << chief->Stderr();
+  worker->Kill(SIGTERM);
+  EXPECT_EQ(worker->Wait(std::chrono::seconds(60)), 128 + SIGTERM) << worker->Stderr();
+  EXPECT_EQ(chief->Wait(std::chrono::seconds(60)), 1) << chief->Stderr();
+  std::smatch m;
+  const std::string chief_log = chief->Stderr();
+  ASSERT_TRUE(std::regex_search(chief_log, m,
+                                std::regex(R"(stopped at global step (\d+): another replica)")))
+      << chief_log;
+  const int64_t stopped = std::stoll(m[1]);
+  EXPECT_THAT(worker->Stderr(), HasSubstr(absl::StrCat("at global step ", stopped)));
+  // The chief's checkpoint is at that step, tables included.
+  EXPECT_THAT(chief_log, HasSubstr(absl::StrCat("Saving checkpoints for ", stopped)));
+  testing::ExpectFinalCheckpoint(model_dir, /*num_ps=*/2, stopped);
+  // The ps keeps serving for the restarted job (training did not reach max_steps).
+  EXPECT_TRUE(ps->running());
 }
 
 }  // namespace

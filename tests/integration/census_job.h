@@ -1,0 +1,77 @@
+// tests/integration/census_job.h
+//
+// Census wide & deep (configs/census_wide_deep.toml on data/adult) as the tests that
+// train it on clusters of trainer processes run it: the arguments of one task (no
+// shuffling, every step's loss logged, one thread per task), the hybrid strategy's
+// settings, and starting a task with its TF_CONFIG.
+#ifndef TANDEM_TESTS_INTEGRATION_CENSUS_JOB_H_
+#define TANDEM_TESTS_INTEGRATION_CENSUS_JOB_H_
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/subprocess.h"
+
+namespace tandem::testing {
+
+using json = nlohmann::json;
+
+// `trainer <command>` on census wide & deep: no shuffling, every step's loss logged,
+// one thread per task; `sets` come last and win.
+inline std::vector<std::string> CensusArgs(const std::string& command, const std::string& model_dir,
+                                    const std::vector<std::string>& sets) {
+  const std::string root = TANDEM_SOURCE_DIR;
+  std::vector<std::string> args = {TANDEM_TRAINER,
+                                   command,
+                                   "--config",
+                                   root + "/configs/census_wide_deep.toml",
+                                   "--set",
+                                   absl::StrCat("run.model_dir=\"", model_dir, "\""),
+                                   "--set",
+                                   "data.train_path=\"" + root + "/data/adult/adult.data.gz\"",
+                                   "--set",
+                                   "data.eval_path=\"" + root + "/data/adult/adult.test.gz\"",
+                                   "--set",
+                                   "data.shuffle_buffer=1",
+                                   "--set",
+                                   "run.log_step_count_steps=1",
+                                   "--set",
+                                   "run.intra_op_threads=1",
+                                   "--set",
+                                   "run.inter_op_threads=1"};
+  for (const std::string& s : sets) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  return args;
+}
+
+// `sets` with the hybrid strategy and a 20 s collective timeout.
+inline std::vector<std::string> Hybrid(std::vector<std::string> sets) {
+  sets.push_back("distribute.strategy=\"hybrid\"");
+  sets.push_back("distribute.collective_timeout_secs=20");
+  return sets;
+}
+
+// `trainer train` as task `type`:`index` of `cluster`; its log goes to
+// <model_dir>/../<type>_<index><log_suffix>.{out,err}.
+inline std::unique_ptr<Subprocess> StartCensusTask(const json& cluster, const std::string& type, int index,
+                                      const std::string& model_dir,
+                                      const std::vector<std::string>& sets,
+                                      const std::string& log_suffix = "") {
+  json tf = {
+      {"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}, {"environment", "cloud"}};
+  const std::string log =
+      (std::filesystem::path(model_dir).parent_path() / absl::StrCat(type, "_", index, log_suffix))
+          .string();
+  return std::make_unique<Subprocess>(CensusArgs("train", model_dir, sets), log,
+                                      std::vector<std::string>{"TF_CONFIG=" + tf.dump()});
+}
+
+}  // namespace tandem::testing
+
+#endif  // TANDEM_TESTS_INTEGRATION_CENSUS_JOB_H_
