@@ -229,7 +229,8 @@ CLI::App* AddLaunchCommand(CLI::App& app, LaunchFlags& flags) {
   launch->add_option("--set", flags.sets, "config override passed to every task (repeatable)");
   launch
       ->add_option("--ps", flags.ps,
-                   "parameter server tasks (0: collective all-reduce, no parameter servers)")
+                   "parameter server tasks (0: collective all-reduce, no parameter servers; with "
+                   "--set distribute.strategy=\\\"hybrid\\\" they hold the tables)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
   launch->add_option("--workers", flags.workers, "worker tasks besides the chief")

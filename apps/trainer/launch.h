@@ -18,7 +18,8 @@
 // launcher itself die.
 //
 // --ps 0 runs a cluster without parameter servers, which trains with collective
-// all-reduce ([distribute] strategy "auto" or "collective"); --no_chief leaves the chief
+// all-reduce ([distribute] strategy "auto" or "collective"); with ps tasks the job's
+// strategy is "parameter_server" unless it names "hybrid"; --no_chief leaves the chief
 // out (worker 0 then acts as the chief, as in Kubeflow's default TFJob) and needs
 // --workers >= 1.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Predicted training throughput of tandem's two cluster strategies, 2-256 workers.
+"""Predicted training throughput of tandem's cluster strategies, 2-256 workers.
 
 A first-order model (no overlap of communication with the backward pass, which makes
 it a floor for the collective strategy), calibrated by measurements of this machine:
@@ -22,8 +22,23 @@ gradients, grad_bytes each way, and the P ps share the variables, so each ps mov
 
 --check compares the model, with the loopback figures, against the 2- and 3-process
 rates measured by cluster_bench.sh (pass them with --measured N=examples_per_second).
+
+--tables: a model with a sparsely touched table beside its dense layers (hybrid_bench.sh's
+CTR model by default), per worker step `rows` distinct rows of `dim` floats looked up
+and updated, `dense` bytes of dense gradients; the three strategies, all bandwidths
+per worker link:
+  Parameter servers: each worker step pulls the dense weights and its rows and pushes
+    both gradients (2 dense + 2 rows bytes, two round trips); P ps share the traffic:
+    examples/s = min(N batch / (step + 4 latency + bytes / bw), P bw batch / bytes).
+  Collective (every worker holds the whole table): rows are all-gathered (each worker
+    sends its rows to every other: (N-1) rows bytes), the dense gradients all-reduced
+    (recursive doubling up to 2 MiB: log2 N exchanges of the whole buffer, else the
+    ring); lookups are local. Only where the table and its slots fit in one worker.
+  Hybrid: the rows as with parameter servers (2 rows bytes, two round trips, the ps
+    links shared by N / P workers), the dense gradients as with collective.
 Prints Markdown tables (docs/benchmarks/2026-11-amd-epyc-2vcpu.md, "Scaling model").
 """
+import math
 import argparse
 
 
@@ -40,6 +55,52 @@ def parameter_server(n, p, step, grad, lat, bw, batch):
     return min(worker, ps)
 
 
+def dense_allreduce(n, dense, lat, bw):
+    """Seconds of tandem's all-reduce of `dense` bytes over n workers."""
+    if n == 1:
+        return 0.0
+    if dense <= 2 * (1 << 20):
+        return math.ceil(math.log2(n)) * (lat + dense / bw)
+    return 2 * (n - 1) * lat + 2 * (n - 1) / n * dense / bw
+
+
+def table_strategies(n, p, step, rows, dense, lat, bw, batch):
+    """examples/s of parameter servers, collective and hybrid for the --tables model."""
+    ps_bytes = 2 * dense + 2 * rows
+    ps = min(n * batch / (step + 4 * lat + ps_bytes / bw), p * bw * batch / ps_bytes)
+    gather = (n - 1) * (lat + rows / bw) if n > 1 else 0.0
+    collective = n * batch / (step + gather + dense_allreduce(n, dense, lat, bw))
+    hybrid_worker = n * batch / (step + 4 * lat + 2 * rows / bw +
+                                 dense_allreduce(n, dense, lat, bw))
+    hybrid = min(hybrid_worker, p * bw * batch / (2 * rows))
+    return ps, collective, hybrid
+
+
+def tables_main(args):
+    rows = args.rows * (args.dim * 4 + 8)  # Values and int64 indices, one direction.
+    dense = args.dense_floats * 4
+    lat = args.latency_us * 1e-6
+    print(f"### {args.model}: {args.rows:.0f} rows x {args.dim} floats and {args.dense_floats:,} "
+          f"dense weights per worker step, {args.step_local * 1e3:.2f} ms local step, batch "
+          f"{args.batch} per worker, {args.ps} ps, {args.latency_us:.0f} us per message\n")
+    print("bytes per worker step (sent by it and for it): parameter servers "
+          f"{2 * dense + 2 * rows:,.0f}; hybrid {2 * rows:,.0f} + the all-reduce's "
+          f"{dense:,.0f} x log2 N; collective (N - 1) x {rows:,.0f} + the same all-reduce\n")
+    print("examples/s: parameter servers / collective / hybrid (the fastest in bold)\n")
+    links = [10, 25, 100]
+    print("| workers | " + " | ".join(f"{g} Gbit/s" for g in links) + " |")
+    print("|" + "---|" * (1 + len(links)))
+    for n in [2, 8, 16, 32, 64, 128, 256]:
+        cells = []
+        for g in links:
+            got = table_strategies(n, args.ps, args.step_local, rows, dense, lat, g * 1e9 / 8,
+                                   args.batch)
+            best = max(range(3), key=lambda i: got[i])
+            cells.append(" / ".join(f"**{x:,.0f}**" if i == best else f"{x:,.0f}"
+                                    for i, x in enumerate(got)))
+        print(f"| {n} | " + " | ".join(cells) + " |")
+
+
 def main():
     a = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -47,14 +108,23 @@ def main():
     a.add_argument("--step_local", type=float, required=True,
                    help="seconds per local 1-thread step (from cluster_bench.sh's local row)")
     a.add_argument("--batch", type=int, required=True, help="per-replica batch")
-    a.add_argument("--grad_mib", type=float, required=True, help="gradient MiB")
+    a.add_argument("--grad_mib", type=float, default=0.0, help="gradient MiB")
     a.add_argument("--latency_us", type=float, default=100.0,
                    help="per message (collective_bench: a 32 KiB all-reduce / its 2 messages)")
     a.add_argument("--loopback_gbps", type=float, default=None,
                    help="measured loopback bytes/s in Gbit/s (collective_bench's floor)")
     a.add_argument("--measured", action="append", default=[],
                    help="N=examples_per_second of the collective strategy, for --check")
+    a.add_argument("--tables", action="store_true",
+                   help="the table model's three strategies (--rows, --dim, --dense_floats, --ps)")
+    a.add_argument("--rows", type=float, default=761.9, help="distinct rows per worker step")
+    a.add_argument("--dim", type=int, default=16)
+    a.add_argument("--dense_floats", type=int, default=3329)
+    a.add_argument("--ps", type=int, default=2)
     args = a.parse_args()
+    if args.tables:
+        tables_main(args)
+        return
     grad = args.grad_mib * (1 << 20)
     lat = args.latency_us * 1e-6
     links = [(f"{g} Gbit/s", g * 1e9 / 8) for g in (10, 25, 100)]
