@@ -36,8 +36,8 @@ absl::StatusOr<ReplicaVariables> AddReplicaVariables(const Scope& root,
     r.reads.push_back(v.value().name());
     r.names.push_back(v.name());
     r.initialized.push_back(
-        ops::VarIsInitializedOp(s.WithOpName(v.name() + "/is_initialized").ColocateWith(v.handle().node),
-                                v.handle())
+        ops::VarIsInitializedOp(
+            s.WithOpName(v.name() + "/is_initialized").ColocateWith(v.handle().node), v.handle())
             .name());
     r.initializers.push_back(v.initializer()->name());
   }

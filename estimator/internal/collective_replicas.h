@@ -29,9 +29,9 @@
 
 #include "absl/status/status.h"
 #include "estimator/run_config.h"
+#include "framework/distributed/collective/collective_executor.h"
 #include "framework/graph/scope.h"
 #include "framework/ops/state_ops.h"
-#include "framework/distributed/collective/collective_executor.h"
 #include "hooks/monitored_session.h"
 #include "hooks/session_run_hook.h"
 

@@ -115,15 +115,14 @@ class HybridStrategy : public TrainingStrategy {
     TANDEM_ASSIGN_OR_RETURN(Server * server, env_.server());
     group_ = server->collective();
     TANDEM_RETURN_IF_ERROR(ConfigureCollectiveGroup(config(), settings_.timeout_secs, group_));
-    TANDEM_ASSIGN_OR_RETURN(
-        replica_vars_, AddReplicaVariables(g.root.WithDevice(config().task_device_name()),
-                                           g.global_step, /*skip_tables=*/true));
+    TANDEM_ASSIGN_OR_RETURN(replica_vars_,
+                            AddReplicaVariables(g.root.WithDevice(config().task_device_name()),
+                                                g.global_step, /*skip_tables=*/true));
     *factory = ClusterSessionFactory(env_, std::move(*factory));
     watch_ = WatchPeers(config(), env_.options->security);
-    LOG(INFO) << "Training as hybrid replica " << group_->rank() << " of " << group_->size()
-              << " (" << server->task_name() << "): " << tables.size()
-              << " table variable(s) and " << slots << " slot(s) of theirs on the ps tasks, "
-              << replica_vars_.names.size()
+    LOG(INFO) << "Training as hybrid replica " << group_->rank() << " of " << group_->size() << " ("
+              << server->task_name() << "): " << tables.size() << " table variable(s) and " << slots
+              << " slot(s) of theirs on the ps tasks, " << replica_vars_.names.size()
               << " mirrored variable(s) all-reduced; global batch = " << group_->size()
               << " x the per-replica batch; " << env_.input_pipeline;
     for (const std::string& t : tables) LOG(INFO) << "Table " << t;

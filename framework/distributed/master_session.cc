@@ -272,7 +272,14 @@ absl::Status MasterSession::RegisterPlan(Plan* plan) {
       part.graph_handle = calls[i].response.proto.graph_handle();
       registered.parts.push_back(part);
     } else if (first.ok()) {
-      first = Annotate(calls[i].status, part.task, "registering a partition");
+      absl::Status s = calls[i].status;
+      // Nothing here cancels a registration: a CANCELLED one was cut off by its task's
+      // server stopping (the chief shutting a ps down at the end of training), which
+      // is a lost task to whoever creates the session.
+      if (absl::IsCancelled(s)) {
+        s = absl::UnavailableError(absl::StrCat("the task's server stopped: ", s.message()));
+      }
+      first = Annotate(s, part.task, "registering a partition");
     }
   }
   if (!first.ok()) Deregister(registered);

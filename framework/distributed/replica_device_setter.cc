@@ -221,8 +221,7 @@ absl::StatusOr<DeviceFunction> ReplicaDeviceSetter(const ReplicaDeviceSetterOpti
   auto chooser = std::make_shared<Chooser>(
       ps_tasks, *std::move(ps_device), *std::move(worker_device), options.merge_devices,
       options.ps_ops.empty() ? StandardPsOps() : options.ps_ops, options.is_ps_op,
-      std::move(task_ids),
-      std::move(strategy), std::move(on_error));
+      std::move(task_ids), std::move(strategy), std::move(on_error));
   return DeviceFunction([chooser](const NodeSpec& spec) { return chooser->Choose(spec); });
 }
 

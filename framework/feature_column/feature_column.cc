@@ -48,10 +48,9 @@ Output Builder::Raw(const std::string& key, std::vector<DType> dtypes, const std
   if (it == features_.end() || !it->second.valid()) {
     std::vector<std::string> keys;
     for (const auto& [k, unused] : features_) keys.push_back(k);
-    scope_.UpdateStatus(absl::InvalidArgumentError(
-        absl::StrCat("feature column '", column, "' reads feature '", key,
-                     "', which the input does not have (it has: ", absl::StrJoin(keys, ", "),
-                     ")")));
+    scope_.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
+        "feature column '", column, "' reads feature '", key,
+        "', which the input does not have (it has: ", absl::StrJoin(keys, ", "), ")")));
     return Output();
   }
   const Output& x = it->second;
@@ -62,8 +61,8 @@ Output Builder::Raw(const std::string& key, std::vector<DType> dtypes, const std
     std::vector<std::string> names;
     for (DType d : dtypes) names.push_back(std::string(DTypeName(d)));
     scope_.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
-        "feature column '", column, "' reads feature '", key, "' as ",
-        absl::StrJoin(names, " or "), ", but the input gives ", DTypeName(x.dtype()))));
+        "feature column '", column, "' reads feature '", key, "' as ", absl::StrJoin(names, " or "),
+        ", but the input gives ", DTypeName(x.dtype()))));
     return Output();
   }
   const PartialShape& s = x.shape();
@@ -95,9 +94,9 @@ absl::Status AddRaw(RawFeatureSpec* spec, RawFeature feature, const std::string&
   auto [it, inserted] = spec->try_emplace(feature.key, feature);
   if (inserted || it->second == feature) return absl::OkStatus();
   // TensorFlow's rule: one parse spec per key.
-  return ColumnError(column, absl::StrCat("feature_columns contain different parse_spec for key ",
-                                          feature.key, ". Given ", it->second.DebugString(),
-                                          " and ", feature.DebugString()));
+  return ColumnError(
+      column, absl::StrCat("feature_columns contain different parse_spec for key ", feature.key,
+                           ". Given ", it->second.DebugString(), " and ", feature.DebugString()));
 }
 
 }  // namespace internal
@@ -130,9 +129,11 @@ class NumericColumnImpl : public FeatureColumn {
     const PartialShape& s = x.shape();
     const int64_t n = s.known_rank() && s.rank() == 2 ? s.dim(1) : 1;
     if (n >= 0 && n != width_) {
-      b.scope().UpdateStatus(ColumnError(
-          name(), absl::StrCat("feature '", key_, "' has ", n, " values per example, the column's "
-                               "shape [", absl::StrJoin(shape_, ","), "] has ", width_)));
+      b.scope().UpdateStatus(
+          ColumnError(name(), absl::StrCat("feature '", key_, "' has ", n,
+                                           " values per example, the column's "
+                                           "shape [",
+                                           absl::StrJoin(shape_, ","), "] has ", width_)));
       return Output();
     }
     if (s.known_rank() && s.rank() == 2) return x;
@@ -213,8 +214,8 @@ class IndicatorColumnImpl : public FeatureColumn {
 // Creates a float32 variable `name` of `shape` in `scope` with `init`.
 ops::Variable MakeVariable(const Scope& scope, const std::string& name, const TensorShape& shape,
                            const ops::Initializer& init, bool trainable, bool table = false) {
-  Output initial = init(scope.WithNoControlDependencies().NewSubScope(name + "/Initializer"),
-                        shape, DType::kFloat);
+  Output initial = init(scope.WithNoControlDependencies().NewSubScope(name + "/Initializer"), shape,
+                        DType::kFloat);
   ops::VariableOptions options;
   options.trainable = trainable;
   options.table = table;
@@ -243,9 +244,9 @@ std::vector<ops::Variable> MakeTable(Builder& b, const Scope& scope, const std::
     return {};
   }
   if (pv.num_parts() > 1) {
-    LOG(INFO) << "Table " << pv.name() << " " << shape.DebugString() << " in "
-              << pv.num_parts() << " parts of " << absl::StrJoin(ops::PartitionSizes(shape.dim(0), pv.num_parts()), ", ")
-              << " rows";
+    LOG(INFO) << "Table " << pv.name() << " " << shape.DebugString() << " in " << pv.num_parts()
+              << " parts of "
+              << absl::StrJoin(ops::PartitionSizes(shape.dim(0), pv.num_parts()), ", ") << " rows";
   }
   return pv.parts();
 }
@@ -256,11 +257,10 @@ Output Bag(const Scope& s, const std::vector<ops::Variable>& table, const Catego
   if (table.empty()) return Output();
   ops::BagPlan plan = ops::PrepareBag(s, ids.ids, ids.weights, combiner);
   if (!plan.unique_ids.valid()) return Output();
-  Output rows =
-      table.size() == 1
-          ? ops::ResourceGather(s.ColocateWith(table[0].handle().node), table[0].handle(),
-                                plan.unique_ids, DType::kFloat)
-          : ops::PartitionedRows(s, table, plan.unique_ids, "div");
+  Output rows = table.size() == 1
+                    ? ops::ResourceGather(s.ColocateWith(table[0].handle().node), table[0].handle(),
+                                          plan.unique_ids, DType::kFloat)
+                    : ops::PartitionedRows(s, table, plan.unique_ids, "div");
   return ops::BagCombine(s, rows, plan);
 }
 
@@ -284,10 +284,9 @@ class EmbeddingColumnImpl : public FeatureColumn {
       if (!ids.ids.valid()) return Output();
       ops::Initializer init = options_.initializer.value_or(ops::TruncatedNormalInitializer(
           0.f, static_cast<float>(1.0 / std::sqrt(static_cast<double>(dimension_)))));
-      std::vector<ops::Variable> table =
-          MakeTable(b, s, "embedding_weights",
-                    TensorShape({categorical_->num_buckets(), dimension_}), init,
-                    options_.trainable);
+      std::vector<ops::Variable> table = MakeTable(
+          b, s, "embedding_weights", TensorShape({categorical_->num_buckets(), dimension_}), init,
+          options_.trainable);
       return Bag(s, table, ids, options_.combiner);
     });
   }
@@ -366,8 +365,8 @@ absl::StatusOr<Column> NumericColumn(const std::string& key, std::vector<int64_t
     return ColumnError(n, absl::StrCat("default_value has ", default_value.size(),
                                        " values, the shape needs ", width));
   }
-  return Column(std::make_shared<NumericColumnImpl>(n, key, std::move(shape),
-                                                    std::move(default_value)));
+  return Column(
+      std::make_shared<NumericColumnImpl>(n, key, std::move(shape), std::move(default_value)));
 }
 
 absl::StatusOr<Column> BucketizedColumn(const Column& source, std::vector<double> boundaries,
@@ -382,7 +381,8 @@ absl::StatusOr<Column> BucketizedColumn(const Column& source, std::vector<double
   for (size_t i = 0; i < boundaries.size(); ++i) {
     if (!std::isfinite(boundaries[i]) || (i > 0 && !(boundaries[i] > boundaries[i - 1]))) {
       return ColumnError(n, absl::StrCat("boundaries must be a sorted list of distinct numbers; "
-                                         "entry ", i, " (", boundaries[i], ") breaks it"));
+                                         "entry ",
+                                         i, " (", boundaries[i], ") breaks it"));
     }
     b.push_back(static_cast<float>(boundaries[i]));
   }
@@ -465,9 +465,9 @@ Output LinearModel(const Scope& scope, const Features& features, const std::vect
     if (c->is_categorical()) {
       CategoricalIds ids = c->Ids(b);
       if (!ids.ids.valid()) return Output();
-      std::vector<ops::Variable> w = MakeTable(b, cs, "weights",
-                                               TensorShape({c->num_buckets(), units}),
-                                               ops::ZerosInitializer(), options.trainable);
+      std::vector<ops::Variable> w =
+          MakeTable(b, cs, "weights", TensorShape({c->num_buckets(), units}),
+                    ops::ZerosInitializer(), options.trainable);
       terms.push_back(Bag(cs, w, ids, options.sparse_combiner));
     } else {
       Output x = c->DenseTensor(b);
@@ -478,9 +478,8 @@ Output LinearModel(const Scope& scope, const Features& features, const std::vect
     }
     if (!terms.back().valid()) return Output();
   }
-  ops::Variable bias =
-      MakeVariable(s, "bias_weights", TensorShape({units}), ops::ZerosInitializer(),
-                   options.trainable);
+  ops::Variable bias = MakeVariable(s, "bias_weights", TensorShape({units}),
+                                    ops::ZerosInitializer(), options.trainable);
   Output sum = terms.size() == 1 ? terms[0] : ops::AddN(s, terms);
   return ops::BiasAdd(s, sum, bias.value());
 }

@@ -69,9 +69,9 @@ using Features = std::map<std::string, Output>;
 // What a column reads from the input (tf.io.FixedLenFeature / VarLenFeature).
 struct RawFeature {
   std::string key;
-  DType dtype = DType::kFloat;  // kFloat, kInt64 or kString.
-  bool var_len = false;         // A list of any length per example.
-  std::vector<int64_t> shape;   // Fixed length: the per-example shape ({1}: one value).
+  DType dtype = DType::kFloat;        // kFloat, kInt64 or kString.
+  bool var_len = false;               // A list of any length per example.
+  std::vector<int64_t> shape;         // Fixed length: the per-example shape ({1}: one value).
   std::vector<double> default_value;  // Fixed length: for a missing value; empty: required.
   bool operator==(const RawFeature& o) const = default;
   std::string DebugString() const;
@@ -165,8 +165,7 @@ absl::StatusOr<Column> VocabularyFileColumn(const std::string& key, const std::s
                                             const VocabularyColumnOptions& options = {},
                                             const std::string& name = "");
 absl::StatusOr<Column> HashBucketColumn(const std::string& key, int64_t hash_bucket_size,
-                                        DType dtype = DType::kString,
-                                        const std::string& name = "");
+                                        DType dtype = DType::kString, const std::string& name = "");
 absl::StatusOr<Column> IdentityColumn(const std::string& key, int64_t num_buckets,
                                       std::optional<int64_t> default_value = std::nullopt,
                                       const std::string& name = "");

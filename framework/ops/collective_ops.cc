@@ -99,7 +99,8 @@ CollectiveTableMode CollectiveTablesOf(const Graph& graph) {
   const Node* mark = marks.empty() ? nullptr : graph.FindNode(marks[0]);
   if (mark == nullptr) return mode;
   const int64_t t = GetAttrOr<int64_t>(mark->attrs(), "tables", 0);
-  if (t == static_cast<int64_t>(CollectiveTables::kOwnRows)) mode.tables = CollectiveTables::kOwnRows;
+  if (t == static_cast<int64_t>(CollectiveTables::kOwnRows))
+    mode.tables = CollectiveTables::kOwnRows;
   if (t == static_cast<int64_t>(CollectiveTables::kAppliedOnce)) {
     mode.tables = CollectiveTables::kAppliedOnce;
   }
@@ -183,9 +184,9 @@ absl::StatusOr<ReducedGradients> ReduceGradients(
     // A gradient has its variable's shape, which is fully defined where the gradient's
     // static shape may not be (Conv2DBackpropFilter's).
     if (!vars[i].shape().IsFullyDefined()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("ReduceGradients: the variable of gradient ", grads[i].name(),
-                       " needs a fully defined shape"));
+      return absl::InvalidArgumentError(absl::StrCat("ReduceGradients: the variable of gradient ",
+                                                     grads[i].name(),
+                                                     " needs a fully defined shape"));
     }
     const int64_t g = vars[i].shape().num_elements() * 4;
     const int64_t cap = buckets.size() == 1 ? first : per_pack;  // The open bucket's cap.
@@ -212,11 +213,11 @@ absl::StatusOr<ReducedGradients> ReduceGradients(
   Scope after = scope.WithControlDependencies(nodes);
   for (size_t i = 0; i < grads.size(); ++i) {
     if (out.rows[i]) {
-      out.rows[i] = GradientRows{
-          Identity(after.WithOpName(absl::StrCat("collective/gathered_indices_", i)),
-                   out.rows[i]->indices),
-          Identity(after.WithOpName(absl::StrCat("collective/gathered_values_", i)),
-                   out.rows[i]->values)};
+      out.rows[i] =
+          GradientRows{Identity(after.WithOpName(absl::StrCat("collective/gathered_indices_", i)),
+                                out.rows[i]->indices),
+                       Identity(after.WithOpName(absl::StrCat("collective/gathered_values_", i)),
+                                out.rows[i]->values)};
     } else {
       out.dense[i] =
           Identity(after.WithOpName(absl::StrCat("collective/reduced_", i)), out.dense[i]);

@@ -99,10 +99,10 @@ GradientRows CollectiveAllGatherRows(const Scope& scope, const GradientRows& row
 // ignored) the rows are all-gathered and summed per row instead (instance key
 // kGatherRowsInstanceKey on), so a table's gradient crosses the network as the rows a
 // step touched, never as the dense table; under CollectiveTables::kOwnRows a table
-// keeps this replica's own gradient. Every result depends on every collective of the step, so an
-// update built on them starts only once all succeeded.
+// keeps this replica's own gradient. Every result depends on every collective of the
+// step, so an update built on them starts only once all succeeded.
 struct ReducedGradients {
-  std::vector<Output> dense;                       // Set where rows[i] was not.
+  std::vector<Output> dense;                      // Set where rows[i] was not.
   std::vector<std::optional<GradientRows>> rows;  // Set where rows[i] was.
 };
 absl::StatusOr<ReducedGradients> ReduceGradients(

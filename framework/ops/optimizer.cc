@@ -413,8 +413,8 @@ absl::StatusOr<Node*> Optimizer::ApplyGradients(const Scope& scope,
     if (mode.tables != CollectiveTables::kAppliedOnce) {
       return BuildUpdates(scope, vars, reduced->dense, Pointers(slices), global_step, name);
     }
-    absl::StatusOr<Node*> train =
-        ApplyTablesOnce(scope, vars, reduced->dense, slices, mode.applies_tables, global_step, name);
+    absl::StatusOr<Node*> train = ApplyTablesOnce(scope, vars, reduced->dense, slices,
+                                                  mode.applies_tables, global_step, name);
     if (!train.ok()) return fail(train.status());
     return train;
   }
@@ -446,11 +446,11 @@ absl::StatusOr<Node*> Optimizer::ApplyTablesOnce(const Scope& scope,
   Output token = Const(scope.WithOpName(absl::StrCat(name, "/tables_applied/token"))
                            .WithControlDependencies(std::vector<Node*>{updates}),
                        Tensor::Scalar<float>(0));
-  std::vector<Output> barrier = CollectiveAllReduce(
-      scope.WithOpName(absl::StrCat(name, "/tables_applied")), {token},
-      NextInstanceKey(*scope.graph(), "CollectiveAllReduce", kTableBarrierInstanceKey,
-                      kTableBarrierInstanceKey * 2),
-      /*average=*/false);
+  std::vector<Output> barrier =
+      CollectiveAllReduce(scope.WithOpName(absl::StrCat(name, "/tables_applied")), {token},
+                          NextInstanceKey(*scope.graph(), "CollectiveAllReduce",
+                                          kTableBarrierInstanceKey, kTableBarrierInstanceKey * 2),
+                          /*average=*/false);
   TANDEM_RETURN_IF_ERROR(scope.status());
   Node* train = NoOp(scope.WithOpName(absl::StrCat(name, "/after_tables"))
                          .WithControlDependencies(std::vector<Node*>{updates, barrier[0].node}));
@@ -578,9 +578,9 @@ absl::StatusOr<Variable> Optimizer::GetOrMakeNonSlot(absl::string_view var_name,
   Scope root = Scope::ForGraph(graph_).ColocateWith(colocate_with.handle().node);
   Output init = Const(root.WithOpName(absl::StrCat(var_name, "/Initializer/value")),
                       Tensor::Scalar<float>(initial_value));
-  Variable v(root, var_name, init,
-             VariableOptions{.trainable = false,
-                             .table = IsTableHandle(*colocate_with.handle().node)});
+  Variable v(
+      root, var_name, init,
+      VariableOptions{.trainable = false, .table = IsTableHandle(*colocate_with.handle().node)});
   TANDEM_RETURN_IF_ERROR(root.status());
   graph_->AddToCollection(SlotKey(var_name, ""), v.name());
   return v;

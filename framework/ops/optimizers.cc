@@ -125,8 +125,8 @@ absl::Status AdamOptimizer::CreateSlots(const std::vector<Variable>& vars) {
   // The beta powers live with the first variable by name, as in TensorFlow, except that
   // a table comes after every other variable: the hybrid strategy mirrors the powers
   // of dense updates on every replica instead of sharing them on a ps.
-  const Variable& first = *std::min_element(
-      vars.begin(), vars.end(), [](const Variable& a, const Variable& b) {
+  const Variable& first =
+      *std::min_element(vars.begin(), vars.end(), [](const Variable& a, const Variable& b) {
         const bool ta = IsTableHandle(*a.handle().node), tb = IsTableHandle(*b.handle().node);
         return ta != tb ? tb : a.name() < b.name();
       });
@@ -253,8 +253,8 @@ Node* RMSPropOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& gra
   if (centered_) {
     return ResourceSparseApplyCenteredRMSProp(
         scope.WithOpName("ResourceSparseApplyCenteredRMSProp"), var.handle(),
-        Slot(var, "mg").handle(), Slot(var, "rms").handle(), Slot(var, "momentum").handle(),
-        lr_t_, decay_t_, momentum_t_, epsilon_t_, g.values, g.indices);
+        Slot(var, "mg").handle(), Slot(var, "rms").handle(), Slot(var, "momentum").handle(), lr_t_,
+        decay_t_, momentum_t_, epsilon_t_, g.values, g.indices);
   }
   return ResourceSparseApplyRMSProp(scope.WithOpName("ResourceSparseApplyRMSProp"), var.handle(),
                                     Slot(var, "rms").handle(), Slot(var, "momentum").handle(),

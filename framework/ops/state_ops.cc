@@ -258,8 +258,9 @@ Variable::Variable(const Scope& scope, absl::string_view name, Output initial_va
         absl::InvalidArgumentError(absl::StrCat("variable '", name, "': invalid initial value")));
     return;
   }
-  Build(scope, name, initial_value.dtype(), initial_value.shape(),
-        [&](const Scope&) { return initial_value; }, options);
+  Build(
+      scope, name, initial_value.dtype(), initial_value.shape(),
+      [&](const Scope&) { return initial_value; }, options);
 }
 
 Variable::Variable(const Scope& scope, absl::string_view name, DType dtype,

@@ -53,7 +53,6 @@ inline constexpr char kTableAttr[] = "_table";
 // True when `handle` (a VarHandleOp node) was created as a table.
 bool IsTableHandle(const Node& handle);
 
-
 class Variable {
  public:
   Variable() = default;

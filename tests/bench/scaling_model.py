@@ -84,8 +84,8 @@ def tables_main(args):
           f"dense weights per worker step, {args.step_local * 1e3:.2f} ms local step, batch "
           f"{args.batch} per worker, {args.ps} ps, {args.latency_us:.0f} us per message\n")
     print("bytes per worker step (sent by it and for it): parameter servers "
-          f"{2 * dense + 2 * rows:,.0f}; hybrid {2 * rows:,.0f} + the all-reduce's "
-          f"{dense:,.0f} x log2 N; collective (N - 1) x {rows:,.0f} + the same all-reduce\n")
+          f"{2 * dense + 2 * rows:,.0f}; hybrid {2 * rows:,.0f} and the all-reduce of "
+          f"{dense:,.0f}; collective (N - 1) x {rows:,.0f} and the same all-reduce\n")
     print("examples/s: parameter servers / collective / hybrid (the fastest in bold)\n")
     links = [10, 25, 100]
     print("| workers | " + " | ".join(f"{g} Gbit/s" for g in links) + " |")

@@ -7,10 +7,10 @@
 
 #include "estimator/run_config.h"
 #include "framework/graph/scope.h"
+#include "framework/ops/array_ops.h"
 #include "framework/ops/math_ops.h"
 #include "framework/ops/optimizer.h"
 #include "framework/ops/optimizers.h"
-#include "framework/ops/array_ops.h"
 #include "gtest/gtest.h"
 
 namespace tandem::internal {

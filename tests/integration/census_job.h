@@ -23,26 +23,18 @@ using json = nlohmann::json;
 // `trainer <command>` on census wide & deep: no shuffling, every step's loss logged,
 // one thread per task; `sets` come last and win.
 inline std::vector<std::string> CensusArgs(const std::string& command, const std::string& model_dir,
-                                    const std::vector<std::string>& sets) {
+                                           const std::vector<std::string>& sets) {
   const std::string root = TANDEM_SOURCE_DIR;
-  std::vector<std::string> args = {TANDEM_TRAINER,
-                                   command,
-                                   "--config",
-                                   root + "/configs/census_wide_deep.toml",
-                                   "--set",
-                                   absl::StrCat("run.model_dir=\"", model_dir, "\""),
-                                   "--set",
-                                   "data.train_path=\"" + root + "/data/adult/adult.data.gz\"",
-                                   "--set",
-                                   "data.eval_path=\"" + root + "/data/adult/adult.test.gz\"",
-                                   "--set",
-                                   "data.shuffle_buffer=1",
-                                   "--set",
-                                   "run.log_step_count_steps=1",
-                                   "--set",
-                                   "run.intra_op_threads=1",
-                                   "--set",
-                                   "run.inter_op_threads=1"};
+  std::vector<std::string> args = {
+      TANDEM_TRAINER, command,
+      "--config",     root + "/configs/census_wide_deep.toml",
+      "--set",        absl::StrCat("run.model_dir=\"", model_dir, "\""),
+      "--set",        "data.train_path=\"" + root + "/data/adult/adult.data.gz\"",
+      "--set",        "data.eval_path=\"" + root + "/data/adult/adult.test.gz\"",
+      "--set",        "data.shuffle_buffer=1",
+      "--set",        "run.log_step_count_steps=1",
+      "--set",        "run.intra_op_threads=1",
+      "--set",        "run.inter_op_threads=1"};
   for (const std::string& s : sets) {
     args.push_back("--set");
     args.push_back(s);
@@ -59,10 +51,10 @@ inline std::vector<std::string> Hybrid(std::vector<std::string> sets) {
 
 // `trainer train` as task `type`:`index` of `cluster`; its log goes to
 // <model_dir>/../<type>_<index><log_suffix>.{out,err}.
-inline std::unique_ptr<Subprocess> StartCensusTask(const json& cluster, const std::string& type, int index,
-                                      const std::string& model_dir,
-                                      const std::vector<std::string>& sets,
-                                      const std::string& log_suffix = "") {
+inline std::unique_ptr<Subprocess> StartCensusTask(const json& cluster, const std::string& type,
+                                                   int index, const std::string& model_dir,
+                                                   const std::vector<std::string>& sets,
+                                                   const std::string& log_suffix = "") {
   json tf = {
       {"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}, {"environment", "cloud"}};
   const std::string log =

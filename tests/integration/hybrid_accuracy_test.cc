@@ -51,7 +51,8 @@ TEST(HybridAccuracyTest, CensusWithAWorkerKilledAndRestartedReachesTensorFlowsFi
   const auto until = std::chrono::steady_clock::now() + kDeadline;
   int64_t reached = -1;
   while (reached < kSteps / 3 && std::chrono::steady_clock::now() < until && worker->running()) {
-    for (const auto& [step, loss] : LoggedLosses(worker->Stderr())) reached = std::max(reached, step);
+    for (const auto& [step, loss] : LoggedLosses(worker->Stderr()))
+      reached = std::max(reached, step);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   ASSERT_GE(reached, kSteps / 3) << worker->Stderr();

@@ -20,8 +20,8 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -43,12 +43,12 @@ namespace {
 
 using testing::Addresses;
 using testing::CensusArgs;
+using ::testing::HasSubstr;
 using testing::Hybrid;
-using testing::StartCensusTask;
 using testing::LoggedLosses;
+using testing::StartCensusTask;
 using testing::Subprocess;
 using testing::TempDir;
-using ::testing::HasSubstr;
 using json = nlohmann::json;
 
 constexpr auto kDeadline = std::chrono::seconds(240);
@@ -193,7 +193,8 @@ TEST(HybridClusterTest, AKilledWorkerTakesTheLiveVariablesWhenItReturns) {
   const auto until = std::chrono::steady_clock::now() + kDeadline;
   int64_t reached = -1;
   while (reached < 100 && std::chrono::steady_clock::now() < until && worker->running()) {
-    for (const auto& [step, loss] : LoggedLosses(worker->Stderr())) reached = std::max(reached, step);
+    for (const auto& [step, loss] : LoggedLosses(worker->Stderr()))
+      reached = std::max(reached, step);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_GE(reached, 100) << worker->Stderr();
@@ -235,8 +236,8 @@ bool WaitForStep(const Subprocess& task, int64_t step) {
 TEST(HybridClusterTest, AKilledPsIsRestoredWhileTheReplicasKeepTheirLiveVariables) {
   TempDir tmp;
   constexpr int kSteps = 600;
-  const std::vector<std::string> sets = Hybrid(
-      {absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=100"});
+  const std::vector<std::string> sets =
+      Hybrid({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=100"});
   json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
   std::filesystem::create_directories(tmp.path() + "/job");
   const std::string model_dir = tmp.path() + "/job/model";

@@ -56,8 +56,10 @@ TEST(CollectiveRowsTest, GatheredRowsAreSummedPerRowAveragedAndTheSameEverywhere
       values.push_back(static_cast<float>(10 * r + i));
       values.push_back(0.5f);
     }
-    Output idx = ops::Const(root.WithOpName("ids"), Tensor::FromVector<int64_t>(ids[r], TensorShape({n})));
-    Output val = ops::Const(root.WithOpName("values"), Tensor::FromVector<float>(values, TensorShape({n, 2})));
+    Output idx =
+        ops::Const(root.WithOpName("ids"), Tensor::FromVector<int64_t>(ids[r], TensorShape({n})));
+    Output val = ops::Const(root.WithOpName("values"),
+                            Tensor::FromVector<float>(values, TensorShape({n, 2})));
     ops::GradientRows got =
         ops::CollectiveAllGatherRows(root.WithOpName("gather"), {idx, val}, 7, /*average=*/true);
     CHECK(root.status().ok()) << root.status();
@@ -105,13 +107,14 @@ std::vector<float> InitialTable() {
 absl::StatusOr<Trained> TrainOnReplica(CollectiveExecutor* ex, int rank, bool densify) {
   Scope root = Scope::NewRootScope();
   ops::EnableCollectiveAllReduce(root);
-  ops::Variable table(root, "table",
-                      ops::Const(root, Tensor::FromVector<float>(InitialTable(), TensorShape({10, 3}))));
+  ops::Variable table(
+      root, "table",
+      ops::Const(root, Tensor::FromVector<float>(InitialTable(), TensorShape({10, 3}))));
   Output ids = ops::Placeholder(root.WithOpName("ids"), DType::kInt32, PartialShape({-1}));
   Output rows = ops::ResourceGather(root, table.handle(), ids, DType::kFloat);
   // d/dx (x^3 + x) = 3x^2 + 1: never zero, so every touched element moves.
-  Output loss = ops::ReduceSumAll(
-      root, ops::Add(root, ops::Mul(root, rows, ops::Square(root, rows)), rows));
+  Output loss =
+      ops::ReduceSumAll(root, ops::Add(root, ops::Mul(root, rows, ops::Square(root, rows)), rows));
   ops::AdagradOptimizer opt(0.3f);
   TANDEM_ASSIGN_OR_RETURN(std::vector<ops::GradAndVar> gvs, opt.ComputeGradients(root, loss));
   if (!gvs[0].sparse.has_value()) return absl::InternalError("expected a sparse gradient");
@@ -189,7 +192,8 @@ TEST(CollectiveRowsTest, RowsTrainAsTheDensifiedAllReduceDoes) {
       continue;
     }
     EXPECT_NE(sparse[0]->table[i], start[i]) << "row " << row << " was trained";
-    EXPECT_NEAR(sparse[0]->table[i], dense[0]->table[i], 1e-6f * (1 + std::fabs(dense[0]->table[i])))
+    EXPECT_NEAR(sparse[0]->table[i], dense[0]->table[i],
+                1e-6f * (1 + std::fabs(dense[0]->table[i])))
         << "element " << i;
     EXPECT_NEAR(sparse[0]->accumulator[i], dense[0]->accumulator[i],
                 1e-6f * dense[0]->accumulator[i])
@@ -208,10 +212,10 @@ TEST(CollectiveRowsTest, SkipTablesLeavesTablesOutOfTheCollectives) {
     ops::EnableCollectiveAllReduce(root, co);
     ops::VariableOptions as_table;
     as_table.table = true;
-    ops::Variable table(root, "table",
-                        ops::Const(root, Tensor::FromVector<float>(InitialTable(),
-                                                                  TensorShape({10, 3}))),
-                        as_table);
+    ops::Variable table(
+        root, "table",
+        ops::Const(root, Tensor::FromVector<float>(InitialTable(), TensorShape({10, 3}))),
+        as_table);
     ops::Variable dense(root, "dense", ops::Const(root, Tensor::Scalar<float>(2)));
     Output ids = ops::Placeholder(root.WithOpName("ids"), DType::kInt32, PartialShape({-1}));
     Output rows = ops::ResourceGather(root, table.handle(), ids, DType::kFloat);
