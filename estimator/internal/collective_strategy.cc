@@ -6,7 +6,8 @@
 // its own copy; the replicas then form their group and take the variables of the one
 // with the newest global step (collective_replicas.h), again after a failed step. A
 // signal to any replica stops every replica after the same step (ReplicaCheckHook),
-// and the run then ends ABORTED on the replicas that did not get it.
+// and the run then ends ABORTED on the replicas that did not get it. The parts the hybrid
+// strategy shares are here too (JoinReplicaGroup, StoppedByAnotherReplica).
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -51,13 +52,10 @@ class CollectiveStrategy : public TrainingStrategy {
   }
 
   void Configure(MonitoredTrainingSessionOptions& mts) const override {
-    mts.hooks.push_back(
-        std::make_shared<ReplicaCheckHook>(group_, replica_vars_, settings_.check_replicas_steps));
+    JoinReplicaGroup(mts, group_, replica_vars_, settings_.check_replicas_steps);
     mts.session_options = SessionOptionsFor(config(), /*cluster_master=*/false);
-    mts.keep_ready_variables = true;
     mts.initialize_locally = true;
     mts.persistent_session = true;
-    mts.after_restore = FormGroupAndBroadcast(group_, replica_vars_, kWaitForClusterMs);
   }
 
   bool RecoversLostTasks() const override { return true; }
@@ -66,11 +64,7 @@ class CollectiveStrategy : public TrainingStrategy {
   bool StopsAtSignal() const override { return false; }
 
   absl::Status AfterClose(int64_t global_step) const override {
-    if (!group_->StopAgreed()) return absl::OkStatus();
-    return absl::AbortedError(absl::StrCat("training stopped at global step ", global_step,
-                                           ": another replica was asked to stop (SIGTERM or "
-                                           "SIGINT)",
-                                           config().is_chief() ? "; checkpoint saved" : ""));
+    return StoppedByAnotherReplica(group_, global_step, config().is_chief());
   }
 
  private:
@@ -80,6 +74,22 @@ class CollectiveStrategy : public TrainingStrategy {
 };
 
 }  // namespace
+
+void JoinReplicaGroup(MonitoredTrainingSessionOptions& mts, CollectiveExecutor* group,
+                      const ReplicaVariables& vars, int64_t check_steps) {
+  mts.hooks.push_back(std::make_shared<ReplicaCheckHook>(group, vars, check_steps));
+  mts.keep_ready_variables = true;
+  mts.after_restore = FormGroupAndBroadcast(group, vars, kWaitForClusterMs);
+}
+
+absl::Status StoppedByAnotherReplica(CollectiveExecutor* group, int64_t global_step,
+                                     bool is_chief) {
+  if (!group->StopAgreed()) return absl::OkStatus();
+  return absl::AbortedError(absl::StrCat("training stopped at global step ", global_step,
+                                         ": another replica was asked to stop (SIGTERM or "
+                                         "SIGINT)",
+                                         is_chief ? "; checkpoint saved" : ""));
+}
 
 std::unique_ptr<TrainingStrategy> NewCollectiveStrategy(StrategyEnv env) {
   return std::make_unique<CollectiveStrategy>(std::move(env));

@@ -130,25 +130,18 @@ class HybridStrategy : public TrainingStrategy {
   }
 
   void Configure(MonitoredTrainingSessionOptions& mts) const override {
-    mts.hooks.push_back(
-        std::make_shared<ReplicaCheckHook>(group_, replica_vars_, settings_.check_replicas_steps));
+    JoinReplicaGroup(mts, group_, replica_vars_, settings_.check_replicas_steps);
     mts.session_options = SessionOptionsFor(config(), /*cluster_master=*/true);
-    mts.keep_ready_variables = true;
     mts.before_ready_wait = [vars = replica_vars_](Session* session) {
       return InitializeUninitialized(session, vars);
     };
-    mts.after_restore = FormGroupAndBroadcast(group_, replica_vars_, kWaitForClusterMs);
   }
 
   bool RecoversLostTasks() const override { return true; }
   bool StopsAtSignal() const override { return false; }
 
   absl::Status AfterClose(int64_t global_step) const override {
-    if (!group_->StopAgreed()) return absl::OkStatus();
-    return absl::AbortedError(absl::StrCat("training stopped at global step ", global_step,
-                                           ": another replica was asked to stop (SIGTERM or "
-                                           "SIGINT)",
-                                           config().is_chief() ? "; checkpoint saved" : ""));
+    return StoppedByAnotherReplica(group_, global_step, config().is_chief());
   }
 
  private:

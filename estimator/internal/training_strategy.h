@@ -38,10 +38,13 @@
 
 namespace tandem {
 
+class CollectiveExecutor;
 class PeerWatch;
 class Server;
 
 namespace internal {
+
+struct ReplicaVariables;
 
 // How long creating a session on a cluster waits for its tasks to answer.
 inline constexpr int64_t kWaitForClusterMs = 300000;
@@ -99,6 +102,15 @@ SessionFactory ClusterSessionFactory(const StrategyEnv& env, SessionFactory fact
 // Names the tasks a training task of a ps cluster waits on when they stop answering:
 // the ps tasks, and the chief (a worker) or the workers (the chief).
 std::unique_ptr<PeerWatch> WatchPeers(const RunConfig& config, const TransportSecurity& security);
+
+// What the collective and hybrid strategies share (collective_strategy.cc): the
+// replicas' group in `mts` (ReplicaCheckHook every `check_steps`, the group formed and
+// the newest replica's variables broadcast after each session creation, variables
+// kept when ready), and the run's result once the group agreed to stop because
+// another replica was signalled (ABORTED; OK otherwise).
+void JoinReplicaGroup(MonitoredTrainingSessionOptions& mts, CollectiveExecutor* group,
+                      const ReplicaVariables& vars, int64_t check_steps);
+absl::Status StoppedByAnotherReplica(CollectiveExecutor* group, int64_t global_step, bool is_chief);
 
 // The strategy of `kind` (kLocal for any Estimator not on a cluster).
 std::unique_ptr<TrainingStrategy> MakeTrainingStrategy(Strategy kind, StrategyEnv env);

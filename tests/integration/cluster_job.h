@@ -17,6 +17,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/log_events.h"
+#include "tests/integration/logged_losses.h"
 #include "tests/integration/subprocess.h"
 #include "tests/util/free_port.h"
 #include "tests/util/hand_decode.h"
@@ -163,6 +165,25 @@ inline void ExpectFinalCheckpoint(const std::string& model_dir, int num_ps,
   Subprocess verify({TANDEM_CKPT, "verify", model_dir},
                     (std::filesystem::path(model_dir).parent_path() / "ckpt_verify").string());
   EXPECT_EQ(verify.Wait(std::chrono::seconds(60)), 0) << verify.Stdout() << verify.Stderr();
+}
+
+// The highest "step = N" a task logged, or -1.
+inline int64_t LastLoggedStep(const std::string& log) {
+  int64_t last = -1;
+  for (const auto& [step, loss] : LoggedLosses(log)) last = std::max(last, step);
+  return last;
+}
+
+// Waits until `task` logged a step at or past `step`: false at `timeout` or when the
+// task ended first.
+inline bool WaitForStep(const Subprocess& task, int64_t step,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(240)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (LastLoggedStep(task.Stderr()) < step) {
+    if (std::chrono::steady_clock::now() > deadline || !task.running()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
 }
 
 inline const TaskRun& Find(const std::vector<TaskRun>& runs, const std::string& name) {

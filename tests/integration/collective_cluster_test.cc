@@ -69,23 +69,6 @@ std::unique_ptr<Subprocess> StartTask(const json& cluster, const std::string& ty
 // The global step a task's training ended at, or -1.
 int64_t FinishedAt(const std::string& log) { return testing::TrainingFinished(log).global_step; }
 
-// The highest "step = N" a task logged, or -1.
-int64_t LastLoggedStep(const std::string& log) {
-  int64_t last = -1;
-  for (const auto& [step, loss] : LoggedLosses(log)) last = std::max(last, step);
-  return last;
-}
-
-// Waits until `task` logged a step at or past `step`; false at the deadline.
-bool WaitForStep(const Subprocess& task, int64_t step) {
-  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-  while (LastLoggedStep(task.Stderr()) < step) {
-    if (std::chrono::steady_clock::now() > deadline || !task.running()) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
 TEST(CollectiveClusterTest, TwoReplicasFollowOneProcessWithTheDoubleBatch) {
   TempDir tmp;
   constexpr int kSteps = 50, kBatch = 32;
@@ -203,7 +186,7 @@ void KillAndRestart(const std::string& type, int index) {
   tasks["worker:1"] = StartTask(cluster, "worker", 1, "train", model_dir, sets);
   const std::string victim = absl::StrCat(type, ":", index);
   const std::string watcher = type == "chief" ? "worker:0" : "chief:0";
-  ASSERT_TRUE(WaitForStep(*tasks[watcher], 500)) << tasks[watcher]->Stderr();
+  ASSERT_TRUE(testing::WaitForStep(*tasks[watcher], 500)) << tasks[watcher]->Stderr();
   const auto killed_at = std::chrono::steady_clock::now();
   tasks[victim]->Kill(SIGKILL);
   // Every survivor fails its step naming the victim, within the timeout.
@@ -217,7 +200,7 @@ void KillAndRestart(const std::string& type, int index) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
-  const int64_t before = LastLoggedStep(tasks[watcher]->Stderr());
+  const int64_t before = testing::LastLoggedStep(tasks[watcher]->Stderr());
   std::this_thread::sleep_for(std::chrono::seconds(1));
   tasks[victim] = StartTask(cluster, type, index, "train", model_dir, sets, ".restarted");
   for (auto& [name, task] : tasks) {
@@ -261,7 +244,7 @@ TEST(CollectiveClusterTest, SigtermToAWorkerStopsEveryReplicaAfterTheSameStep) {
   json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}};
   auto chief = StartTask(cluster, "chief", 0, "train", model_dir, sets);
   auto worker = StartTask(cluster, "worker", 0, "train", model_dir, sets);
-  ASSERT_TRUE(WaitForStep(*chief, 300)) << chief->Stderr();
+  ASSERT_TRUE(testing::WaitForStep(*chief, 300)) << chief->Stderr();
   worker->Kill(SIGTERM);
   EXPECT_EQ(worker->Wait(std::chrono::seconds(60)), 128 + SIGTERM) << worker->Stderr();
   EXPECT_EQ(chief->Wait(std::chrono::seconds(60)), 1) << chief->Stderr();

@@ -59,6 +59,23 @@ std::map<int64_t, double> LossByStep(const std::string& log) {
   return m;
 }
 
+// A chief, a worker and a ps training census wide & deep with `sets`, in tmp/job.
+struct HybridJob {
+  std::string model_dir;
+  json cluster;
+  std::unique_ptr<Subprocess> ps, chief, worker;
+};
+HybridJob StartHybridJob(const TempDir& tmp, const std::vector<std::string>& sets) {
+  HybridJob job;
+  job.cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  std::filesystem::create_directories(tmp.path() + "/job");
+  job.model_dir = tmp.path() + "/job/model";
+  job.ps = StartCensusTask(job.cluster, "ps", 0, job.model_dir, sets);
+  job.chief = StartCensusTask(job.cluster, "chief", 0, job.model_dir, sets);
+  job.worker = StartCensusTask(job.cluster, "worker", 0, job.model_dir, sets);
+  return job;
+}
+
 TEST(HybridClusterTest, OneReplicaFollowsOneProcess) {
   TempDir tmp;
   constexpr int kSteps = 40;
@@ -119,12 +136,10 @@ TEST(HybridClusterTest, TwoSyncReplicasFollowOneProcessWithTheDoubleBatch) {
   replica_sets.push_back(absl::StrCat("train.batch_size=", kBatch));
   replica_sets.push_back("distribute.sync=true");
   replica_sets.push_back("distribute.check_replicas_steps=10");
-  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
-  std::filesystem::create_directories(tmp.path() + "/job");
-  const std::string model_dir = tmp.path() + "/job/model";
-  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, Hybrid(replica_sets));
-  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, Hybrid(replica_sets));
-  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, Hybrid(replica_sets));
+  HybridJob job = StartHybridJob(tmp, Hybrid(replica_sets));
+  auto& ps = job.ps;
+  auto& chief = job.chief;
+  auto& worker = job.worker;
   ASSERT_EQ(local.Wait(kDeadline), 0) << local.Stderr();
   ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
   ASSERT_EQ(worker->Wait(kDeadline), 0) << worker->Stderr();
@@ -154,12 +169,11 @@ TEST(HybridClusterTest, TwoReplicasTrainToMaxStepsAndTheCheckpointRestoresInOneP
   const std::vector<std::string> sets =
       Hybrid({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=100",
               "distribute.check_replicas_steps=10"});
-  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
-  std::filesystem::create_directories(tmp.path() + "/job");
-  const std::string model_dir = tmp.path() + "/job/model";
-  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, sets);
-  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, sets);
-  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, sets);
+  HybridJob job = StartHybridJob(tmp, sets);
+  const std::string& model_dir = job.model_dir;
+  auto& ps = job.ps;
+  auto& chief = job.chief;
+  auto& worker = job.worker;
   ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
   ASSERT_EQ(worker->Wait(kDeadline), 0) << worker->Stderr();
   ASSERT_EQ(ps->Wait(kDeadline), 0) << ps->Stderr();
@@ -183,21 +197,14 @@ TEST(HybridClusterTest, AKilledWorkerTakesTheLiveVariablesWhenItReturns) {
   const std::vector<std::string> sets =
       Hybrid({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=1000",
               "distribute.check_replicas_steps=50"});
-  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
-  std::filesystem::create_directories(tmp.path() + "/job");
-  const std::string model_dir = tmp.path() + "/job/model";
-  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, sets);
-  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, sets);
-  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, sets);
+  HybridJob job = StartHybridJob(tmp, sets);
+  const std::string& model_dir = job.model_dir;
+  const json& cluster = job.cluster;
+  auto& ps = job.ps;
+  auto& chief = job.chief;
+  auto& worker = job.worker;
   // Kill the worker once training is under way.
-  const auto until = std::chrono::steady_clock::now() + kDeadline;
-  int64_t reached = -1;
-  while (reached < 100 && std::chrono::steady_clock::now() < until && worker->running()) {
-    for (const auto& [step, loss] : LoggedLosses(worker->Stderr()))
-      reached = std::max(reached, step);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_GE(reached, 100) << worker->Stderr();
+  ASSERT_TRUE(testing::WaitForStep(*worker, 100)) << worker->Stderr();
   worker->Kill(SIGKILL);
   worker->Wait(std::chrono::seconds(10));
   auto again = StartCensusTask(cluster, "worker", 0, model_dir, sets, "_again");
@@ -213,23 +220,6 @@ TEST(HybridClusterTest, AKilledWorkerTakesTheLiveVariablesWhenItReturns) {
   EXPECT_THAT(chief->Stderr(), ::testing::Not(HasSubstr("Restoring parameters from")));
 }
 
-// The highest "step = N" a task logged, or -1.
-int64_t LastLoggedStep(const std::string& log) {
-  int64_t last = -1;
-  for (const auto& [step, loss] : LoggedLosses(log)) last = std::max(last, step);
-  return last;
-}
-
-// Waits until `task` logged a step at or past `step`; false at the deadline.
-bool WaitForStep(const Subprocess& task, int64_t step) {
-  const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-  while (LastLoggedStep(task.Stderr()) < step) {
-    if (std::chrono::steady_clock::now() > deadline || !task.running()) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
 // A dead ps: the chief restores the tables from the newest checkpoint onto the new ps,
 // and the dense replicas go on from the surviving worker's live variables (newer than
 // the checkpoint), not from the checkpoint's.
@@ -238,13 +228,13 @@ TEST(HybridClusterTest, AKilledPsIsRestoredWhileTheReplicasKeepTheirLiveVariable
   constexpr int kSteps = 600;
   const std::vector<std::string> sets =
       Hybrid({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=100"});
-  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
-  std::filesystem::create_directories(tmp.path() + "/job");
-  const std::string model_dir = tmp.path() + "/job/model";
-  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, sets);
-  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, sets);
-  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, sets);
-  ASSERT_TRUE(WaitForStep(*worker, 150)) << worker->Stderr();
+  HybridJob job = StartHybridJob(tmp, sets);
+  const std::string& model_dir = job.model_dir;
+  const json& cluster = job.cluster;
+  auto& ps = job.ps;
+  auto& chief = job.chief;
+  auto& worker = job.worker;
+  ASSERT_TRUE(testing::WaitForStep(*worker, 150)) << worker->Stderr();
   ps->Kill(SIGKILL);
   ps->Wait(std::chrono::seconds(10));
   auto again = StartCensusTask(cluster, "ps", 0, model_dir, sets, "_again");
@@ -270,13 +260,12 @@ TEST(HybridClusterTest, SigtermToAWorkerStopsEveryReplicaAfterTheSameStep) {
   TempDir tmp;
   const std::vector<std::string> sets =
       Hybrid({"train.max_steps=100000", "run.save_checkpoints_steps=100000"});
-  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
-  std::filesystem::create_directories(tmp.path() + "/job");
-  const std::string model_dir = tmp.path() + "/job/model";
-  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, sets);
-  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, sets);
-  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, sets);
-  ASSERT_TRUE(WaitForStep(*chief, 200)) << chief->Stderr();
+  HybridJob job = StartHybridJob(tmp, sets);
+  const std::string& model_dir = job.model_dir;
+  auto& ps = job.ps;
+  auto& chief = job.chief;
+  auto& worker = job.worker;
+  ASSERT_TRUE(testing::WaitForStep(*chief, 200)) << chief->Stderr();
   worker->Kill(SIGTERM);
   EXPECT_EQ(worker->Wait(std::chrono::seconds(60)), 128 + SIGTERM) << worker->Stderr();
   EXPECT_EQ(chief->Wait(std::chrono::seconds(60)), 1) << chief->Stderr();
