@@ -99,10 +99,8 @@ CollectiveTableMode CollectiveTablesOf(const Graph& graph) {
   const Node* mark = marks.empty() ? nullptr : graph.FindNode(marks[0]);
   if (mark == nullptr) return mode;
   const int64_t t = GetAttrOr<int64_t>(mark->attrs(), "tables", 0);
-  if (t == static_cast<int64_t>(CollectiveTables::kOwnRows))
-    mode.tables = CollectiveTables::kOwnRows;
-  if (t == static_cast<int64_t>(CollectiveTables::kAppliedOnce)) {
-    mode.tables = CollectiveTables::kAppliedOnce;
+  if (t >= 0 && t <= static_cast<int64_t>(CollectiveTables::kAppliedOnce)) {
+    mode.tables = static_cast<CollectiveTables>(t);
   }
   mode.applies_tables = GetAttrOr<bool>(mark->attrs(), "applies_tables", true);
   return mode;

@@ -235,16 +235,16 @@ TEST(CollectiveRowsTest, SkipTablesLeavesTablesOutOfTheCollectives) {
       if (n->op() == "ResourceSparseApplyAdagrad") update = n.get();
     }
     ASSERT_NE(update, nullptr);
-    std::vector<const Node*> todo = {update};
+    std::vector<const Node*> pending = {update};
     std::set<const Node*> seen;
     bool after_reduce = false;
-    while (!todo.empty()) {
-      const Node* n = todo.back();
-      todo.pop_back();
+    while (!pending.empty()) {
+      const Node* n = pending.back();
+      pending.pop_back();
       if (!seen.insert(n).second) continue;
       after_reduce |= n->op() == "CollectiveAllReduce";
-      for (const Output& in : n->inputs()) todo.push_back(in.node);
-      for (const Node* c : n->control_inputs()) todo.push_back(c);
+      for (const Output& in : n->inputs()) pending.push_back(in.node);
+      for (const Node* c : n->control_inputs()) pending.push_back(c);
     }
     EXPECT_TRUE(after_reduce) << "skip_tables = " << skip;
   }
