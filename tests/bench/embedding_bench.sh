@@ -19,11 +19,13 @@
 # back) + 2 x unique ids x 8 (ids out, gradient indices back), unique ids per batch as
 # ctr_data.py counts them (after hashing into the small table: the expected number of
 # distinct buckets), plus the dense layers' weights and gradients (2 x 3,329 floats).
-# The peer: ctr_peer.py, 2 DDP processes over gloo, one thread each, TANDEM_EMB_STEPS
-# timed steps. TANDEM_BENCH_REPS (default 3) alternating runs; medians.
+# The peers, TANDEM_EMB_STEPS timed steps each: ctr_peer.py, 2 DDP processes over gloo
+# (every process holds the whole table), and ctr_ps_peer.py, the table on 2 ps
+# processes and 2 workers over torch.distributed.rpc, as tandem's tasks; one thread
+# per process. TANDEM_BENCH_REPS (default 3) alternating runs; medians.
 set -euo pipefail
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 build=${1:-build}
@@ -75,7 +77,7 @@ run() {
 
 declare -A eps bps shown
 for b in $big $small; do eps[$b]="" bps[$b]=""; done
-peer=""
+peer="" ps_peer=""
 for ((i = 0; i < reps; i++)); do
   for b in $big $small; do
     read -r r1 b1 < <(run "$b" "$steps")
@@ -86,6 +88,8 @@ for ((i = 0; i < reps; i++)); do
   done
   p=$("$python" "$here/ctr_peer.py" --data "$work/ctr.npz" --buckets $big --steps "$steps")
   peer="$peer $(echo "$p" | sed -n 's/.*examples_per_second=\([0-9.]*\).*/\1/p')"
+  p=$("$python" "$here/ctr_ps_peer.py" --data "$work/ctr.npz" --buckets $big --steps "$steps" 2>/dev/null)
+  ps_peer="$ps_peer $(echo "$p" | sed -n 's/.*examples_per_second=\([0-9.]*\).*/\1/p')"
 done
 
 isa=$("$build/tests/bench/train_bench" --model gemm_peak --steps 1 2>/dev/null | sed -n 's/.*isa=\([a-z0-9_]*\).*/\1/p' | head -1 || true)
@@ -98,7 +102,9 @@ for b in $big $small; do
   echo "embedding table=${b}x16 ps=2 workers=2 examples_per_second=$e bytes_per_step=$by" \
        "floor=$floor (unique_ids=$u) ratio_to_floor=$(awk -v a="$by" -v f="$floor" 'BEGIN { printf "%.2f", a / f }')"
 done
-pe=$(echo "$peer" | median) te=$(echo "${eps[$big]}" | median)
+pe=$(echo "$peer" | median) te=$(echo "${eps[$big]}" | median) ppe=$(echo "$ps_peer" | median)
 echo "pytorch ddp=2 gloo EmbeddingBag(sparse=True)+Adagrad table=${big}x16 examples_per_second=$pe" \
      "tandem/pytorch=$(awk -v a="$te" -v b="$pe" 'BEGIN { printf "%.2f", a / b }') isa=${isa:-unknown}" \
      "small/large table step cost=$(awk -v a="$(echo "${eps[$big]}" | median)" -v b="$(echo "${eps[$small]}" | median)" 'BEGIN { printf "%.2f", b / a }')"
+echo "pytorch rpc ps=2 workers=2 sparse Adagrad on the ps table=${big}x16 examples_per_second=$ppe" \
+     "tandem/pytorch_ps=$(awk -v a="$te" -v b="$ppe" 'BEGIN { printf "%.2f", a / b }')"

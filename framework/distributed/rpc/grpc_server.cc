@@ -6,14 +6,19 @@
 #include "absl/strings/str_cat.h"
 #include "framework/core/status.h"
 #include "framework/distributed/rpc/grpc_util.h"
+#include "framework/distributed/rpc/rpc_queue.h"
+#include "framework/distributed/rpc/server_call.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tandem {
+namespace {
+constexpr int kWaitingCalls = 8;
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const std::string& address, Kind kind,
                                                             const TransportSecurity& security,
-                                                            grpc::CallbackGenericService* service,
+                                                            ReactorFactory* service,
                                                             const std::string& purpose) {
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (kind == Kind::kTask) {
@@ -29,15 +34,37 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const std::string& a
     ForEachTransportArgument(
         [&](const char* key, int value) { builder.AddChannelArgument(key, value); });
   }
-  builder.RegisterCallbackGenericService(service);
+  builder.RegisterAsyncGenericService(s->service_.get());
+  std::unique_ptr<grpc::ServerCompletionQueue> cq = builder.AddCompletionQueue();
+  s->calls_ = std::make_shared<ServerCalls>(s->service_.get(), cq.get(), service);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
+    s->server_.reset();
+    cq->Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq->Next(&tag, &ok)) {
+    }
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address, " for ", purpose));
   }
+  s->queue_ = std::make_shared<RpcQueue>(std::move(cq));
+  if (kind == Kind::kTask) OfferClientQueue(s->queue_);
+  // Calls waiting for calls: each that gets one puts another in its place, so this
+  // many can arrive at once without waiting for the queue's thread.
+  for (int i = 0; i < kWaitingCalls; ++i) s->calls_->Await();
   return s;
 }
 
-RpcServer::~RpcServer() = default;
+RpcServer::RpcServer() : service_(std::make_unique<grpc::AsyncGenericService>()) {}
+
+RpcServer::~RpcServer() {
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now());  // Unless Shutdown did.
+    calls_->WaitUntilNoneLive();
+    server_.reset();
+  }
+  queue_.reset();  // Ends now, or when the last client call on it has.
+}
 
 void RpcServer::Shutdown(absl::Duration grace) {
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));

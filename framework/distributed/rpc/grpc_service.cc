@@ -13,12 +13,12 @@ namespace {
 // One unary call arriving on the generic (bidi) API: read one request, reply once.
 // The call's CallOptions is cancelled when gRPC cancels the call (the client
 // cancelled, its deadline passed, the connection dropped, or the server shuts down),
-// so a handler that waits stops waiting. gRPC calls OnDone only after OnCancel has
-// returned and the reply was sent, so the options outlive every use.
-class UnaryReactor : public grpc::ServerGenericBidiReactor {
+// so a handler that waits stops waiting. OnDone comes only after OnCancel has returned
+// and the reply was sent, so the options outlive every use.
+class UnaryReactor : public ServerReactor {
  public:
-  UnaryReactor(grpc::GenericCallbackServerContext* context, GrpcService* service)
-      : context_(context), service_(service) {
+  UnaryReactor(ServerCall* call, GrpcService* service)
+      : ServerReactor(call), context_(call->context()), service_(service) {
     StartRead(&request_);
   }
   void OnReadDone(bool ok) override {
@@ -28,7 +28,7 @@ class UnaryReactor : public grpc::ServerGenericBidiReactor {
     }
     service_->Handle(context_, &options_, request_, &response_, [this](const grpc::Status& s) {
       if (s.ok()) {
-        StartWriteAndFinish(&response_, grpc::WriteOptions(), s);
+        StartWriteAndFinish(&response_, s);
       } else {
         Finish(s);
       }
@@ -38,7 +38,7 @@ class UnaryReactor : public grpc::ServerGenericBidiReactor {
   void OnDone() override { delete this; }
 
  private:
-  grpc::GenericCallbackServerContext* context_;
+  const grpc::GenericServerContext& context_;
   GrpcService* service_;
   CallOptions options_;
   grpc::ByteBuffer request_;
@@ -90,23 +90,22 @@ GrpcService::GrpcService(WorkerInterface* worker, MasterInterface* master, Healt
 #undef TANDEM_ADD_MASTER_RPC
 }
 
-grpc::ServerGenericBidiReactor* GrpcService::CreateReactor(
-    grpc::GenericCallbackServerContext* context) {
+ServerReactor* GrpcService::CreateReactor(ServerCall* call) {
   // Health checks come without the token (Kubernetes' probes carry none).
-  if (grpc::ServerGenericBidiReactor* r = health_->MaybeCreateReactor(context)) return r;
-  return new UnaryReactor(context, this);
+  if (ServerReactor* r = health_->MaybeCreateReactor(call)) return r;
+  return new UnaryReactor(call, this);
 }
 
-void GrpcService::Handle(grpc::GenericCallbackServerContext* context, CallOptions* options,
+void GrpcService::Handle(const grpc::GenericServerContext& context, CallOptions* options,
                          const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Reply reply) {
   if (!token_.empty()) {
-    const auto& md = context->client_metadata();
+    const auto& md = context.client_metadata();
     auto it = md.find(kTokenMetadataKey);
     absl::string_view got = it == md.end()
                                 ? absl::string_view()
                                 : absl::string_view(it->second.data(), it->second.size());
     if (!SameToken(got, token_)) {
-      LOG(WARNING) << "refused " << context->method() << " from " << context->peer() << ": "
+      LOG(WARNING) << "refused " << context.method() << " from " << context.peer() << ": "
                    << (it == md.end() ? "no cluster token" : "wrong cluster token");
       reply(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                          "this server requires the cluster token (set [cluster] token or "
@@ -114,10 +113,10 @@ void GrpcService::Handle(grpc::GenericCallbackServerContext* context, CallOption
       return;
     }
   }
-  auto h = handlers_.find(context->method());
+  auto h = handlers_.find(context.method());
   if (h == handlers_.end()) {
     reply(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                       absl::StrCat("unknown method ", context->method())));
+                       absl::StrCat("unknown method ", context.method())));
     return;
   }
   h->second(options, in, out, std::move(reply));

@@ -2,7 +2,8 @@
 //
 // GrpcService: serves a WorkerInterface and a MasterInterface on one gRPC server as
 // "/tandem.WorkerService/<Method>" and "/tandem.MasterService/<Method>", through
-// gRPC's callback generic API (no generated stubs; messages are tensor_wire bytes).
+// gRPC's asynchronous generic API (server_call.h; no generated stubs; messages are
+// tensor_wire bytes). Handlers run on the server's queue thread and do not block.
 // Each call decodes its request (a malformed one is INVALID_ARGUMENT), checks the
 // cluster token when one is set (a missing or wrong token is UNAUTHENTICATED and
 // logged with the caller's address), and hands the request to the interface, whose
@@ -23,12 +24,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "framework/distributed/master_interface.h"
 #include "framework/distributed/rpc/health_check.h"
+#include "framework/distributed/rpc/server_call.h"
 #include "framework/distributed/worker_interface.h"
 #include "grpcpp/generic/async_generic_service.h"
 
 namespace tandem {
 
-class GrpcService : public grpc::CallbackGenericService {
+class GrpcService : public ReactorFactory {
  public:
   // Not owned; `master` may be null (a task that serves only the worker service).
   GrpcService(WorkerInterface* worker, MasterInterface* master, HealthService* health,
@@ -39,13 +41,12 @@ class GrpcService : public grpc::CallbackGenericService {
                                      grpc::ByteBuffer* out, Reply)>;
   // Decodes, authorises and dispatches one call. `options` (the call's; not owned)
   // must stay alive until `reply` has run and until no one may cancel it any more.
-  void Handle(grpc::GenericCallbackServerContext* context, CallOptions* options,
+  void Handle(const grpc::GenericServerContext& context, CallOptions* options,
               const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Reply reply);
 
- private:
-  grpc::ServerGenericBidiReactor* CreateReactor(
-      grpc::GenericCallbackServerContext* context) override;
+  ServerReactor* CreateReactor(ServerCall* call) override;
 
+ private:
   template <typename Service, typename Req, typename Resp>
   void Add(const std::string& name, Service* service,
            void (Service::*method)(CallOptions*, const WireMessage<Req>*, WireMessage<Resp>*,

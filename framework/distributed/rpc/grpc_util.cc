@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <deque>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -24,43 +22,6 @@ grpc::Status ToGrpcStatus(const absl::Status& s) {
 absl::Status FromGrpcStatus(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
-
-namespace {
-
-// One thread that drops the references handed to it, in order.
-class Releaser {
- public:
-  Releaser() {
-    std::thread([this] {
-      while (true) {
-        std::shared_ptr<void> next;
-        {
-          absl::MutexLock lock(&mu_);
-          mu_.Await(absl::Condition(
-              +[](std::deque<std::shared_ptr<void>>* q) { return !q->empty(); }, &queue_));
-          next = std::move(queue_.front());
-          queue_.pop_front();
-        }
-        next.reset();
-      }
-    }).detach();
-  }
-  void Release(std::shared_ptr<void> state) {
-    absl::MutexLock lock(&mu_);
-    queue_.push_back(std::move(state));
-  }
-
- private:
-  absl::Mutex mu_;
-  std::deque<std::shared_ptr<void>> queue_ ABSL_GUARDED_BY(mu_);
-};
-
-}  // namespace
-
-void ReleaseOffCallbackThread(std::shared_ptr<void> state) {
-  static Releaser* releaser = new Releaser;  // Never destroyed: its thread runs to exit.
-  releaser->Release(std::move(state));
 }
 
 namespace {
@@ -92,8 +53,8 @@ std::string WireTrafficSummary() {
   for (const auto& [type, t] : types) {
     total.messages += t.messages;
     total.bytes += t.bytes;
-    parts.push_back(absl::StrCat(absl::StripPrefix(type, "tandem.proto."), " ", t.bytes, " in ",
-                                 t.messages));
+    parts.push_back(
+        absl::StrCat(absl::StripPrefix(type, "tandem.proto."), " ", t.bytes, " in ", t.messages));
   }
   return absl::StrCat("rpc sent: ", total.bytes, " bytes in ", total.messages, " messages (",
                       absl::StrJoin(parts, ", "), ")");

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "framework/distributed/rpc/rpc_queue.h"
 #include "framework/distributed/transport_security.h"
 #include "framework/distributed/worker_interface.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -77,24 +78,32 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 // With TLS and a server_name, clients check the servers' certificates against it.
 void SetServerNameOverride(const TransportSecurity& security, grpc::ChannelArguments* args);
 
-// Destroys `state` on a thread of its own, never on the caller's. A call's
-// ClientContext may hold the last reference to its channel (the caller, or the
-// GrpcWorkerCache that owned it, may be gone by the time the call completes), and a
-// channel must not be destroyed on gRPC's callback thread: its destructor shuts down
-// that thread's own completion queue (gRPC 1.51 aborts in grpc_cq_internal_unref or
-// corrupts the heap).
-void ReleaseOffCallbackThread(std::shared_ptr<void> state);
-
 // Sends `request` to `method` ("/tandem.WorkerService/RunGraph") on `stub`; decodes
-// the reply into `response` and calls `done` (on a gRPC thread). `options` may be null.
+// the reply into `response` and calls `done` (on the ClientQueue's thread, where it
+// must not block). `options` may be null.
 template <typename Req, typename Resp>
 void GrpcCall(grpc::GenericStub* stub, const std::string& method, const std::string& token,
               CallOptions* options, const WireMessage<Req>* request, WireMessage<Resp>* response,
               StatusCallback done) {
-  struct State {
-    grpc::ClientContext context;
+  struct State final : RpcEvent {
+    grpc::ClientContext context;  // Outlives `call`, which lives in its arena.
     grpc::ByteBuffer send;
     grpc::ByteBuffer recv;
+    grpc::Status status;
+    std::shared_ptr<RpcQueue> queue;
+    std::unique_ptr<grpc::GenericClientAsyncResponseReader> call;
+    CallOptions* options = nullptr;
+    WireMessage<Resp>* response = nullptr;
+    StatusCallback done;
+    std::shared_ptr<State> self;  // The call's own reference, until its event.
+
+    void OnEvent(bool) override {
+      if (options != nullptr) options->ClearCancelCallback();
+      absl::Status result = FromGrpcStatus(status);
+      if (result.ok()) result = DecodeByteBuffer(recv, &response->proto, &response->tensors);
+      std::shared_ptr<State> last = std::move(self);  // Freed after `done` has run.
+      done(result);
+    }
   };
   auto state = std::make_shared<State>();
   if (!token.empty()) state->context.AddMetadata(kTokenMetadataKey, token);
@@ -104,24 +113,20 @@ void GrpcCall(grpc::GenericStub* stub, const std::string& method, const std::str
   }
   if (options != nullptr && options->wait_for_ready()) state->context.set_wait_for_ready(true);
   state->send = EncodeByteBuffer(request->proto, request->tensors);
+  state->queue = ClientQueue();
+  state->options = options;
+  state->response = response;
+  state->done = std::move(done);
   if (options != nullptr) {
     options->SetCancelCallback([weak = std::weak_ptr<State>(state)] {
       if (auto s = weak.lock()) s->context.TryCancel();
     });
   }
-  grpc::ClientContext* context = &state->context;
-  const grpc::ByteBuffer* send = &state->send;
-  grpc::ByteBuffer* recv = &state->recv;
-  stub->UnaryCall(context, method, grpc::StubOptions(), send, recv,
-                  [state, options, response, done = std::move(done)](grpc::Status s) mutable {
-                    if (options != nullptr) options->ClearCancelCallback();
-                    absl::Status result = FromGrpcStatus(s);
-                    if (result.ok()) {
-                      result = DecodeByteBuffer(state->recv, &response->proto, &response->tensors);
-                    }
-                    ReleaseOffCallbackThread(std::move(state));
-                    done(result);
-                  });
+  state->call = stub->PrepareUnaryCall(&state->context, method, state->send, state->queue->cq());
+  state->call->StartCall();
+  State* raw = state.get();
+  raw->self = std::move(state);
+  raw->call->Finish(&raw->recv, &raw->status, raw);
 }
 
 }  // namespace tandem

@@ -59,9 +59,12 @@ ServingStatus StatusOf(bool serving) {
 }
 
 // Check: one request, one reply.
-class CheckReactor : public grpc::ServerGenericBidiReactor {
+class CheckReactor : public ServerReactor {
  public:
-  explicit CheckReactor(const HealthService* health) : health_(health) { StartRead(&request_); }
+  CheckReactor(ServerCall* call, const HealthService* health)
+      : ServerReactor(call), health_(health) {
+    StartRead(&request_);
+  }
   void OnReadDone(bool ok) override {
     if (!ok) {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request"));
@@ -74,7 +77,7 @@ class CheckReactor : public grpc::ServerGenericBidiReactor {
       return;
     }
     response_ = StatusBuffer(StatusOf(health_->serving()));
-    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    StartWriteAndFinish(&response_, grpc::Status::OK);
   }
   void OnDone() override { delete this; }
 
@@ -85,9 +88,9 @@ class CheckReactor : public grpc::ServerGenericBidiReactor {
 };
 
 // Any other method on the health-only port.
-class RefuseReactor : public grpc::ServerGenericBidiReactor {
+class RefuseReactor : public ServerReactor {
  public:
-  explicit RefuseReactor(const std::string& method) {
+  RefuseReactor(ServerCall* call, const std::string& method) : ServerReactor(call) {
     Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                         absl::StrCat(method, ": this port serves only grpc.health.v1.Health")));
   }
@@ -98,9 +101,11 @@ class RefuseReactor : public grpc::ServerGenericBidiReactor {
 
 // Watch: one request, then the status whenever it differs from the last one sent.
 // At most one write is in flight; the stream ends after NOT_SERVING or when cancelled.
-class HealthService::Watcher : public grpc::ServerGenericBidiReactor {
+class HealthService::Watcher : public ServerReactor {
  public:
-  explicit Watcher(HealthService* health) : health_(health) { StartRead(&request_); }
+  Watcher(ServerCall* call, HealthService* health) : ServerReactor(call), health_(health) {
+    StartRead(&request_);
+  }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
@@ -186,17 +191,16 @@ void HealthService::Remove(Watcher* w) {
   watchers_.erase(w);
 }
 
-grpc::ServerGenericBidiReactor* HealthService::MaybeCreateReactor(
-    grpc::GenericCallbackServerContext* context) {
-  if (context->method() == kHealthCheckMethod) return new CheckReactor(this);
-  if (context->method() == kHealthWatchMethod) return new Watcher(this);
+ServerReactor* HealthService::MaybeCreateReactor(ServerCall* call) {
+  const std::string& method = call->context().method();
+  if (method == kHealthCheckMethod) return new CheckReactor(call, this);
+  if (method == kHealthWatchMethod) return new Watcher(call, this);
   return nullptr;
 }
 
-grpc::ServerGenericBidiReactor* HealthService::CreateReactor(
-    grpc::GenericCallbackServerContext* context) {
-  grpc::ServerGenericBidiReactor* r = MaybeCreateReactor(context);
-  return r != nullptr ? r : new RefuseReactor(context->method());
+ServerReactor* HealthService::CreateReactor(ServerCall* call) {
+  ServerReactor* r = MaybeCreateReactor(call);
+  return r != nullptr ? r : new RefuseReactor(call, call->context().method());
 }
 
 namespace {

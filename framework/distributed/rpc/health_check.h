@@ -15,8 +15,8 @@
 // the cluster token check (probes carry no token); a Server with a health port also
 // serves the HealthService alone there, in plaintext (ServerOptions' security). gRPC's
 // own default health service cannot be used: gRPC 1.51 turns it off on a server with
-// only a callback generic service, as tandem's is. CheckHealth (health_port.h) is the
-// client side.
+// only a generic service, as tandem's is. CheckHealth (health_port.h) is the client
+// side.
 //
 // Thread safety: thread-safe. A HealthService must outlive the gRPC servers it serves.
 #ifndef TANDEM_FRAMEWORK_DISTRIBUTED_RPC_HEALTH_CHECK_H_
@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "framework/distributed/health_port.h"
-#include "grpcpp/generic/async_generic_service.h"
+#include "framework/distributed/rpc/server_call.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/status.h"
 
@@ -40,22 +40,21 @@ namespace tandem {
 inline constexpr char kHealthCheckMethod[] = "/grpc.health.v1.Health/Check";
 inline constexpr char kHealthWatchMethod[] = "/grpc.health.v1.Health/Watch";
 
-class HealthService : public grpc::CallbackGenericService {
+class HealthService : public ReactorFactory {
  public:
   HealthService() = default;
   // SERVING (the default) or NOT_SERVING; Watch streams are told.
   void SetServing(bool serving);
   bool serving() const { return serving_.load(); }
 
-  // A reactor answering `context` when it calls a health method, else null.
-  grpc::ServerGenericBidiReactor* MaybeCreateReactor(grpc::GenericCallbackServerContext* context);
+  // A reactor answering `call` when it calls a health method, else null.
+  ServerReactor* MaybeCreateReactor(ServerCall* call);
+  // Health methods; any other is UNIMPLEMENTED (the health-only port).
+  ServerReactor* CreateReactor(ServerCall* call) override;
 
   class Watcher;  // One Watch stream (health_check.cc).
 
  private:
-  // Health methods; any other is UNIMPLEMENTED (the health-only port).
-  grpc::ServerGenericBidiReactor* CreateReactor(
-      grpc::GenericCallbackServerContext* context) override;
   friend class Watcher;
   void Add(Watcher* w);
   void Remove(Watcher* w);

@@ -63,21 +63,6 @@ std::unique_ptr<Session> Connect(const std::string& target, const Scope& root,
   return s.ok() ? std::move(*s) : nullptr;
 }
 
-// A completed call's state may hold its channel's last reference; it must be dropped
-// on a thread that is not the one completing the call (a gRPC callback thread).
-TEST(GrpcUtilTest, CallStateIsReleasedOnAnotherThread) {
-  absl::Notification released;
-  std::thread::id released_on;
-  auto state = std::shared_ptr<void>(new int(1), [&](void* p) {
-    delete static_cast<int*>(p);
-    released_on = std::this_thread::get_id();
-    released.Notify();
-  });
-  ReleaseOffCallbackThread(std::move(state));
-  ASSERT_TRUE(released.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  EXPECT_NE(released_on, std::this_thread::get_id());
-}
-
 // GRPC_EXPERIMENTS as this process was started with (/proc/self/environ keeps the
 // environment given to exec, whatever setenv did since); nullopt when it was unset.
 std::optional<std::string> StartupGrpcExperiments() {
