@@ -28,9 +28,9 @@
 namespace tandem {
 
 class OpKernelContext;
-class Rendezvous;          // framework/runtime; kernels of Send/Recv use it.
-class CollectiveExecutor;  // framework/distributed/collective; collective kernels use it.
-class DeviceAllocator;     // framework/tensor/allocator.h
+class Rendezvous;       // kernels/rendezvous.h; kernels of Send/Recv use it.
+class Collectives;      // kernels/collectives.h; collective kernels use it.
+class DeviceAllocator;  // framework/tensor/allocator.h
 namespace gpu {
 class GpuContext;  // framework/kernels/cuda/gpu_context.h; GPU kernels use it.
 }  // namespace gpu
@@ -71,7 +71,7 @@ struct StepContext {
   const std::string* device_name = nullptr;   // Full name of the running device.
   const std::vector<Tensor>* args = nullptr;  // Values of _Arg nodes. Not owned.
   std::vector<Tensor>* retvals = nullptr;     // Values of _Retval nodes. Not owned.
-  CollectiveExecutor* collective = nullptr;   // May be null. Not owned.
+  Collectives* collective = nullptr;          // May be null. Not owned.
   // The running device's memory when it is not the host's (a GPU), else null.
   DeviceAllocator* device_allocator = nullptr;
   gpu::GpuContext* gpu = nullptr;  // Non-null on a GPU device. Not owned.

@@ -46,7 +46,7 @@ struct ExecutorArgs {
   // whichever thread runs the kernel; 0 leaves OpenMP's default (one per core).
   int intra_op_threads = 0;
   Rendezvous* rendezvous = nullptr;
-  CollectiveExecutor* collective = nullptr;      // Not owned; for collective kernels.
+  Collectives* collective = nullptr;             // Not owned; for collective kernels.
   StepStats* stats = nullptr;                    // Non-null: record per-node timing.
   const std::atomic<bool>* cancelled = nullptr;  // Set by others to stop the step.
   // Wall-clock deadline (env::NowMicros) after which no further node starts and the

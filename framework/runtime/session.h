@@ -25,7 +25,7 @@
 
 namespace tandem {
 
-class CollectiveExecutor;  // framework/distributed/collective/collective_executor.h
+class Collectives;  // framework/kernels/collectives.h
 
 using FeedMap = std::vector<std::pair<std::string, Tensor>>;
 
@@ -60,7 +60,7 @@ struct SessionOptions {
   // In-process sessions only: the collective group that the graph's collective ops
   // (framework/ops/collective_ops.h) reduce over. Not owned; must outlive the session.
   // Null: a graph with collective ops fails when it runs them.
-  CollectiveExecutor* collective = nullptr;
+  Collectives* collective = nullptr;
   // In-process sessions only: GPUs to compute on (GPU:0..num_gpus-1); -1 every visible
   // GPU, 0 none. More than the process sees fails the session's creation.
   int num_gpus = 0;

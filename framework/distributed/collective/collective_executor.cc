@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -16,7 +15,6 @@
 #include "framework/core/env.h"
 #include "framework/core/random.h"
 #include "framework/core/status.h"
-#include "framework/distributed/collective/collective_kernels.h"
 #include "framework/graph/device_spec.h"
 #include "glog/logging.h"
 
@@ -46,8 +44,6 @@ struct DataCall {
 CollectiveExecutor::CollectiveExecutor(std::string task_name, uint64_t incarnation,
                                        WorkerCacheInterface* workers)
     : task_name_(std::move(task_name)), incarnation_(incarnation), workers_(workers) {
-  static std::once_flag kernels;
-  std::call_once(kernels, [] { RegisterCollectiveKernels(KernelRegistry::Global()); });
   watchdog_ = std::thread([this] { Watchdog(); });
 }
 

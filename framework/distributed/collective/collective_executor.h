@@ -1,7 +1,8 @@
 // framework/distributed/collective/collective_executor.h
 //
 // CollectiveExecutor: this task's member of a collective group (TensorFlow's
-// CollectiveExecutor, MultiWorkerMirroredStrategy's group). The group is the training
+// CollectiveExecutor, MultiWorkerMirroredStrategy's group), and the Collectives the
+// collective kernels of its steps run on (kernels/collectives.h). The group is the training
 // tasks of a cluster in rank order (chief, or worker 0 without one, is rank 0). It runs
 // all-reduce, broadcast and all-gather over the worker service: each piece of data is
 // pushed by the member that produced it (CollectiveData RPC) to the member that needs
@@ -59,6 +60,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "framework/distributed/worker_interface.h"
+#include "framework/kernels/collectives.h"
 #include "framework/tensor/tensor.h"
 
 namespace tandem {
@@ -77,14 +79,12 @@ struct CollectiveOptions {
 
 struct CollectiveAlgorithms;
 
-class CollectiveExecutor {
+class CollectiveExecutor : public Collectives {
  public:
-  using Done = std::function<void(const absl::Status&)>;
-
   // `workers` reaches every member (not owned; outlives this). `incarnation`: this
   // task's CPU device incarnation, which GetStatus reports to peers.
   CollectiveExecutor(std::string task_name, uint64_t incarnation, WorkerCacheInterface* workers);
-  ~CollectiveExecutor();
+  ~CollectiveExecutor() override;
   CollectiveExecutor(const CollectiveExecutor&) = delete;
   CollectiveExecutor& operator=(const CollectiveExecutor&) = delete;
 
@@ -93,7 +93,7 @@ class CollectiveExecutor {
   absl::Status Configure(CollectiveGroup group, CollectiveOptions options);
   bool configured() const;
   int rank() const;
-  int size() const;
+  int size() const override;
   // "worker:1" style name of `rank`'s task, for messages.
   std::string MemberName(int rank) const;
 
@@ -114,15 +114,15 @@ class CollectiveExecutor {
   // `scale` (1 / size(): the mean). Each (instance_key) must run once per step on every
   // member, in any order relative to other instances. Each element is scaled once, by
   // the member that completes its sum, so every member ends with the same bits.
-  void AllReduceSum(int64_t instance_key, Tensor data, Done done, float scale = 1.0f);
+  void AllReduceSum(int64_t instance_key, Tensor data, Done done, float scale = 1.0f) override;
   // Every member's `data` (same byte size everywhere) ends with the source's bytes.
-  void Broadcast(int64_t instance_key, Tensor data, Done done);
+  void Broadcast(int64_t instance_key, Tensor data, Done done) override;
   // Every member's `data`, in rank order, as bytes. With `same_size`, a member whose
   // byte size differs from this one's fails the collective (different graphs); without,
   // each member may bring any size.
   void AllGather(int64_t instance_key, Tensor data,
                  std::function<void(absl::StatusOr<std::vector<Tensor>>)> done,
-                 bool same_size = true);
+                 bool same_size = true) override;
 
   // Marks this member as wanting to stop; StopAgreed() becomes true on every member
   // once they have completed an all-reduce or all-gather that started after it.

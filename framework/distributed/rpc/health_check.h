@@ -13,10 +13,10 @@
 //
 // Every tandem Server's GrpcService hands health calls to its HealthService before
 // the cluster token check (probes carry no token); a Server with a health port also
-// serves the HealthService alone there, in plaintext (ServerOptions' security). gRPC's
-// own default health service cannot be used: gRPC 1.51 turns it off on a server with
-// only a generic service, as tandem's is. CheckHealth (health_port.h) is the client
-// side.
+// serves the HealthService alone there, in plaintext (ServerOptions' security). A
+// tandem server's only service is generic (server_call.h), so gRPC's own health
+// service is not used: this one answers on the same calls, its status set by the
+// Server. CheckHealth (health_port.h) is the client side.
 //
 // Thread safety: thread-safe. A HealthService must outlive the gRPC servers it serves.
 #ifndef TANDEM_FRAMEWORK_DISTRIBUTED_RPC_HEALTH_CHECK_H_

@@ -2,6 +2,7 @@
 #include "framework/distributed/rpc/rpc_queue.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -32,7 +33,8 @@ namespace {
 
 struct Queues {
   absl::Mutex mu;
-  std::weak_ptr<RpcQueue> offered ABSL_GUARDED_BY(mu);
+  // Task servers' queues in the order offered; the first still alive is used.
+  std::vector<std::weak_ptr<RpcQueue>> offered ABSL_GUARDED_BY(mu);
   // For a process without a task server. Dropped when one offers its queue: an idle
   // polling thread would still take the poller's role in turn.
   std::shared_ptr<RpcQueue> own ABSL_GUARDED_BY(mu);
@@ -47,7 +49,10 @@ Queues& ProcessQueues() {
 std::shared_ptr<RpcQueue> ClientQueue() {
   Queues& q = ProcessQueues();
   absl::MutexLock lock(&q.mu);
-  if (std::shared_ptr<RpcQueue> offered = q.offered.lock()) return offered;
+  while (!q.offered.empty()) {
+    if (std::shared_ptr<RpcQueue> offered = q.offered.front().lock()) return offered;
+    q.offered.erase(q.offered.begin());
+  }
   if (q.own == nullptr)
     q.own = std::make_shared<RpcQueue>(std::make_unique<grpc::CompletionQueue>());
   return q.own;
@@ -56,8 +61,7 @@ std::shared_ptr<RpcQueue> ClientQueue() {
 void OfferClientQueue(const std::shared_ptr<RpcQueue>& queue) {
   Queues& q = ProcessQueues();
   absl::MutexLock lock(&q.mu);
-  if (!q.offered.expired()) return;
-  q.offered = queue;
+  q.offered.push_back(queue);
   q.own.reset();  // It ends once the calls on it have.
 }
 

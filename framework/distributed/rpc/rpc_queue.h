@@ -9,7 +9,8 @@
 //
 // ClientQueue() is the queue a process's client calls go through: the queue of a task
 // server (RpcServer) still running in the process, so that a task polls with one
-// thread, or, in a process without one, a queue of its own.
+// thread, or, in a process without one, a queue of its own (ended once a task server
+// starts and the calls on it are done).
 //
 // Thread safety: thread-safe. Handlers run on the queue's thread, one at a time, and
 // must not block.
@@ -54,8 +55,8 @@ class RpcQueue {
 
 // The queue for this process's client calls; hold it until the call's event has run.
 std::shared_ptr<RpcQueue> ClientQueue();
-// Offers a task server's queue for client calls while it lives (the first one offered
-// and still alive is used).
+// Offers a task server's queue for client calls while it lives (of those offered, the
+// first still alive is used).
 void OfferClientQueue(const std::shared_ptr<RpcQueue>& queue);
 
 }  // namespace tandem

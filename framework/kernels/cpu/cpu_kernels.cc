@@ -13,6 +13,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterCpuTrainingKernels(r);
   RegisterCpuFeatureKernels(r);
   RegisterCpuPartitionKernels(r);
+  RegisterCpuCollectiveKernels(r);
 }
 
 }  // namespace tandem

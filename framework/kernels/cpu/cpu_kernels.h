@@ -20,6 +20,7 @@ void RegisterCpuSyncReplicasKernels(KernelRegistry* registry);
 void RegisterCpuTrainingKernels(KernelRegistry* registry);
 void RegisterCpuFeatureKernels(KernelRegistry* registry);
 void RegisterCpuPartitionKernels(KernelRegistry* registry);
+void RegisterCpuCollectiveKernels(KernelRegistry* registry);
 
 // Registers the resource-variable kernels VarHandleOp, ReadVariableOp and
 // AssignVariableOp (type attr "dtype") for `device` and `dtype`, and

@@ -1,11 +1,11 @@
-// framework/distributed/collective/collective_kernels.cc
+// framework/kernels/cpu/collective_kernels.cc
 //
 // CPU kernels of the collective ops (framework/ops/collective_ops.h). All are
 // asynchronous: they pack their inputs into one buffer, hand it to the step's
-// CollectiveExecutor and finish when it calls back; no thread waits for the peers.
+// Collectives (kernels/collectives.h) and finish when it calls back; no thread waits
+// for the peers.
 // Inputs are packed at 64-byte aligned offsets, so the all-reduce's outputs are
 // aligned views of the one reduced buffer (no copy out).
-#include "framework/distributed/collective/collective_kernels.h"
 
 #include <algorithm>
 #include <cstring>
@@ -17,8 +17,10 @@
 #include "absl/synchronization/mutex.h"
 #include "framework/core/denormal.h"
 #include "framework/core/status.h"
-#include "framework/distributed/collective/collective_executor.h"
 #include "framework/graph/device_spec.h"
+#include "framework/kernels/collectives.h"
+#include "framework/kernels/cpu/cpu_kernels.h"
+#include "framework/kernels/op_kernel.h"
 
 namespace tandem {
 namespace {
@@ -58,8 +60,8 @@ class CollectiveKernel : public AsyncOpKernel {
 
  protected:
   // The step's group, or null after failing `done` with FAILED_PRECONDITION.
-  static CollectiveExecutor* Group(OpKernelContext& ctx, DoneCallback& done) {
-    CollectiveExecutor* ex = ctx.step().collective;
+  static Collectives* Group(OpKernelContext& ctx, DoneCallback& done) {
+    Collectives* ex = ctx.step().collective;
     if (ex == nullptr) {
       done(ctx.Annotate(absl::FailedPreconditionError(
           "this session has no collective group (SessionOptions::collective): collective ops "
@@ -70,8 +72,7 @@ class CollectiveKernel : public AsyncOpKernel {
   // The collective's completion: a failure ends the kernel with the error annotated with
   // the node; success runs `set_outputs`, then ends it.
   template <typename SetOutputs>
-  static CollectiveExecutor::Done Finish(OpKernelContext& ctx, DoneCallback done,
-                                         SetOutputs set_outputs) {
+  static Collectives::Done Finish(OpKernelContext& ctx, DoneCallback done, SetOutputs set_outputs) {
     return [&ctx, done = std::move(done),
             set_outputs = std::move(set_outputs)](const absl::Status& s) {
       if (!s.ok()) {
@@ -120,7 +121,7 @@ class AveragingKernel : public CollectiveKernel {
   }
 
  protected:
-  float Scale(const CollectiveExecutor& ex) const {
+  float Scale(const Collectives& ex) const {
     return average_ ? 1.0f / static_cast<float>(ex.size()) : 1.0f;
   }
 
@@ -130,9 +131,8 @@ class AveragingKernel : public CollectiveKernel {
 
 class CollectiveAllReduceKernel : public AveragingKernel {
  public:
-
   void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
-    CollectiveExecutor* ex = Group(ctx, done);
+    Collectives* ex = Group(ctx, done);
     if (ex == nullptr) return;
     std::vector<size_t> offsets;
     Tensor packed = Packed(ctx, DType::kFloat, &offsets);
@@ -155,7 +155,7 @@ class CollectiveAllReduceKernel : public AveragingKernel {
 class CollectiveBroadcastKernel : public CollectiveKernel {
  public:
   void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
-    CollectiveExecutor* ex = Group(ctx, done);
+    Collectives* ex = Group(ctx, done);
     if (ex == nullptr) return;
     std::vector<size_t> offsets;
     Tensor packed = Packed(ctx, DType::kUInt8, &offsets);
@@ -179,22 +179,21 @@ class CollectiveBroadcastKernel : public CollectiveKernel {
 // hold the same bits.
 class CollectiveAllGatherRowsKernel : public AveragingKernel {
  public:
-
   void ComputeAsync(OpKernelContext& ctx, DoneCallback done) override {
-    CollectiveExecutor* ex = Group(ctx, done);
+    Collectives* ex = Group(ctx, done);
     if (ex == nullptr) return;
     const Tensor& indices = ctx.input(0);
     const Tensor& values = ctx.input(1);
     const int64_t n = indices.NumElements();
     if (values.shape().rank() < 1 || values.shape().dim(0) != n) {
-      done(ctx.Annotate(absl::InvalidArgumentError(
-          absl::StrCat("values ", values.shape().DebugString(), " need one row per index (", n,
-                       ")"))));
+      done(ctx.Annotate(absl::InvalidArgumentError(absl::StrCat(
+          "values ", values.shape().DebugString(), " need one row per index (", n, ")"))));
       return;
     }
     const int64_t row = n > 0 ? values.NumElements() / n : RowElems(values.shape());
-    Tensor mine(DType::kUInt8, TensorShape({static_cast<int64_t>(
-                                   (2 + n) * sizeof(int64_t) + n * row * sizeof(float))}));
+    Tensor mine(
+        DType::kUInt8,
+        TensorShape({static_cast<int64_t>((2 + n) * sizeof(int64_t) + n * row * sizeof(float))}));
     auto* head = reinterpret_cast<int64_t*>(mine.raw_data());
     head[0] = n;
     head[1] = row;
@@ -244,9 +243,9 @@ class CollectiveAllGatherRowsKernel : public AveragingKernel {
       if (bytes < 2 * sizeof(int64_t) || head[0] < 0 || static_cast<size_t>(head[0]) > max_n ||
           head[1] != row ||
           bytes != (2 + head[0]) * sizeof(int64_t) + head[0] * row * sizeof(float)) {
-        return absl::InternalError(absl::StrCat(
-            "collective: replica ", r, " sent rows that do not match this replica's (", bytes,
-            " bytes; rows of ", row, " elements expected; different graphs?)"));
+        return absl::InternalError(
+            absl::StrCat("collective: replica ", r, " sent rows that do not match this replica's (",
+                         bytes, " bytes; rows of ", row, " elements expected; different graphs?)"));
       }
       parts.push_back({head + 2, reinterpret_cast<const float*>(head + 2 + head[0]), head[0]});
       ids.insert(ids.end(), head + 2, head + 2 + head[0]);
@@ -291,7 +290,7 @@ class CollectiveAllGatherRowsKernel : public AveragingKernel {
 
 }  // namespace
 
-void RegisterCollectiveKernels(KernelRegistry* r) {
+void RegisterCpuCollectiveKernels(KernelRegistry* r) {
   r->Register<CollectiveAllReduceKernel>("CollectiveAllReduce", kDeviceCpu);
   r->Register<CollectiveBroadcastKernel>("CollectiveBroadcast", kDeviceCpu);
   r->Register<CollectiveAllGatherRowsKernel>("CollectiveAllGatherRows", kDeviceCpu);
