@@ -19,7 +19,6 @@ import datetime
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -27,6 +26,7 @@ import torch.nn as nn
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from free_port import free_port  # noqa: E402
 from ddp_spawn import group_rate, leave, spawn_replicas  # noqa: E402
+from ctr_common import Batches, load_shard, one_thread  # noqa: E402
 
 
 class Ctr(nn.Module):
@@ -42,33 +42,19 @@ class Ctr(nn.Module):
 
 
 def replica(rank, a, port):
-    if a.pin_cpus:  # Each process on one CPU, as `trainer launch` tasks pinned by hand.
-        os.sched_setaffinity(0, {rank % os.cpu_count()})
-    torch.set_num_threads(1)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
+    one_thread(rank, a.pin_cpus)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=a.procs, timeout=datetime.timedelta(seconds=a.timeout))
     try:
         torch.manual_seed(1)
-        data = np.load(a.data)
-        raw = data["ids"].astype(np.uint64)
-        buckets = ((raw * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) % np.uint64(a.buckets)
-        ids = torch.from_numpy(buckets.astype(np.int64))[rank::a.procs]
-        x = torch.from_numpy(data["x"])[rank::a.procs]
-        y = torch.from_numpy(data["labels"].astype(np.float32))[rank::a.procs]
+        ids, x, y = load_shard(a.data, a.buckets, rank, a.procs)
         model = nn.parallel.DistributedDataParallel(Ctr(a.buckets))
         opt = torch.optim.Adagrad(model.parameters(), lr=0.05, initial_accumulator_value=0.1)
         loss_fn = nn.BCEWithLogitsLoss(reduction="sum")
-        n = ids.shape[0] // a.batch
-        at = [0]
+        batches = Batches(ids.shape[0], a.batch)
 
         def step():
-            b = at[0] % n
-            at[0] += 1
-            sl = slice(b * a.batch, (b + 1) * a.batch)
+            sl = batches.next()
             opt.zero_grad()
             loss = loss_fn(model(ids[sl], x[sl]), y[sl])
             loss.backward()  # DDP all-reduces the gradients here (the table's as sparse).

@@ -29,7 +29,6 @@ import sys
 import threading
 import time
 
-import numpy as np
 import torch
 import torch.distributed.rpc as rpc
 import torch.nn as nn
@@ -38,6 +37,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from free_port import free_port  # noqa: E402
 from ddp_spawn import leave, spawn_replicas  # noqa: E402
+from ctr_common import Batches, load_shard, one_thread  # noqa: E402
 
 NUM_PS = 2
 NUM_WORKERS = 2
@@ -109,21 +109,13 @@ def serve(ps, a):
 
 
 def work(w, a):
-    data = np.load(a.data)
-    raw = data["ids"].astype(np.uint64)
-    buckets = ((raw * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)) % np.uint64(a.buckets)
-    ids = torch.from_numpy(buckets.astype(np.int64))[w::NUM_WORKERS]
-    x = torch.from_numpy(data["x"])[w::NUM_WORKERS]
-    y = torch.from_numpy(data["labels"].astype(np.float32))[w::NUM_WORKERS]
+    ids, x, y = load_shard(a.data, a.buckets, w, NUM_WORKERS)
     model = dense_layers()
     loss_fn = nn.BCEWithLogitsLoss(reduction="sum")
-    n = ids.shape[0] // a.batch
-    at = [0]
+    batches = Batches(ids.shape[0], a.batch)
 
     def step():
-        b = at[0] % n
-        at[0] += 1
-        sl = slice(b * a.batch, (b + 1) * a.batch)
+        sl = batches.next()
         unique, inverse = torch.unique(ids[sl], return_inverse=True)
         owner = unique % NUM_PS
         masks = [owner == p for p in range(NUM_PS)]
@@ -159,13 +151,7 @@ def work(w, a):
 
 
 def process(rank, a, port):
-    if a.pin_cpus:
-        os.sched_setaffinity(0, {rank % os.cpu_count()})
-    torch.set_num_threads(1)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
+    one_thread(rank, a.pin_cpus)
     name = f"ps{rank}" if rank < NUM_PS else f"worker{rank - NUM_PS}"
     if rank < NUM_PS:
         serve(rank, a)  # Before init_rpc: no call reaches a ps whose table is not there.

@@ -1,4 +1,4 @@
-"""What the DDP peers (ddp_peer.py, ctr_peer.py) share.
+"""What the multi-process peers (ddp_peer.py, ctr_peer.py, ctr_ps_peer.py) share.
 
 spawn_replicas(replica, args, procs, timeout, name): runs replica(rank, *args) in `procs`
 processes (torch.multiprocessing), kills them all when one fails, after `timeout`
