@@ -10,15 +10,6 @@ function(tandem_export_name name)
   add_library(tandem::${short} ALIAS ${name})
 endfunction()
 
-# TANDEM_PCH: each library's C++ sources share one precompiled header of the standard,
-# abseil and glog headers that most of them include (the quick start's build).
-option(TANDEM_PCH "Precompile the common standard, abseil and glog headers per library" OFF)
-set(TANDEM_PCH_HEADERS
-  <algorithm> <cstdint> <functional> <map> <memory> <optional> <string> <utility> <vector>
-  "absl/container/flat_hash_map.h" "absl/status/status.h" "absl/status/statusor.h"
-  "absl/strings/str_cat.h" "absl/strings/string_view.h" "absl/synchronization/mutex.h"
-  "glog/logging.h")
-
 # tandem_library(NAME SOURCES ... DEPS ...): a static library of project code. Its
 # includes are the source and build roots in the tree ("framework/core/status.h",
 # "framework/protos/graph.pb.h") and <prefix>/include once installed.
@@ -31,11 +22,5 @@ function(tandem_library name)
   target_compile_features(${name} PUBLIC cxx_std_20)
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${TANDEM_WARNINGS}>)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
-  if(TANDEM_PCH)
-    foreach(h ${TANDEM_PCH_HEADERS})
-      string(REPLACE ">" "$<ANGLE-R>" h "${h}")  # Inside a generator expression.
-      target_precompile_headers(${name} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${h}>")
-    endforeach()
-  endif()
   tandem_export_name(${name})
 endfunction()

@@ -120,17 +120,21 @@ absl::Status Server::Init(const std::string& bind_address) {
 
 void Server::Stop(const std::string& reason) {
   if (stopped_.HasBeenNotified()) return;
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock stopping(&stop_mu_);
   if (stopped_.HasBeenNotified()) return;
-  if (shutdown_reason_.empty()) shutdown_reason_ = reason;
+  std::string why;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutdown_reason_.empty()) shutdown_reason_ = reason;
+    why = shutdown_reason_;
+  }
   // gRPC's shutdown waits for every handler to finish; none may wait on a tensor.
   if (collective_ != nullptr) {
-    collective_->Leave(
-        absl::StrCat("server ", task_name_, " is stopping (", shutdown_reason_, ")"));
+    collective_->Leave(absl::StrCat("server ", task_name_, " is stopping (", why, ")"));
   }
   if (worker_ != nullptr) {
-    worker_->AbortAllSteps(absl::UnavailableError(
-        absl::StrCat("server ", task_name_, " is stopping (", shutdown_reason_, ")")));
+    worker_->AbortAllSteps(
+        absl::UnavailableError(absl::StrCat("server ", task_name_, " is stopping (", why, ")")));
   }
   if (health_ != nullptr) health_->SetServing(false);  // NOT_SERVING until the ports close.
   if (server_ != nullptr) {

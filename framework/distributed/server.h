@@ -99,7 +99,10 @@ class Server {
   std::unique_ptr<GrpcService> service_;
   std::unique_ptr<RpcServer> server_;
   std::unique_ptr<HealthPort> health_port_;  // security.health_port; may be null.
-  absl::Mutex mu_;
+  // Held by Stop throughout, so that one Stop runs at a time; never by an RPC handler,
+  // which runs on the server's one polling thread, which Stop waits for.
+  absl::Mutex stop_mu_;
+  absl::Mutex mu_;  // Held only briefly (the Shutdown handler takes it).
   std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
   absl::Notification stopped_;
 };
