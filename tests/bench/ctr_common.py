@@ -7,7 +7,10 @@ load_shard(path, buckets, index, count): ctr_data.py's .npz, the ids hashed into
 `buckets` (a multiplicative hash mod `buckets`), shard `index` of `count` (every
 count-th row): (ids [rows, 8] int64, x [rows, 2] float32, labels [rows] float32).
 Batches(rows, batch): the slice of each next batch, round and round.
+arguments(doc, unit): the options both peers take (`unit`: what --batch and --steps
+count per, "process" or "worker").
 """
+import argparse
 import os
 
 import numpy as np
@@ -44,3 +47,17 @@ class Batches:
         b = self.at % self.n
         self.at += 1
         return slice(b * self.batch, (b + 1) * self.batch)
+
+
+def arguments(doc, unit):
+    p = argparse.ArgumentParser(description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, help="ctr_data.py's .npz")
+    p.add_argument("--buckets", type=int, default=4194304)
+    p.add_argument("--batch", type=int, default=256, help=f"per-{unit} batch size")
+    p.add_argument("--steps", type=int, default=300, help=f"timed steps per {unit}")
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--pin_cpus", action="store_true",
+                   help="pin process i to CPU i mod the CPU count")
+    return p

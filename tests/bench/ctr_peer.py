@@ -14,7 +14,6 @@ inside its step.
   ctr_peer.py --data /tmp/tandem_ctr/ctr.npz --buckets 4194304 --steps 300
       prints "ctr_peer procs=2 buckets=... examples_per_second=X"
 """
-import argparse
 import datetime
 import os
 import sys
@@ -26,7 +25,7 @@ import torch.nn as nn
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from free_port import free_port  # noqa: E402
 from ddp_spawn import group_rate, leave, spawn_replicas  # noqa: E402
-from ctr_common import Batches, load_shard, one_thread  # noqa: E402
+from ctr_common import Batches, arguments, load_shard, one_thread  # noqa: E402
 
 
 class Ctr(nn.Module):
@@ -72,17 +71,8 @@ def replica(rank, a, port):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", required=True, help="ctr_data.py's .npz")
-    p.add_argument("--buckets", type=int, default=4194304)
+    p = arguments(__doc__, "process")
     p.add_argument("--procs", type=int, default=2)
-    p.add_argument("--batch", type=int, default=256, help="per-process batch size")
-    p.add_argument("--steps", type=int, default=300, help="timed steps per process")
-    p.add_argument("--warmup", type=int, default=20)
-    p.add_argument("--timeout", type=float, default=600)
-    p.add_argument("--pin_cpus", action="store_true",
-                   help="pin process i to CPU i mod the CPU count")
     a = p.parse_args()
     spawn_replicas(replica, (a, free_port()), a.procs, a.timeout, "ctr_peer")
 

@@ -23,7 +23,6 @@ mod `--buckets`).
 The rate: both workers run `--warmup` steps, meet, and run `--steps` steps; examples/s
 is both workers' examples over the time from the first start to the last end.
 """
-import argparse
 import os
 import sys
 import threading
@@ -37,7 +36,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "util"))
 from free_port import free_port  # noqa: E402
 from ddp_spawn import leave, spawn_replicas  # noqa: E402
-from ctr_common import Batches, load_shard, one_thread  # noqa: E402
+from ctr_common import Batches, arguments, load_shard, one_thread  # noqa: E402
 
 NUM_PS = 2
 NUM_WORKERS = 2
@@ -172,18 +171,9 @@ def process(rank, a, port):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", required=True, help="ctr_data.py's .npz")
-    p.add_argument("--buckets", type=int, default=4194304)
-    p.add_argument("--batch", type=int, default=256, help="per-worker batch size")
-    p.add_argument("--steps", type=int, default=300, help="timed steps per worker")
-    p.add_argument("--warmup", type=int, default=20)
+    p = arguments(__doc__, "worker")
     p.add_argument("--rpc_threads", type=int, default=4,
                    help="TensorPipe's request threads per process")
-    p.add_argument("--timeout", type=float, default=600)
-    p.add_argument("--pin_cpus", action="store_true",
-                   help="pin process i to CPU i mod the CPU count")
     a = p.parse_args()
     if a.rpc_threads < 2:
         p.error("--rpc_threads must be at least 2 (ps 0 holds one while the workers meet)")

@@ -38,16 +38,10 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const std::string& a
   std::unique_ptr<grpc::ServerCompletionQueue> cq = builder.AddCompletionQueue();
   s->calls_ = std::make_shared<ServerCalls>(s->service_.get(), cq.get(), service);
   s->server_ = builder.BuildAndStart();
+  s->queue_ = std::make_shared<RpcQueue>(std::move(cq));  // ~RpcServer drains it on failure.
   if (s->server_ == nullptr || s->port_ == 0) {
-    s->server_.reset();
-    cq->Shutdown();
-    void* tag = nullptr;
-    bool ok = false;
-    while (cq->Next(&tag, &ok)) {
-    }
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address, " for ", purpose));
   }
-  s->queue_ = std::make_shared<RpcQueue>(std::move(cq));
   if (kind == Kind::kTask) OfferClientQueue(s->queue_);
   // Calls waiting for calls: each that gets one puts another in its place, so this
   // many can arrive at once without waiting for the queue's thread.
