@@ -236,6 +236,7 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
   args.intra_op_pool = env_.intra_op_pool;
   args.intra_op_threads = env_.intra_op_threads;
   args.rendezvous = rendezvous.get();
+  args.recv_batching = rendezvous.get();
   args.collective = env_.collective;  // The hybrid strategy's all-reduce runs in partitions.
   if (req.trace()) args.stats = stats.get();
   if (req.timeout_ms() > 0) args.deadline_micros = env::NowMicros() + req.timeout_ms() * 1000;
@@ -296,21 +297,27 @@ absl::Status Worker::CheckKey(const ParsedKey& key) const {
 
 namespace {
 
-// Fills `response` with the bytes of `value` from `offset` (at most `chunk` of them);
-// returns true for the last chunk.
-bool ReplyWithChunk(const Tensor& value, uint64_t offset, uint64_t chunk,
-                    WireMessage<proto::RecvTensorResponse>* response) {
+// Describes in `r` the bytes of `value` from `offset` (at most `chunk` of them) and
+// returns them (sharing the value's buffer).
+Tensor Chunk(const Tensor& value, uint64_t offset, uint64_t chunk, proto::RecvTensorResponse* r) {
   const uint64_t total = value.TotalBytes();
   const uint64_t n = std::min(chunk, total - offset);
-  proto::RecvTensorResponse& r = response->proto;
-  r.set_chunked(true);
-  r.set_offset(offset);
-  r.set_total_bytes(total);
-  r.set_dtype(static_cast<proto::DataType>(value.dtype()));
-  for (int64_t d : value.shape().dims()) r.add_dim(d);
-  response->tensors = {value.ByteRange(offset, n)};  // Shares the value's buffer.
-  return offset + n == total;
+  r->set_chunked(true);
+  r->set_offset(offset);
+  r->set_total_bytes(total);
+  r->set_dtype(static_cast<proto::DataType>(value.dtype()));
+  for (int64_t d : value.shape().dims()) r->add_dim(d);
+  return value.ByteRange(offset, n);
 }
+
+// Fills `response` with the bytes of `value` from `offset` (at most `chunk` of them).
+void ReplyWithChunk(const Tensor& value, uint64_t offset, uint64_t chunk,
+                    WireMessage<proto::RecvTensorResponse>* response) {
+  response->tensors = {Chunk(value, offset, chunk, &response->proto)};
+}
+
+// Keys a RecvTensor call may ask for at once.
+constexpr int kMaxKeysPerRecvTensor = 4096;
 
 }  // namespace
 
@@ -318,6 +325,10 @@ void Worker::RecvTensorAsync(CallOptions* options,
                              const WireMessage<proto::RecvTensorRequest>* request,
                              WireMessage<proto::RecvTensorResponse>* response,
                              StatusCallback done) {
+  if (request->proto.more_keys_size() > 0) {
+    RecvTensorsAsync(options, request->proto, response, std::move(done));
+    return;
+  }
   absl::StatusOr<ParsedKey> key = ParseRendezvousKey(request->proto.rendezvous_key());
   if (!key.ok()) {
     done(key.status());
@@ -351,34 +362,100 @@ void Worker::RecvTensorAsync(CallOptions* options,
     done(absl::OkStatus());
     return;
   }
-  if (options != nullptr) {
-    // The caller gave up (its step failed, or its task went away): so has this step.
-    options->SetCancelCallback([this, step_id] {
-      EndStep(step_id,
-              absl::AbortedError(absl::StrCat("a RecvTensor of step ", step_id, " from ",
-                                              env_.task_name, " was cancelled by its caller")));
-    });
-  }
+  EndStepIfCancelled(options, step_id);
   std::string full_key = key->full_key;
-  r->RecvLocalAsync(*key, [this, options, r, full_key, chunk, response, done = std::move(done)](
+  r->RecvLocalAsync(*key, [this, options, r, full_key, response, done = std::move(done)](
                               const absl::Status& s, const Tensor& value, bool is_dead) {
     if (options != nullptr) options->ClearCancelCallback();
     if (!s.ok()) {
       done(s);
       return;
     }
-    response->proto.set_is_dead(is_dead);
-    if (HasWireBytes(value.dtype()) && value.TotalBytes() > chunk) {
-      ++chunks_sent_;
-      if (!ReplyWithChunk(value, 0, chunk, response)) {
-        const uint64_t total = value.TotalBytes();
-        r->Stash(full_key, value, static_cast<int64_t>((total - 1) / chunk));
-      }
-    } else {
-      response->tensors = {value};
-    }
+    response->tensors = {ReplyWith(*r, full_key, value, is_dead, &response->proto)};
     done(absl::OkStatus());
   });
+}
+
+void Worker::EndStepIfCancelled(CallOptions* options, int64_t step_id) {
+  if (options == nullptr) return;
+  // The caller gave up (its step failed, or its task went away): so has this step.
+  options->SetCancelCallback([this, step_id] {
+    EndStep(step_id,
+            absl::AbortedError(absl::StrCat("a RecvTensor of step ", step_id, " from ",
+                                            env_.task_name, " was cancelled by its caller")));
+  });
+}
+
+Tensor Worker::ReplyWith(WorkerRendezvous& step, const std::string& key, const Tensor& value,
+                         bool is_dead, proto::RecvTensorResponse* r) {
+  r->set_is_dead(is_dead);
+  const uint64_t chunk = env_.recv_chunk_bytes;
+  if (!HasWireBytes(value.dtype()) || value.TotalBytes() <= chunk) return value;
+  ++chunks_sent_;
+  step.Stash(key, value, static_cast<int64_t>((value.TotalBytes() - 1) / chunk));
+  return Chunk(value, 0, chunk, r);
+}
+
+void Worker::RecvTensorsAsync(CallOptions* options, const proto::RecvTensorRequest& request,
+                              WireMessage<proto::RecvTensorResponse>* response,
+                              StatusCallback done) {
+  const int n = 1 + request.more_keys_size();
+  if (n > kMaxKeysPerRecvTensor || request.offset() != 0) {
+    done(absl::InvalidArgumentError(absl::StrCat("RecvTensor of ", n, " keys at offset ",
+                                                 request.offset(), ": at most ",
+                                                 kMaxKeysPerRecvTensor, " keys, at offset 0")));
+    return;
+  }
+  std::vector<ParsedKey> keys;
+  absl::flat_hash_set<absl::string_view> seen;
+  for (int i = 0; i < n; ++i) {
+    const std::string& text = i == 0 ? request.rendezvous_key() : request.more_keys(i - 1);
+    absl::StatusOr<ParsedKey> key = ParseRendezvousKey(text);
+    if (!key.ok()) {
+      done(key.status());
+      return;
+    }
+    if (absl::Status s = CheckKey(*key); !s.ok()) {
+      done(s);
+      return;
+    }
+    if (!seen.insert(text).second) {
+      done(absl::InvalidArgumentError(
+          absl::StrCat("RecvTensor asks twice for '", key->edge_name, "'")));
+      return;
+    }
+    keys.push_back(*std::move(key));
+  }
+  const int64_t step_id = request.step_id();
+  absl::StatusOr<std::shared_ptr<WorkerRendezvous>> step = StepRendezvous(step_id);
+  if (!step.ok()) {
+    done(absl::Status(step.status().code(),
+                      absl::StrCat("RecvTensor of '", keys[0].edge_name, "' and ", n - 1,
+                                   " more: ", step.status().message())));
+    return;
+  }
+  std::shared_ptr<WorkerRendezvous> r = *std::move(step);
+  EndStepIfCancelled(options, step_id);
+  std::vector<std::string> names;
+  for (const ParsedKey& k : keys) names.push_back(k.full_key);
+  r->RecvLocalAnyAsync(
+      std::move(keys),
+      [this, options, r, names = std::move(names), response, done = std::move(done)](
+          const absl::Status& s, std::vector<WorkerRendezvous::Ready> ready) {
+        if (options != nullptr) options->ClearCancelCallback();
+        if (!s.ok()) {
+          // What was taken out of the table is lost with the call, as when a single
+          // receive fails: the step is over.
+          done(s);
+          return;
+        }
+        for (WorkerRendezvous::Ready& v : ready) {
+          proto::RecvTensorResponse* entry = response->proto.add_ready();
+          entry->set_key_index(v.index);
+          response->tensors.push_back(ReplyWith(*r, names[v.index], v.value, v.is_dead, entry));
+        }
+        done(absl::OkStatus());
+      });
 }
 
 void Worker::CleanupGraphAsync(CallOptions*, const WireMessage<proto::CleanupGraphRequest>* request,

@@ -27,7 +27,9 @@
 //     fail with ABORTED, so no handler waits for a caller that has gone, and the
 //     partitions of other tasks that wait on the step see the recoverable error.
 //   - RecvTensor answers from the step's rendezvous once the value is sent; a value
-//     over recv_chunk_bytes goes in chunks, kept in the step until the last. A key
+//     over recv_chunk_bytes goes in chunks, kept in the step until the last. A call
+//     naming several keys (at most 4096, each once) is answered once any one is
+//     sent, with every one sent by then (WorkerRendezvous::RecvLocalAnyAsync). A key
 //     naming another incarnation of this task's device is ABORTED (the sender's
 //     master registered against a previous run of this server).
 //   - Unknown session or graph handles are ABORTED, the recoverable error.
@@ -130,6 +132,15 @@ class Worker : public WorkerInterface {
   // with `why` (not OK), and remembers the step as ended.
   void EndStep(int64_t step_id, const absl::Status& why);
   absl::Status CheckKey(const ParsedKey& key) const;
+  // RecvTensor of several keys (RecvTensorRequest::more_keys).
+  void RecvTensorsAsync(CallOptions* options, const proto::RecvTensorRequest& request,
+                        WireMessage<proto::RecvTensorResponse>* response, StatusCallback done);
+  // A cancelled call of `step_id` ends that step on this task.
+  void EndStepIfCancelled(CallOptions* options, int64_t step_id);
+  // Describes `value` (sent as `key` in `step`) in `r` and returns what to send: the
+  // value, or its first chunk (the rest is stashed for the calls that follow).
+  Tensor ReplyWith(WorkerRendezvous& step, const std::string& key, const Tensor& value,
+                   bool is_dead, proto::RecvTensorResponse* r);
 
   const WorkerEnv env_;
   std::atomic<int64_t> chunks_sent_{0};

@@ -108,7 +108,8 @@ class WorkerInterface {
                              StatusCallback done) = 0;
 
   // The value a _Send of this task made (or will make) for `rendezvous_key` in a
-  // step; large values come in chunks.
+  // step; large values come in chunks. With `more_keys`, the values of every key that
+  // is sent by the time any one is (RecvTensorResponse::ready).
   virtual void RecvTensorAsync(CallOptions* options,
                                const WireMessage<proto::RecvTensorRequest>* request,
                                WireMessage<proto::RecvTensorResponse>* response,

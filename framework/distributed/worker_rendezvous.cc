@@ -1,5 +1,6 @@
 #include "framework/distributed/worker_rendezvous.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -35,7 +36,7 @@ void WorkerRendezvous::RecvAsync(const ParsedKey& key, DoneCallback done) {
     local_.RecvAsync(key, std::move(done));
     return;
   }
-  RecvRemote(key, TaskNameOf(key.src), std::move(done));
+  RecvRemote(key, TaskNameOf(key.src), std::move(done), /*may_hold=*/true);
 }
 
 // One remote receive: a single RecvTensor call, or, for a chunked tensor, a first call
@@ -70,8 +71,44 @@ struct WorkerRendezvous::RemoteRecv {
   }
 };
 
+namespace {
+
+// The receives of one RecvBatching burst on this thread, innermost last.
+struct PendingBurst {
+  const void* owner = nullptr;  // The WorkerRendezvous.
+  std::vector<std::shared_ptr<void>> recvs;
+};
+std::vector<PendingBurst>& Bursts() {
+  static thread_local std::vector<PendingBurst> bursts;
+  return bursts;
+}
+
+}  // namespace
+
+void WorkerRendezvous::BeginRecvBatch() { Bursts().push_back(PendingBurst{this, {}}); }
+
+void WorkerRendezvous::EndRecvBatch() {
+  std::vector<PendingBurst>& bursts = Bursts();
+  if (bursts.empty() || bursts.back().owner != this) return;  // Unpaired: nothing held.
+  std::vector<std::shared_ptr<void>> held = std::move(bursts.back().recvs);
+  bursts.pop_back();
+  // By source task, in the order they were started.
+  std::vector<std::vector<std::shared_ptr<RemoteRecv>>> by_task;
+  for (auto& p : held) {
+    auto recv = std::static_pointer_cast<RemoteRecv>(p);
+    auto it = std::find_if(by_task.begin(), by_task.end(),
+                           [&](const auto& group) { return group[0]->src_task == recv->src_task; });
+    if (it == by_task.end()) {
+      by_task.push_back({std::move(recv)});
+    } else {
+      it->push_back(std::move(recv));
+    }
+  }
+  for (auto& group : by_task) IssueRecvCalls(calls_, std::move(group));
+}
+
 void WorkerRendezvous::RecvRemote(const ParsedKey& key, const std::string& src_task,
-                                  DoneCallback done) {
+                                  DoneCallback done, bool may_hold) {
   absl::StatusOr<WorkerInterface*> worker = cache_->GetWorker(src_task);
   if (!worker.ok()) {
     done(worker.status(), Tensor(), false);
@@ -83,6 +120,11 @@ void WorkerRendezvous::RecvRemote(const ParsedKey& key, const std::string& src_t
   recv->edge = key.edge_name;
   recv->key = key.full_key;
   recv->done = std::move(done);
+  std::vector<PendingBurst>& bursts = Bursts();
+  if (may_hold && !bursts.empty() && bursts.back().owner == this) {
+    bursts.back().recvs.push_back(std::move(recv));
+    return;
+  }
   IssueRecvCall(calls_, std::move(recv), 0);
 }
 
@@ -130,37 +172,122 @@ void WorkerRendezvous::IssueRecvCall(std::shared_ptr<Calls> calls, std::shared_p
           recv->Finish(result);
           return;
         }
-        const proto::RecvTensorResponse& r = call->response.proto;
-        if (!r.chunked() && offset == 0) {
-          recv->value = call->response.tensors[0];
-          recv->is_dead = r.is_dead();
-          recv->Finish(absl::OkStatus());
-          return;
-        }
-        result = AddChunk(recv.get(), offset, r, call->response.tensors[0]);
-        if (!result.ok()) {
-          recv->Finish(result);
-          return;
-        }
-        // Ask for more chunks: after the first, up to kChunksInFlight at a time.
-        std::vector<uint64_t> next;
-        bool complete;
+        OnRecvReply(calls, recv, offset, call->response.proto, call->response.tensors[0]);
+      });
+}
+
+void WorkerRendezvous::OnRecvReply(const std::shared_ptr<Calls>& calls,
+                                   const std::shared_ptr<RemoteRecv>& recv, uint64_t offset,
+                                   const proto::RecvTensorResponse& r, const Tensor& bytes) {
+  if (!r.chunked() && offset == 0) {
+    recv->value = bytes;
+    recv->is_dead = r.is_dead();
+    recv->Finish(absl::OkStatus());
+    return;
+  }
+  absl::Status result = AddChunk(recv.get(), offset, r, bytes);
+  if (!result.ok()) {
+    recv->Finish(result);
+    return;
+  }
+  // Ask for more chunks: after the first, up to kChunksInFlight at a time.
+  std::vector<uint64_t> next;
+  bool complete;
+  {
+    absl::MutexLock lock(&recv->mu);
+    if (recv->finished) return;  // Another chunk failed: ask for no more.
+    const uint64_t total = recv->value.TotalBytes();
+    complete = recv->received == total;
+    const int want = offset == 0 ? kChunksInFlight : 1;
+    while (static_cast<int>(next.size()) < want && recv->next_offset < total) {
+      next.push_back(recv->next_offset);
+      recv->next_offset += recv->chunk;
+    }
+  }
+  if (complete) {
+    recv->Finish(absl::OkStatus());
+    return;
+  }
+  for (uint64_t o : next) IssueRecvCall(calls, recv, o);
+}
+
+void WorkerRendezvous::IssueRecvCalls(std::shared_ptr<Calls> calls,
+                                      std::vector<std::shared_ptr<RemoteRecv>> recvs) {
+  if (recvs.size() == 1) {
+    IssueRecvCall(std::move(calls), std::move(recvs[0]), 0);
+  } else if (!recvs.empty()) {
+    IssueBatchCall(std::move(calls), std::move(recvs));
+  }
+}
+
+void WorkerRendezvous::IssueBatchCall(std::shared_ptr<Calls> calls,
+                                      std::vector<std::shared_ptr<RemoteRecv>> recvs) {
+  struct Call {
+    std::shared_ptr<CallOptions> options = std::make_shared<CallOptions>();
+    WireMessage<proto::RecvTensorRequest> request;
+    WireMessage<proto::RecvTensorResponse> response;
+  };
+  auto call = std::make_shared<Call>();
+  call->request.proto.set_step_id(calls->step_id);
+  call->request.proto.set_rendezvous_key(recvs[0]->key);
+  for (size_t i = 1; i < recvs.size(); ++i) call->request.proto.add_more_keys(recvs[i]->key);
+  absl::Status aborted;
+  {
+    absl::MutexLock lock(&calls->mu);
+    aborted = calls->aborted;
+    if (aborted.ok()) calls->inflight.insert(call->options);
+  }
+  if (!aborted.ok()) {
+    for (const auto& recv : recvs) recv->Finish(aborted);
+    return;
+  }
+  WorkerInterface* worker = recvs[0]->worker;
+  worker->RecvTensorAsync(
+      call->options.get(), &call->request, &call->response,
+      [calls, call, recvs = std::move(recvs)](const absl::Status& s) mutable {
+        absl::Status result;  // An abort wins over what the call says.
         {
-          absl::MutexLock lock(&recv->mu);
-          if (recv->finished) return;  // Another chunk failed: ask for no more.
-          const uint64_t total = recv->value.TotalBytes();
-          complete = recv->received == total;
-          const int want = offset == 0 ? kChunksInFlight : 1;
-          while (static_cast<int>(next.size()) < want && recv->next_offset < total) {
-            next.push_back(recv->next_offset);
-            recv->next_offset += recv->chunk;
+          absl::MutexLock lock(&calls->mu);
+          calls->inflight.erase(call->options);
+          result = calls->aborted;
+        }
+        const std::string& src = recvs[0]->src_task;
+        if (result.ok() && !s.ok()) {
+          result = absl::Status(
+              s.code(), absl::StrCat("receiving ", recvs.size(), " tensors ('", recvs[0]->edge,
+                                     "', ...) from ", src, ": ", s.message()));
+        }
+        const proto::RecvTensorResponse& r = call->response.proto;
+        const std::vector<Tensor>& tensors = call->response.tensors;
+        std::vector<bool> answered(recvs.size(), false);
+        if (result.ok()) {
+          if (r.ready_size() == 0 || static_cast<size_t>(r.ready_size()) != tensors.size()) {
+            result = absl::InternalError(
+                absl::StrCat("RecvTensor of ", recvs.size(), " keys from ", src, " answered ",
+                             r.ready_size(), " of them with ", tensors.size(), " tensors"));
+          }
+          for (int i = 0; result.ok() && i < r.ready_size(); ++i) {
+            const int k = r.ready(i).key_index();
+            if (k < 0 || static_cast<size_t>(k) >= recvs.size() || answered[k]) {
+              result = absl::InternalError(absl::StrCat("RecvTensor of ", recvs.size(),
+                                                        " keys from ", src, " answered key ", k));
+            } else {
+              answered[k] = true;
+            }
           }
         }
-        if (complete) {
-          recv->Finish(absl::OkStatus());
+        if (!result.ok()) {
+          for (const auto& recv : recvs) recv->Finish(result);
           return;
         }
-        for (uint64_t o : next) IssueRecvCall(calls, recv, o);
+        for (int i = 0; i < r.ready_size(); ++i) {
+          OnRecvReply(calls, recvs[r.ready(i).key_index()], 0, r.ready(i), tensors[i]);
+        }
+        std::vector<std::shared_ptr<RemoteRecv>> rest;
+        for (size_t k = 0; k < recvs.size(); ++k) {
+          if (!answered[k]) rest.push_back(std::move(recvs[k]));
+        }
+        IssueRecvCalls(calls, std::move(rest));
       });
 }
 
@@ -206,6 +333,94 @@ absl::Status WorkerRendezvous::AddChunk(RemoteRecv* recv, uint64_t offset,
   return absl::OkStatus();
 }
 
+// Every key has a waiter in the local table until it is answered or withdrawn.
+// `outstanding` counts those waiters plus one token for the withdrawal round, which
+// runs once, after registration and once some key is answered: the reply goes out
+// when nothing is outstanding.
+struct WorkerRendezvous::AnyRecv {
+  std::vector<ParsedKey> keys;
+  AnyCallback done;
+  absl::Mutex mu;
+  std::vector<uint64_t> ids ABSL_GUARDED_BY(mu);  // Waiter ids; 0: called inline.
+  std::vector<bool> resolved ABSL_GUARDED_BY(mu);
+  int outstanding ABSL_GUARDED_BY(mu) = 0;
+  bool registered ABSL_GUARDED_BY(mu) = false;
+  bool answered ABSL_GUARDED_BY(mu) = false;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  std::vector<Ready> ready ABSL_GUARDED_BY(mu);
+
+  // Drops one outstanding count; the last one replies. `held` locks `mu`; this
+  // unlocks it.
+  void Release(absl::ReleasableMutexLock& held) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (--outstanding > 0) return;
+    absl::Status s = status;
+    std::vector<Ready> values = std::move(ready);
+    held.Release();
+    done(s, std::move(values));
+  }
+};
+
+void WorkerRendezvous::RecvLocalAnyAsync(std::vector<ParsedKey> keys, AnyCallback done) {
+  auto any = std::make_shared<AnyRecv>();
+  const size_t n = keys.size();
+  any->keys = std::move(keys);
+  any->done = std::move(done);
+  {
+    absl::MutexLock lock(&any->mu);
+    any->ids.assign(n, 0);
+    any->resolved.assign(n, false);
+    any->outstanding = static_cast<int>(n) + 1;
+  }
+  // Withdraws every waiter not yet answered; runs once.
+  auto withdraw_rest = [this, any] {
+    for (size_t i = 0; i < any->keys.size(); ++i) {
+      uint64_t id;
+      {
+        absl::MutexLock lock(&any->mu);
+        if (any->resolved[i]) continue;
+        id = any->ids[i];
+      }
+      if (id != 0 && local_.Withdraw(any->keys[i].full_key, id)) {
+        absl::MutexLock lock(&any->mu);
+        any->resolved[i] = true;
+        --any->outstanding;  // Never the last: the round holds its token.
+      }
+    }
+    absl::ReleasableMutexLock lock(&any->mu);
+    any->Release(lock);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t id = local_.Enqueue(
+        any->keys[i], [any, i, withdraw_rest](const absl::Status& s, const Tensor& v, bool dead) {
+          bool first = false;
+          {
+            absl::ReleasableMutexLock lock(&any->mu);
+            any->resolved[i] = true;
+            if (!s.ok()) {
+              if (any->status.ok()) any->status = s;
+            } else {
+              any->ready.push_back(Ready{static_cast<int>(i), v, dead});
+            }
+            if (!any->answered) {
+              any->answered = true;
+              first = any->registered;
+            }
+            any->Release(lock);
+          }
+          if (first) withdraw_rest();
+        });
+    absl::MutexLock lock(&any->mu);
+    if (!any->resolved[i]) any->ids[i] = id;
+  }
+  bool answered;
+  {
+    absl::MutexLock lock(&any->mu);
+    any->registered = true;
+    answered = any->answered;
+  }
+  if (answered) withdraw_rest();
+}
+
 void WorkerRendezvous::Stash(const std::string& key, const Tensor& value, int64_t chunks) {
   absl::MutexLock lock(&mu_);
   stash_[key] = {value, chunks};
@@ -228,12 +443,15 @@ absl::Status WorkerRendezvous::Recv(const ParsedKey& key, const RecvOptions& opt
   if (IsLocal(key)) return local_.Recv(key, options, value, is_dead);
   absl::Notification n;
   absl::Status result;
-  RecvAsync(key, [&](const absl::Status& s, const Tensor& v, bool dead) {
-    result = s;
-    *value = v;
-    *is_dead = dead;
-    n.Notify();
-  });
+  RecvRemote(
+      key, TaskNameOf(key.src),
+      [&](const absl::Status& s, const Tensor& v, bool dead) {
+        result = s;
+        *value = v;
+        *is_dead = dead;
+        n.Notify();
+      },
+      /*may_hold=*/false);
   n.WaitForNotification();
   return result;
 }

@@ -12,13 +12,21 @@
 // fails local waiters and cancels the outstanding remote calls, whose receivers then
 // see the abort status rather than a transport error.
 //
+// Receives from one task that a partition starts in one burst (its _Recv roots, at the
+// start of a step: RecvBatching) go out as one call that names every key; the
+// producer answers it once any of them is sent, with all that are sent by then, and
+// the rest are asked for again the same way. A step that pulls five tensors from a
+// task in two waves so costs two calls instead of five.
+//
 // Thread safety: as Rendezvous.
 #ifndef TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_RENDEZVOUS_H_
 #define TANDEM_FRAMEWORK_DISTRIBUTED_WORKER_RENDEZVOUS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -26,11 +34,12 @@
 #include "absl/synchronization/mutex.h"
 #include "framework/distributed/cluster_spec.h"
 #include "framework/distributed/worker_interface.h"
+#include "framework/runtime/executor.h"
 #include "framework/runtime/rendezvous.h"
 
 namespace tandem {
 
-class WorkerRendezvous : public Rendezvous {
+class WorkerRendezvous : public Rendezvous, public RecvBatching {
  public:
   // `task`: this worker's task name. `cache` is not owned and must outlive this.
   WorkerRendezvous(std::string task, int64_t step_id, WorkerCacheInterface* cache);
@@ -41,8 +50,21 @@ class WorkerRendezvous : public Rendezvous {
   absl::Status Recv(const ParsedKey& key, const RecvOptions& options, Tensor* value,
                     bool* is_dead) override;
   void StartAbort(const absl::Status& status) override;
+  void BeginRecvBatch() override;
+  void EndRecvBatch() override;
   // Receives only from this task's table (serves RecvTensor).
   void RecvLocalAsync(const ParsedKey& key, DoneCallback done) { local_.RecvAsync(key, done); }
+  // A value of a RecvLocalAnyAsync: which key (its index) and what was sent.
+  struct Ready {
+    int index = 0;
+    Tensor value;
+    bool is_dead = false;
+  };
+  using AnyCallback = std::function<void(const absl::Status&, std::vector<Ready>)>;
+  // Receives from this task's table whichever of `keys` (distinct) are sent first:
+  // calls `done` once any one is, with every one sent by then, each taken out of the
+  // table; the others stay for a later receive. An abort fails it.
+  void RecvLocalAnyAsync(std::vector<ParsedKey> keys, AnyCallback done);
   // Chunked receives keep this many calls out at once.
   static constexpr int kChunksInFlight = 8;
   // A value being served to another task in chunks, kept until `chunks` more chunks
@@ -56,7 +78,10 @@ class WorkerRendezvous : public Rendezvous {
   struct RemoteRecv;
   // True when `key`'s producer is on this task.
   bool IsLocal(const ParsedKey& key) const;
-  void RecvRemote(const ParsedKey& key, const std::string& src_task, DoneCallback done);
+  // `may_hold`: the call may wait for the end of this thread's RecvBatching burst
+  // (not for a receive that blocks the thread).
+  void RecvRemote(const ParsedKey& key, const std::string& src_task, DoneCallback done,
+                  bool may_hold);
   // What remote receives share with their RecvTensor calls, which may finish after the
   // rendezvous is gone (a failed chunk ends a receive while its other chunks are out).
   struct Calls {
@@ -68,6 +93,19 @@ class WorkerRendezvous : public Rendezvous {
   // One RecvTensor call for `recv`, for the bytes from `offset`.
   static void IssueRecvCall(std::shared_ptr<Calls> calls, std::shared_ptr<RemoteRecv> recv,
                             uint64_t offset);
+  // One RecvTensor call for all of `recvs` (from one task); asks again for those it
+  // did not answer.
+  static void IssueBatchCall(std::shared_ptr<Calls> calls,
+                             std::vector<std::shared_ptr<RemoteRecv>> recvs);
+  // Issues the receives of one task: one call, or one for all of them.
+  static void IssueRecvCalls(std::shared_ptr<Calls> calls,
+                             std::vector<std::shared_ptr<RemoteRecv>> recvs);
+  // Takes what the call for the bytes of `recv` from `offset` returned (`r`, `bytes`):
+  // finishes the receive, or asks for its next chunks.
+  static void OnRecvReply(const std::shared_ptr<Calls>& calls,
+                          const std::shared_ptr<RemoteRecv>& recv, uint64_t offset,
+                          const proto::RecvTensorResponse& r, const Tensor& bytes);
+  struct AnyRecv;  // The state of one RecvLocalAnyAsync.
   // Checks the chunk asked for at `offset` and copies it in.
   static absl::Status AddChunk(RemoteRecv* recv, uint64_t offset,
                                const proto::RecvTensorResponse& r, const Tensor& bytes);

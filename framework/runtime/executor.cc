@@ -54,6 +54,22 @@ bool SharesKernel(const Node& node) {
   return node.op_def().stateful && !kUnshared->contains(node.op());
 }
 
+// Brackets a burst of nodes run on one thread for ExecutorArgs::recv_batching.
+class RecvBatchScope {
+ public:
+  explicit RecvBatchScope(RecvBatching* b) : b_(b) {
+    if (b_ != nullptr) b_->BeginRecvBatch();
+  }
+  ~RecvBatchScope() {
+    if (b_ != nullptr) b_->EndRecvBatch();
+  }
+  RecvBatchScope(const RecvBatchScope&) = delete;
+  RecvBatchScope& operator=(const RecvBatchScope&) = delete;
+
+ private:
+  RecvBatching* const b_;
+};
+
 }  // namespace
 
 // The state of one Run: output slots, pending counts, and completion.
@@ -114,12 +130,14 @@ class Executor::StepState : public std::enable_shared_from_this<Executor::StepSt
   void Dispatch(std::vector<int>& ready, bool expensive_inline = true) {
     // Pool threads flush denormals for good; a caller's or RPC thread only here.
     ScopedFlushDenormals flush;
+    RecvBatchScope batch(args_.recv_batching);
     while (!ready.empty()) {
       int id = ready.back();
       ready.pop_back();
       const Item& item = exec_->items_[id];
       if (!item.cheap && (!ready.empty() || !expensive_inline) && args_.inter_op_pool != nullptr) {
         args_.inter_op_pool->Schedule([self = shared_from_this(), id] {
+          RecvBatchScope batch(self->args_.recv_batching);
           std::vector<int> more;
           self->Process(id, &more);
           self->Dispatch(more);

@@ -32,6 +32,18 @@
 
 namespace tandem {
 
+// A step's rendezvous that can send receives from one task together: the executor
+// brackets each burst of nodes it runs on one thread with BeginRecvBatch and
+// EndRecvBatch (pairs nest), so the _Recv roots a partition starts at once from one
+// task may become one call.
+class RecvBatching {
+ public:
+  virtual ~RecvBatching() = default;
+  virtual void BeginRecvBatch() = 0;
+  // Starts the receives begun on this thread since the matching BeginRecvBatch.
+  virtual void EndRecvBatch() = 0;
+};
+
 struct ExecutorArgs {
   int64_t step_id = 0;
   const std::vector<Tensor>* args = nullptr;  // Not owned.
@@ -46,6 +58,7 @@ struct ExecutorArgs {
   // whichever thread runs the kernel; 0 leaves OpenMP's default (one per core).
   int intra_op_threads = 0;
   Rendezvous* rendezvous = nullptr;
+  RecvBatching* recv_batching = nullptr;         // Not owned; may be null.
   Collectives* collective = nullptr;             // Not owned; for collective kernels.
   StepStats* stats = nullptr;                    // Non-null: record per-node timing.
   const std::atomic<bool>* cancelled = nullptr;  // Set by others to stop the step.

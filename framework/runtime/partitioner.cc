@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -13,6 +14,12 @@
 
 namespace tandem {
 namespace {
+
+// A Const read in another location is copied there up to this size; a larger one is
+// sent (a copy in every partition would cost more memory than its transfer saves).
+constexpr int64_t kMaxCopiedConstBytes = 64 << 10;
+// Control sources whose descendants the partitioner traces (one walk of the graph each).
+constexpr size_t kMaxTracedControlSources = 1024;
 
 void SetAttr(proto::NodeDef* nd, const std::string& name, AttrValue value) {
   AttrValueToProto(value, &(*nd->mutable_attr())[name]);
@@ -26,8 +33,7 @@ class Partitioner {
   }
 
   absl::StatusOr<std::map<std::string, proto::GraphDef>> Run() {
-    proto::GraphDef full;
-    graph_.ToGraphDef(&full);
+    graph_.ToGraphDef(&full_);
     locs_.resize(graph_.num_nodes());
     for (const auto& n : graph_.nodes()) {
       if (n->assigned_device().empty()) {
@@ -39,12 +45,14 @@ class Partitioner {
     for (const auto& n : graph_.nodes()) {
       const std::string& loc = locs_[n->id()];
       proto::NodeDef* nd = parts_[loc].add_node();
-      *nd = full.node(n->id());
+      *nd = full_.node(n->id());
       nd->clear_input();
       nd->set_device(n->assigned_device());
       for (const Output& in : n->inputs()) {
         if (locs_[in.node->id()] == loc) {
           nd->add_input(in.name());
+        } else if (CanCopyConst(*in.node, *n)) {
+          nd->add_input(CopyConst(*in.node, *n) + ":0");
         } else {
           TANDEM_ASSIGN_OR_RETURN(std::string recv, RecvFor(in, *n));
           nd->add_input(recv);
@@ -58,7 +66,7 @@ class Partitioner {
       for (Node* c : n->control_inputs()) {
         if (locs_[c->id()] == loc) {
           nd->add_input("^" + c->name());
-        } else if (!sink) {
+        } else if (!sink && !ImpliedByOtherInputs(c, *n)) {
           remote[locs_[c->id()]].push_back(c);
         }
       }
@@ -78,11 +86,98 @@ class Partitioner {
     return name;
   }
 
+  // True when `src`, a Const in another location than `dst`, is better copied into
+  // `dst`'s location than sent there every step: small, on a device of the same type,
+  // and each of its control inputs either in `dst`'s location (the copy keeps it) or
+  // one that `dst` runs after anyway (the copy drops it: nothing but `dst` sees when
+  // the copy runs).
+  bool CanCopyConst(const Node& src, const Node& dst) {
+    if (src.op() != "Const") return false;
+    auto value = src.attrs().find("value");
+    if (value == src.attrs().end() || !std::holds_alternative<Tensor>(value->second) ||
+        std::get<Tensor>(value->second).TotalBytes() > kMaxCopiedConstBytes) {
+      return false;
+    }
+    for (Node* c : src.control_inputs()) {
+      if (locs_[c->id()] != locs_[dst.id()] && !RunsAfter(dst, c, &src)) return false;
+    }
+    auto a = DeviceSpec::Parse(src.assigned_device());
+    auto b = DeviceSpec::Parse(dst.assigned_device());
+    return a.ok() && b.ok() && a->type == b->type;
+  }
+
+  // The name of `src`'s copy in `dst`'s location (on `dst`'s device) with the control
+  // inputs it has there, made on first use.
+  std::string CopyConst(const Node& src, const Node& dst) {
+    const std::string& dst_loc = locs_[dst.id()];
+    auto key = std::make_pair(src.id(), dst_loc);
+    auto it = const_copies_.find(key);
+    if (it != const_copies_.end()) return it->second;
+    proto::NodeDef* copy = parts_[dst_loc].add_node();
+    *copy = full_.node(src.id());
+    copy->set_name(FreshName(src.name()));
+    copy->set_device(dst.assigned_device());
+    copy->clear_input();
+    for (const Node* c : src.control_inputs()) {
+      if (locs_[c->id()] == dst_loc) copy->add_input("^" + c->name());
+    }
+    const_copies_.emplace(key, copy->name());
+    return copy->name();
+  }
+
+  // True when an input of `dst` other than `control` and `except`, data or control,
+  // runs after `control` (is it or one of its descendants).
+  bool RunsAfter(const Node& dst, Node* control, const Node* except) {
+    const std::vector<bool>* after = Descendants(control);
+    if (after == nullptr) return false;
+    for (const Output& in : dst.inputs()) {
+      if (in.node != except && (*after)[in.node->id()]) return true;
+    }
+    for (const Node* c : dst.control_inputs()) {
+      if (c != control && c != except && (*after)[c->id()]) return true;
+    }
+    return false;
+  }
+
+  // A remote control input that another input of `dst` already orders it after adds
+  // no order and need not cross. The model_fn's control dependency on the global
+  // step's read, which every node built in model_fn carries, then crosses to a
+  // partition once per step.
+  bool ImpliedByOtherInputs(Node* control, const Node& dst) {
+    return RunsAfter(dst, control, nullptr);
+  }
+
+  // Nodes that run after `n` (itself included), by id; null past kMaxTracedControlSources
+  // distinct sources, which bounds the work to that many walks of the graph.
+  const std::vector<bool>* Descendants(Node* n) {
+    auto it = descendants_.find(n->id());
+    if (it != descendants_.end()) return &it->second;
+    if (descendants_.size() >= kMaxTracedControlSources) return nullptr;
+    std::vector<bool>& seen = descendants_[n->id()];
+    seen.assign(graph_.num_nodes(), false);
+    std::vector<Node*> stack = {n};
+    seen[n->id()] = true;
+    while (!stack.empty()) {
+      Node* x = stack.back();
+      stack.pop_back();
+      auto visit = [&](Node* y) {
+        if (!seen[y->id()]) {
+          seen[y->id()] = true;
+          stack.push_back(y);
+        }
+      };
+      for (const auto& [consumer, slot] : x->out_edges()) visit(consumer);
+      for (Node* consumer : x->out_control_edges()) visit(consumer);
+    }
+    return &seen;
+  }
+
   // The _Recv in `dst`'s location of a dummy scalar made once every node of `sources`
   // (all in one other location) has run.
   absl::StatusOr<std::string> RecvForControl(std::vector<Node*> sources, const Node& dst) {
     std::sort(sources.begin(), sources.end(),
               [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
     std::vector<int> ids;
     for (const Node* n : sources) ids.push_back(n->id());
     auto key = std::make_pair(ids, locs_[dst.id()]);
@@ -157,11 +252,16 @@ class Partitioner {
 
   const Graph& graph_;
   const PartitionOptions& options_;
+  proto::GraphDef full_;           // The whole graph; node i has id i.
   std::vector<std::string> locs_;  // By node id.
   std::map<std::string, proto::GraphDef> parts_;
   std::map<std::tuple<int, int, std::string>, std::string> recvs_;
   // (sorted control source ids, destination location) -> its _Recv.
   std::map<std::pair<std::vector<int>, std::string>, std::string> control_recvs_;
+  // (Const id, destination location) -> the name of its copy there.
+  std::map<std::pair<int, std::string>, std::string> const_copies_;
+  // Control source id -> Descendants().
+  absl::flat_hash_map<int, std::vector<bool>> descendants_;
   absl::flat_hash_set<std::string> names_;
   int next_edge_ = 0;
 };

@@ -13,7 +13,16 @@
 //     like a tensor; the received value is a control input of the node (a train op
 //     waiting for N updates on a ps costs one transfer, not N). Nodes with the same
 //     set of remote control inputs share it. A sink NoOp drops them instead
-//     (PartitionOptions::drop_remote_control_into_sinks).
+//     (PartitionOptions::drop_remote_control_into_sinks). A remote control input that
+//     another input of the node already runs after (it, or a node downstream of it)
+//     does not cross; nor do repeated ones. TensorFlow prunes such control inputs when
+//     it builds the graph; here the model_fn's control dependency on the global
+//     step's read reaches a partition once per step instead of once per node set.
+//   - A small Const (up to 64 KiB) read in another location on a device of the same
+//     type is copied there instead of sent every step (a learning rate, the global
+//     step's increment), when each of its control inputs is in that location (the
+//     copy keeps it) or one the consumer runs after through its other inputs (the
+//     copy drops it).
 //   - Tensor names are "edge_<k>_<source node>", unique in the graph and therefore
 //     within a step; keys carry the sending device's incarnation (`incarnations`)
 //     and the receiving device (the first consumer's device in that location).

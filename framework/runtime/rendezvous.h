@@ -38,6 +38,12 @@ class LocalRendezvous : public Rendezvous {
   // OK, or the status it was aborted with.
   absl::Status status() const;
 
+  // RecvAsync that returns the waiter's id for Withdraw (0 when `done` already ran).
+  uint64_t Enqueue(const ParsedKey& key, DoneCallback done);
+  // Removes a pending waiter of `key` (its full key); false when it was already
+  // called, or is being called.
+  bool Withdraw(const std::string& key, uint64_t id);
+
  private:
   struct Waiter {
     uint64_t id;
@@ -54,11 +60,6 @@ class LocalRendezvous : public Rendezvous {
     Value value;
     std::deque<Waiter> waiters;
   };
-
-  // Registers `done` (or calls it at once); returns the waiter id (0 when called).
-  uint64_t Enqueue(const ParsedKey& key, DoneCallback done);
-  // Removes a pending waiter; false when it was already called.
-  bool Withdraw(const std::string& key, uint64_t id);
 
   mutable absl::Mutex mu_;
   absl::Status status_ ABSL_GUARDED_BY(mu_);

@@ -164,7 +164,10 @@ TEST(MasterSessionTest, AFailedPartitionAbortsTheStepOnEveryTask) {
   cache.Add(t0, std::make_unique<FaultyWorker>(servers[0]->worker(), log0));
   cache.Add(t1, std::make_unique<FaultyWorker>(servers[1]->worker(), log1));
   Scope root = Scope::NewRootScope();
-  Output x = ops::Const(root.WithDevice(t0), {1.5f, -2.0f}, TensorShape({2}));
+  // x is computed on task 0 (a Const would be copied to task 1, which would then not
+  // wait for task 0).
+  Output x = ops::Identity(root.WithDevice(t0),
+                           ops::Const(root.WithDevice(t0), {1.5f, -2.0f}, TensorShape({2})));
   Output y = ops::Neg(root.WithDevice(t1), x);
   MasterEnv env;
   env.task_name = t0;

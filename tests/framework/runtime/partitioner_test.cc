@@ -239,8 +239,8 @@ TEST(PartitionerTest, VariablesOnPsArithmeticOnWorkers) {
 
 TEST(PartitionerTest, ATensorReadTwiceInAnotherPartitionCrossesOnce) {
   Scope root = Scope::NewRootScope();
-  Output x =
-      ops::Const(root.WithOpName("x").WithDevice("/job:ps/task:0"), {1, 2}, TensorShape({2}));
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  Output x = ops::Identity(ps.WithOpName("x"), ops::Const(ps, {1, 2}, TensorShape({2})));
   Scope w1 = root.WithDevice("/job:worker/task:1");
   Output a = ops::Mul(w1.WithOpName("a"), x, x);
   Output b = ops::Add(w1.WithOpName("b"), x, a);
@@ -414,6 +414,92 @@ TEST(PartitionerTest, ASinkNoOpWaitsForRemoteUpdatesWithoutATransfer) {
   EXPECT_EQ(CountOps(cluster.partitions().at(kW1), "_Recv"), 1);
 }
 
+// A small Const read in another partition is copied there instead of crossing every
+// step, with its control inputs when they are in that partition; a large one, or one
+// that waits for a third partition, crosses.
+TEST(PartitionerTest, SmallConstsAreCopiedWhereTheyAreRead) {
+  PsCounter g;
+  Scope w2 = g.root.WithDevice("/job:worker/task:2");
+  Output lr = ops::Const(g.w1.WithOpName("lr"), 0.5f);
+  Output big =
+      ops::Const(g.w1.WithOpName("big"),
+                 Tensor::FromVector<float>(std::vector<float>(16385, 2.0f), TensorShape({16385})));
+  Output after_bump =
+      ops::Const(g.w1.WithOpName("after_bump").WithControlDependencies({g.bump}), 3.0f);
+  Node* w2_op = ops::NoOp(w2.WithOpName("w2_op"));
+  Output after_w2 = ops::Const(
+      g.w1.WithOpName("after_w2").WithControlDependencies(std::vector<Node*>{w2_op}), 4.0f);
+  // lr2 waits for w2_op, but its consumer reads from_w2, which waits for it too.
+  Output from_w2 =
+      ops::Identity(w2.WithOpName("from_w2").WithControlDependencies(std::vector<Node*>{w2_op}),
+                    ops::Const(w2, 5.0f));
+  Output lr2 =
+      ops::Const(g.w1.WithOpName("lr2").WithControlDependencies(std::vector<Node*>{w2_op}), 6.0f);
+  Scope ps = g.ps;
+  Output sum =
+      ops::AddN(ps.WithOpName("sum"),
+                {ops::Mul(ps, ops::Const(ps, 2.0f), lr), ops::Sum(ps, big, std::vector<int32_t>{0}),
+                 after_bump, ops::Identity(ps, after_w2), ops::Mul(ps, from_w2, lr2)});
+  ASSERT_TRUE(g.root.ok()) << g.root.status();
+  InProcessCluster cluster;
+  ASSERT_TRUE(cluster.Run(*g.root.graph(), {}, {g.counter.initializer()->name()}).ok());
+  for (int step = 1; step <= 3; ++step) {
+    auto got = cluster.Run(*g.root.graph(), {sum.name()});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].scalar<float>(), 1.0f + 2.0f * 16385 + 3 + 4 + 30) << step;
+  }
+  const auto& parts = cluster.partitions();
+  // big, after_w2 and from_w2 cross; lr, after_bump and lr2 are copied.
+  EXPECT_EQ(CountOps(parts.at(kPs), "_Recv"), 3);
+  EXPECT_EQ(CountOps(parts.at(kW1), "_Send"), 2);
+  std::map<std::string, std::vector<std::string>> copies;
+  for (const auto& nd : parts.at(kPs).node()) {
+    if (nd.op() == "Const" && nd.device() == kPs) {
+      copies[nd.name()] = {nd.input().begin(), nd.input().end()};
+    }
+  }
+  EXPECT_EQ(copies.count("lr_1"), 1u);
+  EXPECT_EQ(copies["after_bump_1"], std::vector<std::string>{"^bump"});
+  EXPECT_EQ(copies["lr2_1"], std::vector<std::string>{});
+  // after_bump's copy kept its control input: every step bumped.
+  auto value = cluster.Run(*g.root.graph(), {g.counter.value().name()});
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ((*value)[0].scalar<float>(), 3.0f);
+}
+
+// A control input from another partition crosses once per destination partition: not
+// for a node that another input already orders after it, nor once per repetition.
+TEST(PartitionerTest, RemoteControlInputsThatAddNoOrderDoNotCross) {
+  PsCounter g;
+  Scope w2 = g.root.WithDevice("/job:worker/task:2");
+  Scope after = g.w1.WithControlDependencies({g.bump});
+  Output a = ops::Identity(after.WithOpName("a"), ops::Const(g.w1, 1.0f));
+  // b on worker 2 reads a, which waits for the bump: b's own wait needs no transfer.
+  Output b =
+      ops::Add(w2.WithOpName("b").WithControlDependencies({g.bump}), a, ops::Const(w2, 1.0f));
+  // c repeats its control input.
+  Output c = ops::Identity(after.WithOpName("c").WithControlDependencies({g.bump}),
+                           ops::Const(g.w1, 2.0f));
+  ASSERT_TRUE(g.root.ok()) << g.root.status();
+  ASSERT_EQ(c.node->control_inputs().size(), 2u);
+  InProcessCluster cluster;
+  ASSERT_TRUE(cluster.Run(*g.root.graph(), {}, {g.counter.initializer()->name()}).ok());
+  const std::vector<std::string> fetches = {b.name(), c.name()};
+  for (int step = 0; step < 3; ++step) {
+    auto got = cluster.Run(*g.root.graph(), fetches);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].scalar<float>(), 2.0f);
+    EXPECT_EQ((*got)[1].scalar<float>(), 2.0f);
+  }
+  const auto& parts = cluster.partitions();
+  EXPECT_EQ(CountOps(parts.at(kPs), "_Send"), 1);  // The bump's dummy, to worker 1.
+  EXPECT_EQ(CountOps(parts.at(kW1), "_Recv"), 1);
+  EXPECT_EQ(CountOps(parts.at(kW2), "_Recv"), 1);  // a.
+  auto value = cluster.Run(*g.root.graph(), {g.counter.value().name()});
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ((*value)[0].scalar<float>(), 3.0f);  // Every step bumped once.
+}
+
 TEST(PartitionerTest, AFailingPartitionAbortsTheOthers) {
   Scope root = Scope::NewRootScope();
   Scope ps = root.WithDevice("/job:ps/task:0");
@@ -437,7 +523,8 @@ TEST(PartitionerTest, AFailingPartitionAbortsTheOthers) {
 
 TEST(PartitionerTest, AReceiveWithNoSenderIsReleasedByTheStepDeadline) {
   Scope root = Scope::NewRootScope();
-  Output x = ops::Const(root.WithOpName("x").WithDevice("/job:ps/task:0"), 1.0f);
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  Output x = ops::Identity(ps.WithOpName("x"), ops::Const(ps, 1.0f));
   Output y = ops::Identity(root.WithOpName("y").WithDevice("/job:worker/task:1"), x);
   ASSERT_TRUE(root.ok()) << root.status();
   InProcessCluster cluster;
@@ -452,12 +539,13 @@ TEST(PartitionerTest, AReceiveWithNoSenderIsReleasedByTheStepDeadline) {
 
 TEST(PartitionerTest, Errors) {
   Scope root = Scope::NewRootScope();
-  Output x = ops::Const(root.WithOpName("x").WithDevice("/job:ps/task:0"), 1.0f);
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  Output x = ops::Identity(ps.WithOpName("x"), ops::Const(ps.WithOpName("c"), 1.0f));
   ops::Identity(root.WithOpName("y").WithDevice("/job:worker/task:1"), x);
   ASSERT_TRUE(root.ok()) << root.status();
   auto unplaced = PartitionGraph(*root.graph(), {});
   EXPECT_EQ(unplaced.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(unplaced.status().message(), HasSubstr("'x'"));
+  EXPECT_THAT(unplaced.status().message(), HasSubstr("'c'"));
   ASSERT_TRUE(PlaceGraph(root.graph(), std::vector<std::string>{kPs, kW1}, {}).ok());
   auto no_incarnation = PartitionGraph(*root.graph(), {});
   EXPECT_EQ(no_incarnation.status().code(), absl::StatusCode::kInvalidArgument);
