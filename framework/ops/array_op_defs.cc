@@ -1,8 +1,9 @@
 // framework/ops/array_op_defs.cc
 //
 // OpDefs (attrs and shape inference) of the structural ops: constants, placeholders,
-// identity, shape manipulation, slicing, gathering, plus the gradient helpers
-// InvertPermutation, ConcatOffset and StridedSliceGrad. Shape-like inputs are
+// identity, shape manipulation, slicing, plus the gradient helpers ConcatOffset and
+// StridedSliceGrad; the ops indexed by a tensor of ids (gathering, segment sums,
+// Unique, OneHot, InvertPermutation) are in index_op_defs.cc. Shape-like inputs are
 // int32/int64 tensors; inference is precise when they are constants and partial
 // otherwise. Builders are in array_ops.cc, gradients in array_grad.cc, CPU kernels in
 // kernels/cpu/array_*.cc. BroadcastGradientArgs lives with the math ops.
@@ -13,102 +14,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/core/status.h"
+#include "framework/ops/internal/array_infer.h"
 #include "framework/ops/standard_ops.h"
 #include "framework/ops/strided_slice.h"
 
 namespace tandem::ops {
 namespace {
 
-bool IsIndexType(DType d) { return d == DType::kInt32 || d == DType::kInt64; }
-
-// Fails when attr `name` is present and differs from input `i`'s dtype (so a kernel
-// chosen by the attr always sees the dtype it expects).
-absl::Status CheckTypeAttr(const InferenceContext& ctx, absl::string_view name, int i) {
-  auto it = ctx.attrs().find(name);
-  if (it == ctx.attrs().end()) return absl::OkStatus();
-  const DType* d = std::get_if<DType>(&it->second);
-  if (d != nullptr && *d == ctx.input_dtype(i)) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("attr '", name, "' is ", AttrValueDebugString(it->second),
-                                " but input ", i, " is ", DTypeName(ctx.input_dtype(i))));
-}
-
-absl::Status ExpectIndex(const InferenceContext& ctx, int i, absl::string_view what) {
-  if (IsIndexType(ctx.input_dtype(i))) return absl::OkStatus();
-  return ctx.Error(absl::StrCat(what, " (input ", i, ") must be int32 or int64, got ",
-                                DTypeName(ctx.input_dtype(i))));
-}
-
-absl::Status ExpectData(const InferenceContext& ctx, int i) {
-  DType d = ctx.input_dtype(i);
-  if (d != DType::kResource && d != DType::kInvalid) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("input ", i, " must be a data tensor, got ", DTypeName(d)));
-}
-
-// The values of input i when it is an int32/int64 constant.
-std::optional<std::vector<int64_t>> ConstValues(const InferenceContext& ctx, int i) {
-  const Tensor* t = ctx.input_constant(i);
-  if (t == nullptr) return std::nullopt;
-  std::vector<int64_t> v(t->NumElements());
-  if (t->dtype() == DType::kInt32) {
-    for (size_t k = 0; k < v.size(); ++k) v[k] = t->flat<int32_t>()[k];
-  } else if (t->dtype() == DType::kInt64) {
-    for (size_t k = 0; k < v.size(); ++k) v[k] = t->flat<int64_t>()[k];
-  } else {
-    return std::nullopt;
-  }
-  return v;
-}
-
-// A scalar constant int input, or nullopt.
-absl::StatusOr<std::optional<int64_t>> ConstScalar(const InferenceContext& ctx, int i,
-                                                   absl::string_view what) {
-  TANDEM_RETURN_IF_ERROR(ExpectIndex(ctx, i, what));
-  const PartialShape& s = ctx.input_shape(i);
-  if (s.known_rank() && s.num_elements() >= 0 && s.num_elements() != 1) {
-    return ctx.Error(absl::StrCat(what, " must be a scalar, has shape ", s.DebugString()));
-  }
-  auto v = ConstValues(ctx, i);
-  if (!v.has_value() || v->size() != 1) return std::optional<int64_t>();
-  return std::optional<int64_t>((*v)[0]);
-}
-
-// The shape described by a shape-like vector input: exact when constant, else of the
-// vector's length when that is known.
-absl::StatusOr<PartialShape> ShapeInput(const InferenceContext& ctx, int i,
-                                        absl::string_view what) {
-  TANDEM_RETURN_IF_ERROR(ExpectIndex(ctx, i, what));
-  const PartialShape& s = ctx.input_shape(i);
-  if (s.known_rank() && s.rank() > 1) {
-    return ctx.Error(absl::StrCat(what, " must be a vector, has shape ", s.DebugString()));
-  }
-  if (auto v = ConstValues(ctx, i)) {
-    auto shape = TensorShape::Create(*v);
-    if (!shape.ok()) return ctx.Error(absl::StrCat(what, ": ", shape.status().message()));
-    return PartialShape(*shape);
-  }
-  if (s.known_rank() && s.rank() == 1 && s.dim(0) >= 0) {
-    return PartialShape::Unknown(static_cast<int>(s.dim(0)));
-  }
-  return PartialShape::UnknownRank();
-}
-
-// Normalises `axis` into [0, rank) (or [0, rank] with `inclusive`).
-absl::StatusOr<int> NormalizeAxis(const InferenceContext& ctx, int64_t axis, int rank,
-                                  bool inclusive = false) {
-  int64_t limit = inclusive ? rank + 1 : rank;
-  if (axis < -limit || axis >= limit) {
-    return ctx.Error(absl::StrCat("axis ", axis, " is out of range [", -limit, ", ", limit,
-                                  ") for rank ", rank));
-  }
-  return static_cast<int>(axis < 0 ? axis + limit : axis);
-}
-
-// a * b for dims (-1 unknown), saturating above TensorShape::kMaxElements.
-int64_t MulDims(int64_t a, int64_t b) {
-  if (a < 0 || b < 0) return -1;
-  if (b != 0 && a > TensorShape::kMaxElements / b) return TensorShape::kMaxElements + 1;
-  return a * b;
-}
+using internal::CheckTypeAttr;
+using internal::ConstScalar;
+using internal::ConstValues;
+using internal::ExpectData;
+using internal::ExpectIndex;
+using internal::IsIndexType;
+using internal::MulDims;
+using internal::NormalizeAxis;
+using internal::ShapeInput;
 
 absl::Status ConstInfer(InferenceContext& ctx) {
   TANDEM_ASSIGN_OR_RETURN(Tensor value, ctx.GetAttr<Tensor>("value"));
@@ -568,116 +489,6 @@ absl::Status TileInfer(InferenceContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status GatherInfer(InferenceContext& ctx) {
-  TANDEM_RETURN_IF_ERROR(ExpectData(ctx, 0));
-  TANDEM_RETURN_IF_ERROR(CheckTypeAttr(ctx, "Tparams", 0));
-  TANDEM_RETURN_IF_ERROR(ExpectIndex(ctx, 1, "indices"));
-  TANDEM_ASSIGN_OR_RETURN(std::optional<int64_t> axis, ConstScalar(ctx, 2, "axis"));
-  if (GetAttrOr<int64_t>(ctx.attrs(), "batch_dims", 0) != 0) {
-    return ctx.Error("batch_dims other than 0 is not supported");
-  }
-  const PartialShape& p = ctx.input_shape(0);
-  const PartialShape& idx = ctx.input_shape(1);
-  if (!p.known_rank() || !idx.known_rank()) {
-    ctx.AddOutput(ctx.input_dtype(0), PartialShape::UnknownRank());
-    return absl::OkStatus();
-  }
-  if (p.rank() == 0) return ctx.Error("params must have rank >= 1");
-  if (!axis.has_value()) {
-    ctx.AddOutput(ctx.input_dtype(0), PartialShape::Unknown(p.rank() + idx.rank() - 1));
-    return absl::OkStatus();
-  }
-  TANDEM_ASSIGN_OR_RETURN(int a, NormalizeAxis(ctx, *axis, p.rank()));
-  Dims out(p.dims().begin(), p.dims().begin() + a);
-  out.insert(out.end(), idx.dims().begin(), idx.dims().end());
-  out.insert(out.end(), p.dims().begin() + a + 1, p.dims().end());
-  ctx.AddOutput(ctx.input_dtype(0), PartialShape(absl::MakeConstSpan(out)));
-  return absl::OkStatus();
-}
-
-absl::Status UnsortedSegmentSumInfer(InferenceContext& ctx) {
-  TANDEM_RETURN_IF_ERROR(CheckTypeAttr(ctx, "T", 0));
-  DType t = ctx.input_dtype(0);
-  if (t != DType::kFloat && t != DType::kInt32 && t != DType::kInt64) {
-    return ctx.Error(absl::StrCat("data must be float32, int32 or int64, got ", DTypeName(t)));
-  }
-  TANDEM_RETURN_IF_ERROR(ExpectIndex(ctx, 1, "segment_ids"));
-  TANDEM_ASSIGN_OR_RETURN(std::optional<int64_t> num, ConstScalar(ctx, 2, "num_segments"));
-  if (num.has_value() && *num < 0) {
-    return ctx.Error(absl::StrCat("num_segments must be non-negative, got ", *num));
-  }
-  const PartialShape& data = ctx.input_shape(0);
-  const PartialShape& ids = ctx.input_shape(1);
-  if (!data.known_rank() || !ids.known_rank()) {
-    ctx.AddOutput(t, PartialShape::UnknownRank());
-    return absl::OkStatus();
-  }
-  if (ids.rank() > data.rank()) {
-    return ctx.Error("segment_ids must have rank <= data's rank");
-  }
-  for (int d = 0; d < ids.rank(); ++d) {
-    if (ids.dim(d) >= 0 && data.dim(d) >= 0 && ids.dim(d) != data.dim(d)) {
-      return ctx.Error(absl::StrCat("segment_ids shape ", ids.DebugString(),
-                                    " is not a prefix of data shape ", data.DebugString()));
-    }
-  }
-  Dims out{num.value_or(-1)};
-  out.insert(out.end(), data.dims().begin() + ids.rank(), data.dims().end());
-  ctx.AddOutput(t, PartialShape(absl::MakeConstSpan(out)));
-  return absl::OkStatus();
-}
-
-// Unique(x) -> (y, idx): x an int32/int64/float32 vector; y [?] of x's dtype, idx like
-// x with dtype attr "out_idx".
-absl::Status UniqueInfer(InferenceContext& ctx) {
-  TANDEM_RETURN_IF_ERROR(CheckTypeAttr(ctx, "T", 0));
-  DType t = ctx.input_dtype(0);
-  if (t != DType::kFloat && t != DType::kInt32 && t != DType::kInt64) {
-    return ctx.Error(absl::StrCat("x must be int32, int64 or float32, got ", DTypeName(t)));
-  }
-  TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(0, 1));
-  TANDEM_ASSIGN_OR_RETURN(DType out_idx, ctx.GetAttr<DType>("out_idx"));
-  if (!IsIndexType(out_idx)) {
-    return ctx.Error(absl::StrCat("out_idx must be int32 or int64, got ", DTypeName(out_idx)));
-  }
-  ctx.AddOutput(t, PartialShape::Unknown(1));
-  ctx.AddOutput(out_idx,
-                ctx.input_shape(0).known_rank() ? ctx.input_shape(0) : PartialShape::Unknown(1));
-  return absl::OkStatus();
-}
-
-absl::Status OneHotInfer(InferenceContext& ctx) {
-  TANDEM_RETURN_IF_ERROR(ExpectIndex(ctx, 0, "indices"));
-  TANDEM_ASSIGN_OR_RETURN(std::optional<int64_t> depth, ConstScalar(ctx, 1, "depth"));
-  if (depth.has_value() && *depth < 0) {
-    return ctx.Error(absl::StrCat("depth must be non-negative, got ", *depth));
-  }
-  TANDEM_RETURN_IF_ERROR(ExpectData(ctx, 2));
-  TANDEM_RETURN_IF_ERROR(ctx.ExpectSameDType(2, 3));
-  TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(2, 0));
-  TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(3, 0));
-  TANDEM_RETURN_IF_ERROR(CheckTypeAttr(ctx, "T", 2));
-  int64_t axis = GetAttrOr<int64_t>(ctx.attrs(), "axis", -1);
-  const PartialShape& in = ctx.input_shape(0);
-  if (!in.known_rank()) {
-    ctx.AddOutput(ctx.input_dtype(2), PartialShape::UnknownRank());
-    return absl::OkStatus();
-  }
-  if (axis < -1 || axis > in.rank()) {
-    return ctx.Error(absl::StrCat("axis ", axis, " is out of range [-1, ", in.rank(), "]"));
-  }
-  Dims out = in.dims();
-  out.insert(axis == -1 ? out.end() : out.begin() + axis, depth.value_or(-1));
-  ctx.AddOutput(ctx.input_dtype(2), PartialShape(absl::MakeConstSpan(out)));
-  return absl::OkStatus();
-}
-
-absl::Status InvertPermutationInfer(InferenceContext& ctx) {
-  TANDEM_RETURN_IF_ERROR(ExpectIndex(ctx, 0, "x"));
-  TANDEM_RETURN_IF_ERROR(ctx.ExpectRank(0, 1));
-  return shape_fn::Unchanged(ctx);
-}
-
 }  // namespace
 
 void RegisterArrayOps(OpRegistry* r) {
@@ -733,9 +544,12 @@ void RegisterArrayOps(OpRegistry* r) {
                .cheap = true,
                .infer = SizeInfer,
                .strings = true});
-  r->Register(
-      {.name = "Reshape", .min_inputs = 2, .max_inputs = 2, .cheap = true, .infer = ReshapeInfer,
-       .strings = true});
+  r->Register({.name = "Reshape",
+               .min_inputs = 2,
+               .max_inputs = 2,
+               .cheap = true,
+               .infer = ReshapeInfer,
+               .strings = true});
   r->Register({.name = "Fill", .min_inputs = 2, .max_inputs = 2, .infer = FillInfer});
   r->Register({.name = "Squeeze",
                .min_inputs = 1,
@@ -751,11 +565,6 @@ void RegisterArrayOps(OpRegistry* r) {
                .infer = ExpandDimsInfer,
                .strings = true});
   r->Register({.name = "Transpose", .min_inputs = 2, .max_inputs = 2, .infer = TransposeInfer});
-  r->Register({.name = "InvertPermutation",
-               .min_inputs = 1,
-               .max_inputs = 1,
-               .cheap = true,
-               .infer = InvertPermutationInfer});
   r->Register({.name = "ConcatV2", .min_inputs = 2, .max_inputs = -1, .infer = ConcatInfer});
   r->Register({.name = "ConcatOffset",
                .min_inputs = 2,
@@ -785,25 +594,7 @@ void RegisterArrayOps(OpRegistry* r) {
                .infer = StridedSliceGradInfer});
   r->Register({.name = "Pad", .min_inputs = 2, .max_inputs = 2, .infer = PadInfer});
   r->Register({.name = "Tile", .min_inputs = 2, .max_inputs = 2, .infer = TileInfer});
-  r->Register({.name = "GatherV2",
-               .min_inputs = 3,
-               .max_inputs = 3,
-               .default_attrs = {{"batch_dims", int64_t{0}}},
-               .infer = GatherInfer});
-  r->Register({.name = "UnsortedSegmentSum",
-               .min_inputs = 3,
-               .max_inputs = 3,
-               .infer = UnsortedSegmentSumInfer});
-  r->Register({.name = "Unique",
-               .min_inputs = 1,
-               .max_inputs = 1,
-               .default_attrs = {{"out_idx", DType::kInt32}},
-               .infer = UniqueInfer});
-  r->Register({.name = "OneHot",
-               .min_inputs = 4,
-               .max_inputs = 4,
-               .default_attrs = {{"axis", int64_t{-1}}},
-               .infer = OneHotInfer});
+  internal::RegisterIndexOps(r);
 }
 
 }  // namespace tandem::ops
