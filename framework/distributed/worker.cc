@@ -280,6 +280,12 @@ void Worker::RunGraphAsync(CallOptions* options, const WireMessage<proto::RunGra
   });
 }
 
+absl::StatusOr<ParsedKey> Worker::ParseAndCheckKey(const std::string& text) const {
+  TANDEM_ASSIGN_OR_RETURN(ParsedKey key, ParseRendezvousKey(text));
+  TANDEM_RETURN_IF_ERROR(CheckKey(key));
+  return key;
+}
+
 absl::Status Worker::CheckKey(const ParsedKey& key) const {
   absl::StatusOr<Device*> d = env_.devices->Lookup(key.src_device);
   if (!d.ok()) {
@@ -329,13 +335,9 @@ void Worker::RecvTensorAsync(CallOptions* options,
     RecvTensorsAsync(options, request->proto, response, std::move(done));
     return;
   }
-  absl::StatusOr<ParsedKey> key = ParseRendezvousKey(request->proto.rendezvous_key());
+  absl::StatusOr<ParsedKey> key = ParseAndCheckKey(request->proto.rendezvous_key());
   if (!key.ok()) {
     done(key.status());
-    return;
-  }
-  if (absl::Status s = CheckKey(*key); !s.ok()) {
-    done(s);
     return;
   }
   const int64_t step_id = request->proto.step_id();
@@ -410,13 +412,9 @@ void Worker::RecvTensorsAsync(CallOptions* options, const proto::RecvTensorReque
   absl::flat_hash_set<absl::string_view> seen;
   for (int i = 0; i < n; ++i) {
     const std::string& text = i == 0 ? request.rendezvous_key() : request.more_keys(i - 1);
-    absl::StatusOr<ParsedKey> key = ParseRendezvousKey(text);
+    absl::StatusOr<ParsedKey> key = ParseAndCheckKey(text);
     if (!key.ok()) {
       done(key.status());
-      return;
-    }
-    if (absl::Status s = CheckKey(*key); !s.ok()) {
-      done(s);
       return;
     }
     if (!seen.insert(text).second) {

@@ -132,6 +132,8 @@ class Worker : public WorkerInterface {
   // with `why` (not OK), and remembers the step as ended.
   void EndStep(int64_t step_id, const absl::Status& why);
   absl::Status CheckKey(const ParsedKey& key) const;
+  // A rendezvous key a caller sent, parsed and checked against this task's devices.
+  absl::StatusOr<ParsedKey> ParseAndCheckKey(const std::string& text) const;
   // RecvTensor of several keys (RecvTensorRequest::more_keys).
   void RecvTensorsAsync(CallOptions* options, const proto::RecvTensorRequest& request,
                         WireMessage<proto::RecvTensorResponse>* response, StatusCallback done);

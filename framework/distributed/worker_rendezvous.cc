@@ -73,6 +73,13 @@ struct WorkerRendezvous::RemoteRecv {
 
 namespace {
 
+// One RecvTensor call, shared with its callback.
+struct RecvCall {
+  std::shared_ptr<CallOptions> options = std::make_shared<CallOptions>();
+  WireMessage<proto::RecvTensorRequest> request;
+  WireMessage<proto::RecvTensorResponse> response;
+};
+
 // The receives of one RecvBatching burst on this thread, innermost last.
 struct PendingBurst {
   const void* owner = nullptr;  // The WorkerRendezvous.
@@ -84,6 +91,18 @@ std::vector<PendingBurst>& Bursts() {
 }
 
 }  // namespace
+
+absl::Status WorkerRendezvous::Calls::Begin(const std::shared_ptr<CallOptions>& call) {
+  absl::MutexLock lock(&mu);
+  if (aborted.ok()) inflight.insert(call);
+  return aborted;
+}
+
+absl::Status WorkerRendezvous::Calls::End(const std::shared_ptr<CallOptions>& call) {
+  absl::MutexLock lock(&mu);
+  inflight.erase(call);
+  return aborted;
+}
 
 void WorkerRendezvous::BeginRecvBatch() { Bursts().push_back(PendingBurst{this, {}}); }
 
@@ -130,21 +149,11 @@ void WorkerRendezvous::RecvRemote(const ParsedKey& key, const std::string& src_t
 
 void WorkerRendezvous::IssueRecvCall(std::shared_ptr<Calls> calls, std::shared_ptr<RemoteRecv> recv,
                                      uint64_t offset) {
-  struct Call {
-    std::shared_ptr<CallOptions> options = std::make_shared<CallOptions>();
-    WireMessage<proto::RecvTensorRequest> request;
-    WireMessage<proto::RecvTensorResponse> response;
-  };
-  auto call = std::make_shared<Call>();
+  auto call = std::make_shared<RecvCall>();
   call->request.proto.set_step_id(calls->step_id);
   call->request.proto.set_rendezvous_key(recv->key);
   call->request.proto.set_offset(offset);
-  absl::Status aborted;
-  {
-    absl::MutexLock lock(&calls->mu);
-    aborted = calls->aborted;
-    if (aborted.ok()) calls->inflight.insert(call->options);
-  }
+  const absl::Status aborted = calls->Begin(call->options);
   if (!aborted.ok()) {
     recv->Finish(aborted);
     return;
@@ -153,12 +162,7 @@ void WorkerRendezvous::IssueRecvCall(std::shared_ptr<Calls> calls, std::shared_p
   worker->RecvTensorAsync(
       call->options.get(), &call->request, &call->response,
       [calls, call, recv, offset](const absl::Status& s) {
-        absl::Status result;  // An abort wins over what the call says.
-        {
-          absl::MutexLock lock(&calls->mu);
-          calls->inflight.erase(call->options);
-          result = calls->aborted;
-        }
+        absl::Status result = calls->End(call->options);  // An abort wins.
         if (result.ok() && !s.ok()) {
           result = absl::Status(s.code(), absl::StrCat("receiving tensor '", recv->edge, "' from ",
                                                        recv->src_task, ": ", s.message()));
@@ -222,21 +226,11 @@ void WorkerRendezvous::IssueRecvCalls(std::shared_ptr<Calls> calls,
 
 void WorkerRendezvous::IssueBatchCall(std::shared_ptr<Calls> calls,
                                       std::vector<std::shared_ptr<RemoteRecv>> recvs) {
-  struct Call {
-    std::shared_ptr<CallOptions> options = std::make_shared<CallOptions>();
-    WireMessage<proto::RecvTensorRequest> request;
-    WireMessage<proto::RecvTensorResponse> response;
-  };
-  auto call = std::make_shared<Call>();
+  auto call = std::make_shared<RecvCall>();
   call->request.proto.set_step_id(calls->step_id);
   call->request.proto.set_rendezvous_key(recvs[0]->key);
   for (size_t i = 1; i < recvs.size(); ++i) call->request.proto.add_more_keys(recvs[i]->key);
-  absl::Status aborted;
-  {
-    absl::MutexLock lock(&calls->mu);
-    aborted = calls->aborted;
-    if (aborted.ok()) calls->inflight.insert(call->options);
-  }
+  const absl::Status aborted = calls->Begin(call->options);
   if (!aborted.ok()) {
     for (const auto& recv : recvs) recv->Finish(aborted);
     return;
@@ -245,12 +239,7 @@ void WorkerRendezvous::IssueBatchCall(std::shared_ptr<Calls> calls,
   worker->RecvTensorAsync(
       call->options.get(), &call->request, &call->response,
       [calls, call, recvs = std::move(recvs)](const absl::Status& s) mutable {
-        absl::Status result;  // An abort wins over what the call says.
-        {
-          absl::MutexLock lock(&calls->mu);
-          calls->inflight.erase(call->options);
-          result = calls->aborted;
-        }
+        absl::Status result = calls->End(call->options);  // An abort wins.
         const std::string& src = recvs[0]->src_task;
         if (result.ok() && !s.ok()) {
           result = absl::Status(

@@ -89,6 +89,11 @@ class WorkerRendezvous : public Rendezvous, public RecvBatching {
     absl::Mutex mu;
     absl::Status aborted ABSL_GUARDED_BY(mu);
     absl::flat_hash_set<std::shared_ptr<CallOptions>> inflight ABSL_GUARDED_BY(mu);
+
+    // Counts `call` in flight, unless the step was aborted: returns that status.
+    absl::Status Begin(const std::shared_ptr<CallOptions>& call);
+    // `call` came back: forgets it; returns the abort status (OK if none).
+    absl::Status End(const std::shared_ptr<CallOptions>& call);
   };
   // One RecvTensor call for `recv`, for the bytes from `offset`.
   static void IssueRecvCall(std::shared_ptr<Calls> calls, std::shared_ptr<RemoteRecv> recv,
