@@ -325,6 +325,11 @@ void ReplyWithChunk(const Tensor& value, uint64_t offset, uint64_t chunk,
 // Keys a RecvTensor call may ask for at once.
 constexpr int kMaxKeysPerRecvTensor = 4096;
 
+// Key `i` of a RecvTensor call: 0 is rendezvous_key, then more_keys.
+const std::string& KeyOf(const proto::RecvTensorRequest& request, int i) {
+  return i == 0 ? request.rendezvous_key() : request.more_keys(i - 1);
+}
+
 }  // namespace
 
 void Worker::RecvTensorAsync(CallOptions* options,
@@ -411,7 +416,7 @@ void Worker::RecvTensorsAsync(CallOptions* options, const proto::RecvTensorReque
   std::vector<ParsedKey> keys;
   absl::flat_hash_set<absl::string_view> seen;
   for (int i = 0; i < n; ++i) {
-    const std::string& text = i == 0 ? request.rendezvous_key() : request.more_keys(i - 1);
+    const std::string& text = KeyOf(request, i);
     absl::StatusOr<ParsedKey> key = ParseAndCheckKey(text);
     if (!key.ok()) {
       done(key.status());
@@ -434,26 +439,25 @@ void Worker::RecvTensorsAsync(CallOptions* options, const proto::RecvTensorReque
   }
   std::shared_ptr<WorkerRendezvous> r = *std::move(step);
   EndStepIfCancelled(options, step_id);
-  std::vector<std::string> names;
-  for (const ParsedKey& k : keys) names.push_back(k.full_key);
-  r->RecvLocalAnyAsync(
-      std::move(keys),
-      [this, options, r, names = std::move(names), response, done = std::move(done)](
-          const absl::Status& s, std::vector<WorkerRendezvous::Ready> ready) {
-        if (options != nullptr) options->ClearCancelCallback();
-        if (!s.ok()) {
-          // What was taken out of the table is lost with the call, as when a single
-          // receive fails: the step is over.
-          done(s);
-          return;
-        }
-        for (WorkerRendezvous::Ready& v : ready) {
-          proto::RecvTensorResponse* entry = response->proto.add_ready();
-          entry->set_key_index(v.index);
-          response->tensors.push_back(ReplyWith(*r, names[v.index], v.value, v.is_dead, entry));
-        }
-        done(absl::OkStatus());
-      });
+  // The request outlives `done`: the answer's keys are read from it.
+  r->RecvLocalAnyAsync(std::move(keys),
+                       [this, options, r, &request, response, done = std::move(done)](
+                           const absl::Status& s, std::vector<WorkerRendezvous::Ready> ready) {
+                         if (options != nullptr) options->ClearCancelCallback();
+                         if (!s.ok()) {
+                           // What was taken out of the table is lost with the call, as when a
+                           // single receive fails: the step is over.
+                           done(s);
+                           return;
+                         }
+                         for (WorkerRendezvous::Ready& v : ready) {
+                           proto::RecvTensorResponse* entry = response->proto.add_ready();
+                           entry->set_key_index(v.index);
+                           response->tensors.push_back(
+                               ReplyWith(*r, KeyOf(request, v.index), v.value, v.is_dead, entry));
+                         }
+                         done(absl::OkStatus());
+                       });
 }
 
 void Worker::CleanupGraphAsync(CallOptions*, const WireMessage<proto::CleanupGraphRequest>* request,

@@ -80,17 +80,17 @@ struct RecvCall {
   WireMessage<proto::RecvTensorResponse> response;
 };
 
-// The receives of one RecvBatching burst on this thread, innermost last.
-struct PendingBurst {
-  const void* owner = nullptr;  // The WorkerRendezvous.
-  std::vector<std::shared_ptr<void>> recvs;
+}  // namespace
+
+struct WorkerRendezvous::PendingBurst {
+  const WorkerRendezvous* owner = nullptr;
+  std::vector<std::shared_ptr<RemoteRecv>> recvs;
 };
-std::vector<PendingBurst>& Bursts() {
+
+std::vector<WorkerRendezvous::PendingBurst>& WorkerRendezvous::Bursts() {
   static thread_local std::vector<PendingBurst> bursts;
   return bursts;
 }
-
-}  // namespace
 
 absl::Status WorkerRendezvous::Calls::Begin(const std::shared_ptr<CallOptions>& call) {
   absl::MutexLock lock(&mu);
@@ -109,12 +109,11 @@ void WorkerRendezvous::BeginRecvBatch() { Bursts().push_back(PendingBurst{this, 
 void WorkerRendezvous::EndRecvBatch() {
   std::vector<PendingBurst>& bursts = Bursts();
   if (bursts.empty() || bursts.back().owner != this) return;  // Unpaired: nothing held.
-  std::vector<std::shared_ptr<void>> held = std::move(bursts.back().recvs);
+  std::vector<std::shared_ptr<RemoteRecv>> held = std::move(bursts.back().recvs);
   bursts.pop_back();
   // By source task, in the order they were started.
   std::vector<std::vector<std::shared_ptr<RemoteRecv>>> by_task;
-  for (auto& p : held) {
-    auto recv = std::static_pointer_cast<RemoteRecv>(p);
+  for (auto& recv : held) {
     auto it = std::find_if(by_task.begin(), by_task.end(),
                            [&](const auto& group) { return group[0]->src_task == recv->src_task; });
     if (it == by_task.end()) {

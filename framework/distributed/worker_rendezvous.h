@@ -111,6 +111,9 @@ class WorkerRendezvous : public Rendezvous, public RecvBatching {
                           const std::shared_ptr<RemoteRecv>& recv, uint64_t offset,
                           const proto::RecvTensorResponse& r, const Tensor& bytes);
   struct AnyRecv;  // The state of one RecvLocalAnyAsync.
+  // The receives held by one RecvBatching burst; this thread's bursts, innermost last.
+  struct PendingBurst;
+  static std::vector<PendingBurst>& Bursts();
   // Checks the chunk asked for at `offset` and copies it in.
   static absl::Status AddChunk(RemoteRecv* recv, uint64_t offset,
                                const proto::RecvTensorResponse& r, const Tensor& bytes);
