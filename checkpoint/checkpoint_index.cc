@@ -18,11 +18,6 @@ using json = nlohmann::json;
 // More parts than any real partitioner makes; bounds the O(parts^2) overlap check.
 constexpr size_t kMaxSliceParts = 4096;
 
-absl::string_view Basename(absl::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
-}
-
 absl::Status Bad(absl::string_view path, absl::string_view what) {
   return absl::DataLossError(absl::StrCat(path, ": corrupt checkpoint index: ", what));
 }
@@ -109,7 +104,7 @@ std::string PrefixDir(absl::string_view prefix) {
 }
 
 std::string ShardFileName(absl::string_view prefix, int shard, int num_shards) {
-  return absl::StrFormat("%s-%05d-of-%05d.safetensors", Basename(prefix), shard, num_shards);
+  return absl::StrFormat("%s-%05d-of-%05d.safetensors", env::Basename(prefix), shard, num_shards);
 }
 
 bool IsFileOfCheckpoint(absl::string_view base, absl::string_view file) {

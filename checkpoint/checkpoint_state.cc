@@ -35,11 +35,6 @@ std::string Absolute(const std::string& dir, const std::string& path) {
   return env::JoinPath(dir, path);
 }
 
-absl::string_view Basename(absl::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
-}
-
 }  // namespace
 
 std::string SerializeCheckpointState(const CheckpointState& state) {
@@ -197,7 +192,7 @@ absl::StatusOr<std::string> LatestCheckpoint(const std::string& dir) {
 
 absl::Status DeleteCheckpointFiles(const std::string& prefix) {
   const std::string dir(PrefixDir(prefix));
-  const std::string base(Basename(prefix));
+  const std::string base(env::Basename(prefix));
   TANDEM_ASSIGN_OR_RETURN(std::vector<std::string> files, env::ListDir(dir));
   for (const std::string& f : files) {
     if (!IsFileOfCheckpoint(base, f)) continue;
@@ -226,7 +221,7 @@ absl::StatusOr<int> SetAsideUnreadableCheckpoint(const std::string& dir,
     }
     TANDEM_RETURN_IF_ERROR(WriteCheckpointState(dir, *state));
   }
-  const std::string base(Basename(prefix));
+  const std::string base(env::Basename(prefix));
   const std::string prefix_dir(PrefixDir(prefix));
   TANDEM_ASSIGN_OR_RETURN(std::vector<std::string> files, env::ListDir(prefix_dir));
   int moved = 0;

@@ -34,18 +34,6 @@ using checkpoint::SlicePart;
 
 constexpr absl::string_view kIndexSuffix = ".index.json";
 
-std::string Dirname(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-std::string Basename(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // "12 B", "1.5 KiB", "3.2 MiB".
 std::string HumanBytes(int64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
@@ -119,7 +107,7 @@ std::set<std::string> ShardFiles(const CheckpointIndex& index) {
 absl::Status ListModelDir(const ResolvedPath& resolved, std::ostream& out) {
   out << "Model directory " << resolved.model_dir << ": " << resolved.prefixes.size()
       << (resolved.prefixes.size() == 1 ? " checkpoint" : " checkpoints");
-  if (!resolved.latest.empty()) out << " (latest " << Basename(resolved.latest) << ")";
+  if (!resolved.latest.empty()) out << " (latest " << env::Basename(resolved.latest) << ")";
   out << "\n";
   if (resolved.prefixes.empty()) return absl::OkStatus();
   absl::Status first_error;
@@ -130,7 +118,8 @@ absl::Status ListModelDir(const ResolvedPath& resolved, std::ostream& out) {
     const std::string mark = prefix == resolved.latest ? "*" : "";
     const std::string saved =
         i < resolved.timestamps.size() ? FormatTimestamp(resolved.timestamps[i]) : "-";
-    const std::string shown = Dirname(prefix) == resolved.model_dir ? Basename(prefix) : prefix;
+    const std::string shown =
+        env::Dirname(prefix) == resolved.model_dir ? std::string(env::Basename(prefix)) : prefix;
     absl::StatusOr<CheckpointIndex> index = checkpoint::ReadIndex(checkpoint::IndexPath(prefix));
     if (!index.ok()) {
       table.Add({mark, "?", "?", "?", saved, shown});
@@ -143,7 +132,7 @@ absl::Status ListModelDir(const ResolvedPath& resolved, std::ostream& out) {
     if (index_size.ok()) size += *index_size;
     std::set<std::string> files = ShardFiles(*index);
     for (const std::string& file : files) {
-      const std::string shard = env::JoinPath(Dirname(prefix), file);
+      const std::string shard = env::JoinPath(env::Dirname(prefix), file);
       absl::StatusOr<int64_t> shard_size = env::FileSize(shard);
       if (!shard_size.ok()) {
         problems.push_back(absl::StrCat(shard, ": missing shard file of ", shown));
@@ -362,7 +351,7 @@ absl::Status Export(const std::string& path, const std::string& out_path, std::o
   const CheckpointIndex& index = reader->index();
   // Never replace a file of the checkpoint being exported.
   for (const std::string& file : ShardFiles(index)) {
-    if (env::JoinPath(Dirname(prefix), file) == out_path ||
+    if (env::JoinPath(env::Dirname(prefix), file) == out_path ||
         checkpoint::IndexPath(prefix) == out_path) {
       return absl::InvalidArgumentError(
           absl::StrCat(out_path, " is a file of the checkpoint ", prefix, "; choose another name"));

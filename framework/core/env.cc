@@ -214,6 +214,18 @@ std::string JoinPath(absl::string_view a, absl::string_view b) {
   return absl::StrCat(a, "/", b);
 }
 
+absl::string_view Basename(absl::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string Dirname(absl::string_view path) {
+  size_t slash = path.rfind('/');
+  if (slash == absl::string_view::npos) return ".";
+  if (slash == 0) return "/";
+  return std::string(path.substr(0, slash));
+}
+
 absl::StatusOr<std::string> MakeTempDir(absl::string_view prefix) {
   const char* base = std::getenv("TMPDIR");
   std::string templ = JoinPath(base && *base ? base : "/tmp", absl::StrCat(prefix, ".XXXXXX"));

@@ -49,6 +49,10 @@ absl::Status DeleteRecursively(const std::string& path);
 // Names (not paths) of the entries of directory `path`, sorted.
 absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path);
 std::string JoinPath(absl::string_view a, absl::string_view b);
+// What follows the last '/' of `path` (all of it when there is none).
+absl::string_view Basename(absl::string_view path);
+// What precedes the last '/' of `path`: "." when there is none, "/" for a root entry.
+std::string Dirname(absl::string_view path);
 // A fresh directory under $TMPDIR (or /tmp) named after `prefix`.
 absl::StatusOr<std::string> MakeTempDir(absl::string_view prefix);
 int64_t NowMicros();

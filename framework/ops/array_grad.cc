@@ -40,11 +40,9 @@ absl::StatusOr<int64_t> ConstScalarValue(const Output& o, absl::string_view what
   return t->dtype() == DType::kInt32 ? int64_t{t->flat<int32_t>()[0]} : t->flat<int64_t>()[0];
 }
 
-Scope Aux(const Scope& scope) { return scope.NewSubScope(""); }
-
 // A one-element int32 vector (ConstInt32(s, {v}) would pick the scalar overload).
 Output Vec1(const Scope& scope, int32_t v) {
-  return ConstInt32(Aux(scope), std::vector<int32_t>{v});
+  return ConstInt32(internal::Aux(scope), std::vector<int32_t>{v});
 }
 
 // v[begin:] of a vector, as a StridedSlice with end_mask.
@@ -157,7 +155,7 @@ absl::Status StridedSliceGradGrad(const Scope& scope, const Node& node, const Gr
 
 absl::Status PadGrad(const Scope& scope, const Node& node, const Grads& dy, Grads* dx) {
   Output x = node.input(0), paddings = node.input(1);
-  Scope aux = Aux(scope);
+  Scope aux = internal::Aux(scope);
   // paddings[:, 0]
   Output before = StridedSlice(scope, paddings, ConstInt32(aux, {0, 0}), ConstInt32(aux, {0, 1}),
                                ConstInt32(aux, {1, 1}),

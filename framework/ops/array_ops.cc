@@ -14,9 +14,6 @@
 namespace tandem::ops {
 namespace {
 
-// A scope for auxiliary nodes: same name scope, no op name.
-Scope Aux(const Scope& scope) { return scope.NewSubScope(""); }
-
 // Builds `op` with attr T = the dtype of input `type_input`.
 Output BuildT(const Scope& scope, absl::string_view op, std::vector<Output> inputs,
               AttrMap attrs = {}, int type_input = 0) {
@@ -79,7 +76,7 @@ Output Reshape(const Scope& scope, Output x, Output shape) {
 }
 
 Output Reshape(const Scope& scope, Output x, std::vector<int64_t> shape) {
-  return Reshape(scope, x, ConstInt64(Aux(scope), std::move(shape)));
+  return Reshape(scope, x, ConstInt64(internal::Aux(scope), std::move(shape)));
 }
 
 Output Squeeze(const Scope& scope, Output x, std::vector<int64_t> axes) {
@@ -91,7 +88,7 @@ Output ExpandDims(const Scope& scope, Output x, Output axis) {
 }
 
 Output ExpandDims(const Scope& scope, Output x, int axis) {
-  return ExpandDims(scope, x, ConstInt32(Aux(scope), axis));
+  return ExpandDims(scope, x, ConstInt32(internal::Aux(scope), axis));
 }
 
 Output Transpose(const Scope& scope, Output x, Output perm) {
@@ -99,7 +96,7 @@ Output Transpose(const Scope& scope, Output x, Output perm) {
 }
 
 Output Transpose(const Scope& scope, Output x, std::vector<int32_t> perm) {
-  return Transpose(scope, x, ConstInt32(Aux(scope), std::move(perm)));
+  return Transpose(scope, x, ConstInt32(internal::Aux(scope), std::move(perm)));
 }
 
 Output Concat(const Scope& scope, const std::vector<Output>& values, Output axis) {
@@ -109,7 +106,7 @@ Output Concat(const Scope& scope, const std::vector<Output>& values, Output axis
 }
 
 Output Concat(const Scope& scope, const std::vector<Output>& values, int axis) {
-  return Concat(scope, values, ConstInt32(Aux(scope), axis));
+  return Concat(scope, values, ConstInt32(internal::Aux(scope), axis));
 }
 
 std::vector<Output> Split(const Scope& scope, Output axis, Output value, int num_split) {
@@ -119,7 +116,7 @@ std::vector<Output> Split(const Scope& scope, Output axis, Output value, int num
 }
 
 std::vector<Output> Split(const Scope& scope, int axis, Output value, int num_split) {
-  return Split(scope, ConstInt32(Aux(scope), axis), value, num_split);
+  return Split(scope, ConstInt32(internal::Aux(scope), axis), value, num_split);
 }
 
 Output Slice(const Scope& scope, Output x, Output begin, Output size) {
@@ -147,7 +144,8 @@ Output Tile(const Scope& scope, Output x, Output multiples) {
 Output Gather(const Scope& scope, Output params, Output indices, int axis) {
   AttrMap attrs = {{"batch_dims", int64_t{0}}};
   if (params.valid()) attrs.emplace("Tparams", params.dtype());
-  return internal::Build(scope, "GatherV2", {params, indices, ConstInt32(Aux(scope), axis)}, attrs);
+  return internal::Build(scope, "GatherV2",
+                         {params, indices, ConstInt32(internal::Aux(scope), axis)}, attrs);
 }
 
 Output Shape(const Scope& scope, Output x, DType out_type) {
@@ -174,7 +172,7 @@ Output OneHot(const Scope& scope, Output indices, Output depth, Output on_value,
 }
 
 Output OneHot(const Scope& scope, Output indices, int depth, float on_value, float off_value) {
-  Scope aux = Aux(scope);
+  Scope aux = internal::Aux(scope);
   return OneHot(scope, indices, ConstInt32(aux, depth), Const(aux, on_value), Const(aux, off_value),
                 -1);
 }

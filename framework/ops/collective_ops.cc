@@ -13,7 +13,7 @@
 namespace tandem::ops {
 namespace {
 
-constexpr char kEnabled[] = "collective/enabled";
+constexpr char kCollectiveEnabled[] = "collective/enabled";
 constexpr char kAllReduce[] = "CollectiveAllReduce";
 constexpr char kBroadcast[] = "CollectiveBroadcast";
 constexpr char kGatherRows[] = "CollectiveAllGatherRows";
@@ -81,21 +81,21 @@ void RegisterCollectiveOps(OpRegistry* r) {
 }
 
 void EnableCollectiveAllReduce(const Scope& scope, const CollectiveAllReduceOptions& options) {
-  Node* n = internal::BuildNode(scope.WithOpName(kEnabled), "NoOp", {},
+  Node* n = internal::BuildNode(scope.WithOpName(kCollectiveEnabled), "NoOp", {},
                                 {{"bytes_per_pack", options.bytes_per_pack},
                                  {"first_bucket_bytes", options.first_bucket_bytes},
                                  {"tables", static_cast<int64_t>(options.tables)},
                                  {"applies_tables", options.applies_tables}});
-  if (n != nullptr) scope.graph()->AddToCollection(kEnabled, n->name());
+  if (n != nullptr) scope.graph()->AddToCollection(kCollectiveEnabled, n->name());
 }
 
 bool CollectiveAllReduceEnabled(const Graph& graph) {
-  return !graph.GetCollection(kEnabled).empty();
+  return !graph.GetCollection(kCollectiveEnabled).empty();
 }
 
 CollectiveTableMode CollectiveTablesOf(const Graph& graph) {
   CollectiveTableMode mode;
-  const std::vector<std::string>& marks = graph.GetCollection(kEnabled);
+  const std::vector<std::string>& marks = graph.GetCollection(kCollectiveEnabled);
   const Node* mark = marks.empty() ? nullptr : graph.FindNode(marks[0]);
   if (mark == nullptr) return mode;
   const int64_t t = GetAttrOr<int64_t>(mark->attrs(), "tables", 0);
@@ -135,7 +135,7 @@ GradientRows CollectiveAllGatherRows(const Scope& scope, const GradientRows& row
 absl::StatusOr<ReducedGradients> ReduceGradients(
     const Scope& scope, const std::vector<Output>& grads,
     const std::vector<std::optional<GradientRows>>& rows, const std::vector<Variable>& vars) {
-  const std::vector<std::string>& marks = scope.graph()->GetCollection(kEnabled);
+  const std::vector<std::string>& marks = scope.graph()->GetCollection(kCollectiveEnabled);
   if (marks.empty()) {
     return absl::FailedPreconditionError(
         "ReduceGradients: the graph is not marked with EnableCollectiveAllReduce");

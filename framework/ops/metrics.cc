@@ -35,6 +35,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/ops/array_ops.h"
+#include "framework/ops/internal/build.h"
 #include "framework/ops/math_ops.h"
 #include "framework/ops/state_ops.h"
 
@@ -42,7 +43,6 @@ namespace tandem::ops::metrics {
 namespace {
 
 // The same name scope without an op name, for intermediate nodes.
-Scope Aux(const Scope& scope) { return scope.NewSubScope(""); }
 
 bool Fail(const Scope& scope, absl::string_view metric, absl::string_view message) {
   scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat("metric ", metric, ": ", message)));
@@ -123,7 +123,7 @@ Output Weighted(const Scope& scope, Output x, Output w) { return w.valid() ? Mul
 // `scope` (which may carry an op name); the others in its name scope.
 Output DivNoNan(const Scope& scope, Output num, Output den) {
   if (!scope.ok()) return Output();
-  Scope aux = Aux(scope);
+  Scope aux = internal::Aux(scope);
   Output zeros = ZerosLike(aux, den);
   Output is_zero = Equal(aux, den, zeros);
   Output safe_den = Select(aux, is_zero, OnesLike(aux, den), den);
@@ -133,8 +133,9 @@ Output DivNoNan(const Scope& scope, Output num, Output den) {
 // A zero-initialised float32 metric variable of `shape` in the metric's name scope.
 Variable MetricVariable(const Scope& scope, absl::string_view name, const TensorShape& shape) {
   Tensor zeros = Tensor::FromVector<float>(std::vector<float>(shape.num_elements(), 0.0f), shape);
-  Output init = Const(
-      scope.WithNoControlDependencies().WithOpName(absl::StrCat(name, "/Initializer/zeros")), zeros);
+  Output init =
+      Const(scope.WithNoControlDependencies().WithOpName(absl::StrCat(name, "/Initializer/zeros")),
+            zeros);
   return Variable(
       scope, name, init,
       VariableOptions{.trainable = false, .collections = {kMetricVariables}, .local = true});
@@ -144,7 +145,7 @@ Variable MetricVariable(const Scope& scope, absl::string_view name, const Tensor
 // shape, or invalid) in the metric scope `ms`.
 Metric StreamingMean(const Scope& ms, Output values, Output weights) {
   if (!ms.ok()) return {};
-  Scope aux = Aux(ms);
+  Scope aux = internal::Aux(ms);
   Variable total = MetricVariable(ms, "total", TensorShape({}));
   Variable count = MetricVariable(ms, "count", TensorShape({}));
   if (!total.valid() || !count.valid()) return {};
@@ -171,7 +172,7 @@ Metric PrecisionOrRecall(const Scope& scope, absl::string_view metric, Output la
   }
   const bool precision = metric == "precision";
   Scope ms = scope.NewSubScope(metric);
-  Scope aux = Aux(ms);
+  Scope aux = internal::Aux(ms);
   Output l = IsPositive(aux, labels);
   Output p = IsPositive(aux, predictions);
   Output w = BroadcastWeights(aux, weights, p);
@@ -194,7 +195,7 @@ Metric PrecisionOrRecall(const Scope& scope, absl::string_view metric, Output la
 // The area under the curve from the four confusion-count vectors (see the top).
 Output AreaUnderCurve(const Scope& scope, Output tp, Output fp, Output tn, Output fn,
                       int num_thresholds, Curve curve) {
-  Scope aux = Aux(scope);
+  Scope aux = internal::Aux(scope);
   Output eps = Const(aux, 1e-6f);
   Output tp_eps = Add(aux, tp, eps);
   Output recall = Div(aux, tp_eps, Add(aux, Add(aux, tp, fn), eps));
@@ -223,7 +224,7 @@ Metric Mean(const Scope& scope, Output values, Output weights) {
     return {};
   }
   Scope ms = scope.NewSubScope(kName);
-  Scope aux = Aux(ms);
+  Scope aux = internal::Aux(ms);
   Output v = ToFloat(aux, values);
   return StreamingMean(ms, v, BroadcastWeights(aux, weights, v));
 }
@@ -237,7 +238,7 @@ Metric Accuracy(const Scope& scope, Output labels, Output predictions, Output we
     return {};
   }
   Scope ms = scope.NewSubScope(kName);
-  Scope aux = Aux(ms);
+  Scope aux = internal::Aux(ms);
   Output correct =
       Cast(aux, Equal(aux, ToFloat(aux, labels), ToFloat(aux, predictions)), DType::kFloat);
   return StreamingMean(ms, correct, BroadcastWeights(aux, weights, correct));
@@ -265,7 +266,7 @@ Metric Auc(const Scope& scope, Output labels, Output predictions, int num_thresh
     return {};
   }
   Scope ms = scope.NewSubScope(kName);
-  Scope aux = Aux(ms);
+  Scope aux = internal::Aux(ms);
   // Thresholds as a column [T, 1]; everything per element as a row [1, N].
   constexpr float kEpsilon = 1e-7f;
   std::vector<float> thresholds(num_thresholds);
@@ -316,7 +317,7 @@ Metric MeanSquaredError(const Scope& scope, Output labels, Output predictions, O
     return {};
   }
   Scope ms = scope.NewSubScope(kName);
-  Scope aux = Aux(ms);
+  Scope aux = internal::Aux(ms);
   Output sq = SquaredDifference(aux, ToFloat(aux, labels), ToFloat(aux, predictions));
   return StreamingMean(ms, sq, BroadcastWeights(aux, weights, sq));
 }
@@ -348,7 +349,7 @@ Metric TopKAccuracy(const Scope& scope, Output labels, Output predictions, int k
     return {};
   }
   Scope ms = scope.NewSubScope(kName);
-  Scope aux = Aux(ms);
+  Scope aux = internal::Aux(ms);
   Output scores = ToFloat(aux, predictions);  // [N, C]
   Output depth = ps.known_rank() && ps.dim(1) >= 0
                      ? ConstInt32(aux, static_cast<int32_t>(ps.dim(1)))

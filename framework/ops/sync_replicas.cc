@@ -12,7 +12,7 @@
 namespace tandem::ops {
 namespace {
 
-constexpr char kEnabled[] = "sync_replicas/enabled";
+constexpr char kSyncReplicasEnabled[] = "sync_replicas/enabled";
 constexpr char kBarrier[] = "sync_replicas/step_barrier";
 // Collections naming what BuildSyncReplicas made.
 constexpr char kLocalStep[] = "sync_replicas/local_step";
@@ -124,9 +124,10 @@ void RegisterSyncReplicasOps(OpRegistry* r) {
                  std::vector<int64_t> rows = shape.dims();
                  rows[0] = -1;
                  if (!PartialShape(rows).IsCompatibleWith(ctx.input_shape(3))) {
-                   return ctx.Error(absl::StrCat("the gradient's values must have rows of the "
-                                                 "accumulator's shape ",
-                                                 shape.DebugString()));
+                   return ctx.Error(
+                       absl::StrCat("the gradient's values must have rows of the "
+                                    "accumulator's shape ",
+                                    shape.DebugString()));
                  }
                  return absl::OkStatus();
                }});
@@ -162,7 +163,7 @@ Node* BuildSyncOp(const Scope& scope, absl::string_view op, std::vector<Output> 
 }
 
 int64_t TimeoutMs(const Graph& graph) {
-  const std::vector<std::string>& enabled = graph.GetCollection(kEnabled);
+  const std::vector<std::string>& enabled = graph.GetCollection(kSyncReplicasEnabled);
   Node* n = enabled.empty() ? nullptr : graph.FindNode(enabled.front());
   if (n == nullptr) return SyncReplicasOptions().timeout_ms;
   absl::StatusOr<int64_t> t = GetAttr<int64_t>(n->attrs(), "timeout_ms");
@@ -177,12 +178,14 @@ std::string Single(const Graph& graph, const char* key) {
 }  // namespace
 
 void EnableSyncReplicas(const Scope& scope, const SyncReplicasOptions& options) {
-  Node* n = internal::BuildNode(scope.WithOpName(kEnabled), "NoOp", {},
+  Node* n = internal::BuildNode(scope.WithOpName(kSyncReplicasEnabled), "NoOp", {},
                                 {{"timeout_ms", options.timeout_ms}});
-  if (n != nullptr) scope.graph()->AddToCollection(kEnabled, n->name());
+  if (n != nullptr) scope.graph()->AddToCollection(kSyncReplicasEnabled, n->name());
 }
 
-bool SyncReplicasEnabled(const Graph& graph) { return !graph.GetCollection(kEnabled).empty(); }
+bool SyncReplicasEnabled(const Graph& graph) {
+  return !graph.GetCollection(kSyncReplicasEnabled).empty();
+}
 
 absl::StatusOr<SyncReplicasGraph> GetSyncReplicasGraph(const Graph& graph) {
   SyncReplicasGraph g;
@@ -242,12 +245,11 @@ absl::StatusOr<Node*> BuildSyncReplicas(const Scope& scope, const std::vector<Va
                                                                             : "/grad_accum")},
                      {"shape", vars[i].shape()}};
     if (sparse[i]) {
-      applies.push_back(BuildSyncOp(at_var.WithOpName(prefix + "/apply"),
-                                    "SparseAccumulatorApplyGradient",
-                                    {local_step, replica, sparse[i]->indices, sparse[i]->values},
-                                    attrs));
-      Node* take = BuildSyncOp(at_var.WithOpName(prefix + "/take"),
-                               "SparseAccumulatorTakeGradient", {num_required}, attrs);
+      applies.push_back(
+          BuildSyncOp(at_var.WithOpName(prefix + "/apply"), "SparseAccumulatorApplyGradient",
+                      {local_step, replica, sparse[i]->indices, sparse[i]->values}, attrs));
+      Node* take = BuildSyncOp(at_var.WithOpName(prefix + "/take"), "SparseAccumulatorTakeGradient",
+                               {num_required}, attrs);
       if (take != nullptr) sparse_takes[i] = GradientRows{Output(take, 0), Output(take, 1)};
     } else {
       applies.push_back(BuildSyncOp(at_var.WithOpName(prefix + "/apply"),

@@ -29,6 +29,9 @@ inline Output Build(const Scope& scope, absl::string_view op, std::vector<Output
   return Output(n, 0);
 }
 
+// A scope for auxiliary nodes (shapes, constants): the same name scope, no op name.
+inline Scope Aux(const Scope& scope) { return scope.NewSubScope(""); }
+
 // All outputs of a node (empty on error).
 inline std::vector<Output> AllOutputs(Node* n) {
   std::vector<Output> outs;
