@@ -46,5 +46,14 @@ TEST(EnvTest, JoinPath) {
   EXPECT_EQ(JoinPath("", "b"), "b");
 }
 
+TEST(EnvTest, BasenameAndDirname) {
+  EXPECT_EQ(Basename("/tmp/m/model.ckpt-5"), "model.ckpt-5");
+  EXPECT_EQ(Basename("model.ckpt-5"), "model.ckpt-5");
+  EXPECT_EQ(Basename("dir/"), "");
+  EXPECT_EQ(Dirname("/tmp/m/model.ckpt-5"), "/tmp/m");
+  EXPECT_EQ(Dirname("/model.ckpt-5"), "/");
+  EXPECT_EQ(Dirname("model.ckpt-5"), ".");
+}
+
 }  // namespace
 }  // namespace tandem::env
