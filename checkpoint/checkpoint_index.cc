@@ -96,8 +96,6 @@ std::string CheckpointBaseName(int64_t step) { return absl::StrCat("model.ckpt-"
 
 std::string IndexPath(absl::string_view prefix) { return absl::StrCat(prefix, ".index.json"); }
 
-std::string PrefixDir(absl::string_view prefix) { return env::Dirname(prefix); }
-
 std::string ShardFileName(absl::string_view prefix, int shard, int num_shards) {
   return absl::StrFormat("%s-%05d-of-%05d.safetensors", env::Basename(prefix), shard, num_shards);
 }

@@ -73,8 +73,6 @@ struct CheckpointIndex {
 std::string CheckpointBaseName(int64_t step);
 // "<prefix>.index.json".
 std::string IndexPath(absl::string_view prefix);
-// The directory of a checkpoint prefix (or any path): "." for a bare name, "/" at the root.
-std::string PrefixDir(absl::string_view prefix);
 // "<basename(prefix)>-00003-of-00008.safetensors" (a file name, no directory).
 std::string ShardFileName(absl::string_view prefix, int shard, int num_shards);
 // True when `file` is a shard or the index of the checkpoint with base name `base`

@@ -57,7 +57,7 @@ absl::StatusOr<const SafetensorsFile*> CheckpointReader::Shard(const std::string
   auto it = shards_.find(file);
   if (it != shards_.end()) return it->second.get();
   TANDEM_ASSIGN_OR_RETURN(SafetensorsFile shard,
-                          SafetensorsFile::Open(env::JoinPath(PrefixDir(prefix_), file)));
+                          SafetensorsFile::Open(env::JoinPath(env::Dirname(prefix_), file)));
   auto owned = std::make_unique<SafetensorsFile>(std::move(shard));
   const SafetensorsFile* raw = owned.get();
   shards_.emplace(file, std::move(owned));

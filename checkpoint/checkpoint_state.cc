@@ -191,7 +191,7 @@ absl::StatusOr<std::string> LatestCheckpoint(const std::string& dir) {
 }
 
 absl::Status DeleteCheckpointFiles(const std::string& prefix) {
-  const std::string dir(PrefixDir(prefix));
+  const std::string dir(env::Dirname(prefix));
   const std::string base(env::Basename(prefix));
   TANDEM_ASSIGN_OR_RETURN(std::vector<std::string> files, env::ListDir(dir));
   for (const std::string& f : files) {
@@ -222,7 +222,7 @@ absl::StatusOr<int> SetAsideUnreadableCheckpoint(const std::string& dir,
     TANDEM_RETURN_IF_ERROR(WriteCheckpointState(dir, *state));
   }
   const std::string base(env::Basename(prefix));
-  const std::string prefix_dir(PrefixDir(prefix));
+  const std::string prefix_dir(env::Dirname(prefix));
   TANDEM_ASSIGN_OR_RETURN(std::vector<std::string> files, env::ListDir(prefix_dir));
   int moved = 0;
   for (const std::string& f : files) {

@@ -126,7 +126,7 @@ absl::StatusOr<std::vector<Tensor>> LoadVariables(const std::string& prefix,
     return plan.status();
   }
 
-  const std::string dir = PrefixDir(prefix);
+  const std::string dir = env::Dirname(prefix);
   std::vector<absl::StatusOr<SafetensorsFile>> shards;
   shards.reserve(plan->shard_files.size());
   for (size_t k = 0; k < plan->shard_files.size(); ++k) {

@@ -51,7 +51,7 @@ class SaveShardKernel : public OpKernel {
       tensors.emplace_back(names_[i], ctx.input(static_cast<int>(i) + 2));
       bytes += static_cast<int64_t>(tensors.back().second.TotalBytes());
     }
-    const std::string dir = PrefixDir(prefix);
+    const std::string dir = env::Dirname(prefix);
     TANDEM_RETURN_IF_ERROR(ctx.Annotate(env::MakeDirs(dir)));
     const std::string path = env::JoinPath(
         dir, ShardFileName(prefix, static_cast<int>(shard_), static_cast<int>(num_shards_)));

@@ -42,8 +42,6 @@
 namespace tandem::ops::metrics {
 namespace {
 
-// The same name scope without an op name, for intermediate nodes.
-
 bool Fail(const Scope& scope, absl::string_view metric, absl::string_view message) {
   scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat("metric ", metric, ": ", message)));
   return false;
