@@ -44,6 +44,18 @@ absl::StatusOr<int64_t> ReadIndexScalar(const OpKernelContext& ctx, int i, absl:
   return t.dtype() == DType::kInt32 ? int64_t{t.flat<int32_t>()[0]} : t.flat<int64_t>()[0];
 }
 
+absl::StatusOr<TensorShape> FillShape(const OpKernelContext& ctx) {
+  TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ReadIndexVector(ctx, 0, "dims"));
+  auto shape = TensorShape::Create(dims);
+  if (!shape.ok()) return ctx.Annotate(shape.status());
+  const Tensor& value = ctx.input(1);
+  if (value.rank() != 0) {
+    return ctx.Error(
+        absl::StrCat("value must be a scalar, got shape ", value.shape().DebugString()));
+  }
+  return *shape;
+}
+
 absl::StatusOr<std::vector<bool>> ReducedAxes(const OpKernelContext& ctx, int rank) {
   std::vector<bool> reduced(rank, ctx.num_inputs() < 2);
   if (ctx.num_inputs() < 2) return reduced;
@@ -137,6 +149,7 @@ void StridedCopy(const char* in, char* out, size_t elem, absl::Span<const int64_
 
 namespace {
 
+using array_kernels::FillShape;
 using array_kernels::ReadIndexScalar;
 using array_kernels::ReadIndexVector;
 
@@ -267,15 +280,9 @@ class ReshapeKernel : public OpKernel {
 class FillKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
-    TANDEM_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ReadIndexVector(ctx, 0, "dims"));
-    auto shape = TensorShape::Create(dims);
-    if (!shape.ok()) return ctx.Annotate(shape.status());
+    TANDEM_ASSIGN_OR_RETURN(TensorShape shape, FillShape(ctx));
     const Tensor& value = ctx.input(1);
-    if (value.rank() != 0) {
-      return ctx.Error(
-          absl::StrCat("value must be a scalar, got shape ", value.shape().DebugString()));
-    }
-    Tensor* out = ctx.allocate_output(0, *shape);
+    Tensor* out = ctx.allocate_output(0, shape);
     const size_t elem = DTypeSize(value.dtype());
     char* dst = out->raw_data();
     for (int64_t k = 0; k < out->NumElements(); ++k) {

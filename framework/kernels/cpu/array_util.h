@@ -1,9 +1,9 @@
 // framework/kernels/cpu/array_util.h
 //
-// Helpers shared by the CPU array kernels (array_*.cc): reading shape-like int32/int64
-// inputs with errors a user can act on, row-major strides, and a dtype-agnostic
-// strided copy that moves elements by their byte size (so one structural kernel serves
-// every dtype). Private to kernels/cpu.
+// Helpers of the array kernels: reading shape-like int32/int64 inputs with errors a
+// user can act on (shared with the GPU's kernels, which read these inputs in host
+// memory), row-major strides, and a dtype-agnostic strided copy that moves elements by
+// their byte size (so one structural kernel serves every dtype).
 //
 // Thread safety: pure functions.
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_ARRAY_UTIL_H_
@@ -31,6 +31,9 @@ absl::StatusOr<int64_t> ReadIndexScalar(const OpKernelContext& ctx, int i, absl:
 // the end. An axis out of range is an error naming it and input 0's shape.
 absl::StatusOr<std::vector<bool>> ReducedAxes(const OpKernelContext& ctx, int rank);
 
+// Fill(dims, value)'s output shape: `dims` (input 0) checked as ReadIndexVector does
+// and as a shape, and an error unless `value` (input 1) is a scalar.
+absl::StatusOr<TensorShape> FillShape(const OpKernelContext& ctx);
 // Row-major element strides of `dims`.
 std::vector<int64_t> RowMajorStrides(absl::Span<const int64_t> dims);
 

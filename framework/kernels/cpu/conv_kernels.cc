@@ -43,12 +43,8 @@ namespace {
 using dnnl::memory;
 using Tag = dnnl::memory::format_tag;
 
-// The geometry of one convolution: input [n,h,w,c], filter [kh,kw,c,o], output
-// [n,oh,ow,o].
-struct ConvShape {
-  int64_t n, h, w, c, kh, kw, o, oh, ow;
-  WindowDim dim_h, dim_w;
-  WindowAttrs attrs;
+// One convolution's geometry (window_geometry.h) and how oneDNN sees it.
+struct ConvShape : ConvGeometry {
   // The operands' type, set by the kernel for the tensors the primitive sees (float32
   // on the widened fallback).
   memory::data_type dt = memory::data_type::f32;
@@ -61,13 +57,6 @@ struct ConvShape {
                         fusion.relu, ",", dim_h.pad_before, ",", dim_h.pad_after, ",",
                         dim_w.pad_before, ",", dim_w.pad_after);
   }
-  TensorShape input_shape() const { return TensorShape({n, h, w, c}); }
-  TensorShape filter_shape() const { return TensorShape({kh, kw, c, o}); }
-  TensorShape output_shape() const { return TensorShape({n, oh, ow, o}); }
-  bool empty() const {
-    return n == 0 || h == 0 || w == 0 || c == 0 || o == 0 || oh == 0 || ow == 0;
-  }
-
   memory::desc src_md() const { return onednn::TagDesc({n, c, h, w}, Tag::nhwc, dt); }
   memory::desc dst_md() const { return onednn::TagDesc({n, o, oh, ow}, Tag::nhwc, dt); }
   memory::desc user_weights_md() const { return onednn::TagDesc({o, c, kh, kw}, Tag::hwio, dt); }
@@ -93,53 +82,8 @@ struct ConvShape {
 
 absl::StatusOr<ConvShape> MakeConvShape(const OpKernelContext& ctx, const WindowAttrs& attrs,
                                         const TensorShape& input, const TensorShape& filter) {
-  if (input.rank() != 4 || filter.rank() != 4) {
-    return ctx.Error(absl::StrCat("input must be NHWC and filter HWIO (rank 4), got input ",
-                                  input.DebugString(), " and filter ", filter.DebugString()));
-  }
-  if (input.dim(3) != filter.dim(2)) {
-    return ctx.Error(absl::StrCat("input channels ", input.dim(3),
-                                  " differ from filter in-channels ", filter.dim(2), " (input ",
-                                  input.DebugString(), ", filter ", filter.DebugString(), ")"));
-  }
-  ConvShape s{input.dim(0),
-              input.dim(1),
-              input.dim(2),
-              input.dim(3),
-              filter.dim(0),
-              filter.dim(1),
-              filter.dim(3),
-              0,
-              0,
-              {},
-              {},
-              attrs};
-  auto dh = ComputeWindowDim(s.h, s.kh, attrs.stride_h, attrs.second_h, attrs.same);
-  auto dw = ComputeWindowDim(s.w, s.kw, attrs.stride_w, attrs.second_w, attrs.same);
-  if (!dh.ok() || !dw.ok()) {
-    return ctx.Error(absl::StrCat((dh.ok() ? dw : dh).status().message(), " (input ",
-                                  input.DebugString(), ", filter ", filter.DebugString(), ")"));
-  }
-  s.dim_h = *dh;
-  s.dim_w = *dw;
-  s.oh = dh->out;
-  s.ow = dw->out;
-  return s;
-}
-
-// A shape from an int32/int64 vector of 4 sizes (input_sizes / filter_sizes).
-absl::StatusOr<TensorShape> ShapeFromTensor(const OpKernelContext& ctx, int i) {
-  const Tensor& t = ctx.input(i);
-  if ((t.dtype() != DType::kInt32 && t.dtype() != DType::kInt64) || t.rank() != 1 ||
-      t.NumElements() != 4) {
-    return ctx.Error(absl::StrCat("input ", i, " must be an int32/int64 vector of 4 sizes, got ",
-                                  DTypeName(t.dtype()), t.shape().DebugString()));
-  }
-  std::vector<int64_t> dims;
-  for (int k = 0; k < 4; ++k) dims.push_back(static_cast<int64_t>(t.ValueAsDouble(k)));
-  auto shape = TensorShape::Create(dims);
-  if (!shape.ok()) return ctx.Annotate(shape.status());
-  return *shape;
+  TANDEM_ASSIGN_OR_RETURN(ConvGeometry g, ConvGeometry::Make(ctx, attrs, input, filter));
+  return ConvShape{g};
 }
 
 // The geometry the hand-written CPU paths (conv_filter_grad.h, conv_forward_amx.h) take.
@@ -167,16 +111,7 @@ absl::Status ExpectSameFloatDType(const OpKernelContext& ctx, int a, int b) {
 // All-zero bits are 0.0 in float32 and bfloat16.
 void Zero(Tensor* t) { std::memset(t->raw_data(), 0, t->TotalBytes()); }
 
-class ConvKernelBase : public OpKernel {
- public:
-  absl::Status Init(const Node& node) override {
-    TANDEM_ASSIGN_OR_RETURN(attrs_, ParseWindowAttrs(node, "dilations"));
-    return absl::OkStatus();
-  }
-
- protected:
-  WindowAttrs attrs_;
-};
+using ConvKernelBase = WindowKernel<OpKernel, WindowOp::kConv>;
 
 // What the forward and backward-data entries share: the layouts of the activations
 // (plain NHWC), of the user's HWIO filter and of the primitive's weights, and the
@@ -316,7 +251,7 @@ class FusedConv2DWithMaxPoolKernel : public Conv2DKernel {
 
   absl::Status Compute(OpKernelContext& ctx) override {
     TANDEM_ASSIGN_OR_RETURN(ConvShape s, Shape(ctx));
-    TANDEM_ASSIGN_OR_RETURN(PoolShape p, MakePoolShape(ctx, pool_, s.output_shape()));
+    TANDEM_ASSIGN_OR_RETURN(PoolGeometry p, PoolGeometry::Make(ctx, pool_, s.output_shape()));
     if (argmax_ && !PoolsByArgmax(p)) {
       return ctx.Error("the argmax is kept for 2x2 windows of stride 2 only");
     }
@@ -346,16 +281,6 @@ class FusedConv2DWithMaxPoolKernel : public Conv2DKernel {
   WindowAttrs pool_;
   bool argmax_ = false;
 };
-
-// Checks out_backprop has the shape the forward convolution would produce.
-absl::Status CheckOutBackprop(const OpKernelContext& ctx, const ConvShape& s,
-                              const Tensor& out_backprop) {
-  if (out_backprop.shape() == s.output_shape()) return absl::OkStatus();
-  return ctx.Error(absl::StrCat("out_backprop has shape ", out_backprop.shape().DebugString(),
-                                " but the convolution of ", s.input_shape().DebugString(), " by ",
-                                s.filter_shape().DebugString(), " gives ",
-                                s.output_shape().DebugString()));
-}
 
 struct ConvBwdDataEntry : ConvEntryBase {
   dnnl::convolution_backward_data prim;
@@ -425,7 +350,7 @@ class Conv2DBackpropInputKernel : public ConvKernelBase {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
     TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 1, 2));
-    TANDEM_ASSIGN_OR_RETURN(TensorShape input_shape, ShapeFromTensor(ctx, 0));
+    TANDEM_ASSIGN_OR_RETURN(TensorShape input_shape, ShapeFromSizesInput(ctx, 0));
     const Tensor& filter = ctx.input(1);
     const Tensor& grad = ctx.input(2);
     TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input_shape, filter.shape()));
@@ -548,7 +473,7 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
   absl::Status Compute(OpKernelContext& ctx) override {
     TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 0, 2));
     const Tensor& input = ctx.input(0);
-    TANDEM_ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromTensor(ctx, 1));
+    TANDEM_ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromSizesInput(ctx, 1));
     const Tensor& grad = ctx.input(2);
     TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter_shape));
     TANDEM_RETURN_IF_ERROR(CheckOutBackprop(ctx, s, grad));
@@ -600,11 +525,11 @@ class Conv2DBackpropFilterOfMaxPoolGradKernel : public ConvKernelBase {
       for (int i : {2, 3}) TANDEM_RETURN_IF_ERROR(ExpectSameFloatDType(ctx, 0, i));
     }
     const Tensor& input = ctx.input(0);
-    TANDEM_ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromTensor(ctx, 1));
+    TANDEM_ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromSizesInput(ctx, 1));
     const Tensor& pool_input = ctx.input(pool_input_at);
     const Tensor& pool_grad = ctx.input(grad_at);
     TANDEM_ASSIGN_OR_RETURN(ConvShape s, MakeConvShape(ctx, attrs_, input.shape(), filter_shape));
-    TANDEM_ASSIGN_OR_RETURN(PoolShape p, MakePoolShape(ctx, pool_, s.output_shape()));
+    TANDEM_ASSIGN_OR_RETURN(PoolGeometry p, PoolGeometry::Make(ctx, pool_, s.output_shape()));
     if (argmax_) {
       TANDEM_RETURN_IF_ERROR(CheckCodes(ctx, p, pool_input));
       TANDEM_RETURN_IF_ERROR(ExpectPooledShape(ctx, p, {grad_at}));
@@ -640,7 +565,7 @@ class Conv2DBackpropFilterOfMaxPoolGradKernel : public ConvKernelBase {
  private:
   // An error naming the node unless `codes` are uint8 codes of p's pooled shape, for
   // windows MaxPoolArgmaxInto takes.
-  static absl::Status CheckCodes(const OpKernelContext& ctx, const PoolShape& p,
+  static absl::Status CheckCodes(const OpKernelContext& ctx, const PoolGeometry& p,
                                  const Tensor& codes) {
     if (!PoolsByArgmax(p)) return ctx.Error("the argmax routes 2x2 windows of stride 2 only");
     if (codes.dtype() != DType::kUInt8 || codes.shape() != p.output_shape()) {

@@ -1,8 +1,7 @@
 // framework/kernels/cpu/nn_kernel_util.h
 //
-// Helpers shared by the CPU nn kernels (not for use outside framework/kernels/cpu):
-// parallel.h's loops, TensorFlow's window geometry for
-// conv/pool (SAME/VALID padding), attr parsing for window ops, and the per-family
+// Helpers shared by the CPU nn kernels: parallel.h's loops, the window geometry every
+// device's kernels share (window_geometry.h), dtype checks, and the per-family
 // registration functions that RegisterCpuNnKernels calls.
 //
 // Thread safety: pure functions.
@@ -26,29 +25,9 @@
 #include "framework/kernels/cpu/parallel.h"
 #include "framework/kernels/kernel_registry.h"
 #include "framework/kernels/op_kernel.h"
+#include "framework/kernels/window_geometry.h"
 
 namespace tandem::nn {
-
-// One spatial dimension of a conv/pool window, as TensorFlow computes it: SAME pads
-// (out-1)*stride + effective_k - in in total, half before (rounded down), the rest after.
-struct WindowDim {
-  int64_t out = 0;
-  int64_t pad_before = 0;
-  int64_t pad_after = 0;
-};
-// Errors when a VALID window does not fit.
-absl::StatusOr<WindowDim> ComputeWindowDim(int64_t in, int64_t k, int64_t stride, int64_t dilation,
-                                           bool same);
-
-// Attrs of Conv2D* (dilations) and pool ops (ksize), read at kernel Init: `second`,
-// prefix + "strides" and prefix + "padding" (a fused op's second window has a prefix).
-struct WindowAttrs {
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t second_h = 1, second_w = 1;  // dilation (conv) or window size (pool)
-  bool same = false;
-};
-absl::StatusOr<WindowAttrs> ParseWindowAttrs(const Node& node, const std::string& second,
-                                             const std::string& prefix = "");
 
 // The value of environment variable `name`, a kernel path choice: one of `allowed`, or
 // "" where unset; INVALID_ARGUMENT naming the variable and the values it takes
@@ -76,9 +55,6 @@ inline absl::Status ExpectFloatOrBf16Input(const OpKernelContext& ctx, int i) {
 // A bfloat16 or float32 element as float32 (the reductions over bfloat16 inputs).
 inline float Load(float v) { return v; }
 inline float Load(bfloat16 v) { return static_cast<float>(v); }
-
-// "[2,3] x [4,5]"-style list of the input shapes of a kernel invocation.
-std::string InputShapes(const OpKernelContext& ctx);
 
 // A Dropout node's rate (in [0, 1), else INVALID_ARGUMENT) and the seeds of its Philox
 // stream (seed and seed2; both zero: a random pair, as TensorFlow).

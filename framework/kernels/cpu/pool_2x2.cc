@@ -322,7 +322,7 @@ bool UseAvx512(int64_t c) {
 
 }  // namespace
 
-bool IsFull2x2(const PoolShape& s) {
+bool IsFull2x2(const PoolGeometry& s) {
   const WindowAttrs& a = s.attrs;
   return a.second_h == 2 && a.second_w == 2 && a.stride_h == 2 && a.stride_w == 2 &&
          s.dim_h.pad_before == 0 && s.dim_w.pad_before == 0 && 2 * s.oh <= s.h && 2 * s.ow <= s.w;

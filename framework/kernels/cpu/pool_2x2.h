@@ -27,7 +27,7 @@
 namespace tandem::nn {
 
 // Whether `s` is 2x2 windows of stride 2, all inside the input (no padding used).
-bool IsFull2x2(const PoolShape& s);
+bool IsFull2x2(const PoolGeometry& s);
 
 // out[ox, ch] = max of the window over input rows r0, r1 (each [w, c]), for ox < ow.
 void MaxPool2x2Row(const float* r0, const float* r1, float* out, int64_t ow, int64_t c);

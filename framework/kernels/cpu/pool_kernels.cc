@@ -1,8 +1,8 @@
 // framework/kernels/cpu/pool_kernels.cc
 //
 // AvgPool and AvgPoolGrad (NHWC, TensorFlow's SAME/VALID windows, padding excluded
-// from the average) on oneDNN pooling primitives, MakePoolShape, and the registration
-// of every pooling kernel. (MaxPool runs on loops, pool_max_kernels.cc: oneDNN 2.6's
+// from the average) on oneDNN pooling primitives, and the registration of every pooling
+// kernel. (MaxPool runs on loops, pool_max_kernels.cc: oneDNN 2.6's
 // NHWC max pooling measured 2x slower than a loop, and its backward needs a workspace
 // that TensorFlow's MaxPoolGrad signature does not carry.)
 #include <algorithm>
@@ -21,60 +21,26 @@ namespace {
 using dnnl::memory;
 using Tag = dnnl::memory::format_tag;
 
-memory::desc SrcDesc(const PoolShape& s) {
+memory::desc SrcDesc(const PoolGeometry& s) {
   return onednn::TagDesc({s.n, s.c, s.h, s.w}, Tag::nhwc);
 }
-memory::desc DstDesc(const PoolShape& s) {
+memory::desc DstDesc(const PoolGeometry& s) {
   return onednn::TagDesc({s.n, s.c, s.oh, s.ow}, Tag::nhwc);
 }
 
-std::string Key(const PoolShape& s, absl::string_view kind) {
+std::string Key(const PoolGeometry& s, absl::string_view kind) {
   return absl::StrCat(kind, ":", s.n, ",", s.h, ",", s.w, ",", s.c, ",", s.attrs.second_h, ",",
                       s.attrs.second_w, ",", s.attrs.stride_h, ",", s.attrs.stride_w, ",",
                       s.attrs.same);
 }
 
-dnnl::pooling_forward::desc ForwardDesc(const PoolShape& s, dnnl::prop_kind kind,
+dnnl::pooling_forward::desc ForwardDesc(const PoolGeometry& s, dnnl::prop_kind kind,
                                         dnnl::algorithm alg) {
   return dnnl::pooling_forward::desc(
       kind, alg, SrcDesc(s), DstDesc(s), {s.attrs.stride_h, s.attrs.stride_w},
       {s.attrs.second_h, s.attrs.second_w}, {s.dim_h.pad_before, s.dim_w.pad_before},
       {s.dim_h.pad_after, s.dim_w.pad_after});
 }
-
-}  // namespace
-
-absl::Status ExpectPooledShape(const OpKernelContext& ctx, const PoolShape& s,
-                               std::initializer_list<int> orig_output_and_grad) {
-  for (int i : orig_output_and_grad) {
-    if (ctx.input(i).shape() != s.output_shape()) {
-      return ctx.Error(absl::StrCat("orig_output and grad must have the pooled shape ",
-                                    s.output_shape().DebugString(), ": ", InputShapes(ctx)));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<PoolShape> MakePoolShape(const OpKernelContext& ctx, const WindowAttrs& attrs,
-                                        const TensorShape& input) {
-  if (input.rank() != 4) {
-    return ctx.Error(absl::StrCat("input must be NHWC (rank 4), got ", input.DebugString()));
-  }
-  PoolShape s{input.dim(0), input.dim(1), input.dim(2), input.dim(3), 0, 0, {}, {}, attrs};
-  auto dh = ComputeWindowDim(s.h, attrs.second_h, attrs.stride_h, 1, attrs.same);
-  auto dw = ComputeWindowDim(s.w, attrs.second_w, attrs.stride_w, 1, attrs.same);
-  if (!dh.ok() || !dw.ok()) {
-    return ctx.Error(
-        absl::StrCat((dh.ok() ? dw : dh).status().message(), " (input ", input.DebugString(), ")"));
-  }
-  s.dim_h = *dh;
-  s.dim_w = *dw;
-  s.oh = dh->out;
-  s.ow = dw->out;
-  return s;
-}
-
-namespace {
 
 struct PoolFwdEntry {
   dnnl::pooling_forward prim;
@@ -86,7 +52,7 @@ class AvgPoolKernel : public PoolKernelBase {
   absl::Status Compute(OpKernelContext& ctx) override {
     TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 0));
     const Tensor& input = ctx.input(0);
-    TANDEM_ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(ctx, attrs_, input.shape()));
+    TANDEM_ASSIGN_OR_RETURN(PoolGeometry s, PoolGeometry::Make(ctx, attrs_, input.shape()));
     Tensor* out = ctx.allocate_output(0, s.output_shape());
     if (out->NumElements() == 0) return absl::OkStatus();
     TANDEM_ASSIGN_OR_RETURN(auto e, onednn::Cached<PoolFwdEntry>(ctx, Key(s, "avgpool"), [&] {
@@ -115,24 +81,11 @@ class AvgPoolGradKernel : public PoolKernelBase {
  public:
   absl::Status Compute(OpKernelContext& ctx) override {
     TANDEM_RETURN_IF_ERROR(ExpectFloatInput(ctx, 1));
-    const Tensor& sizes = ctx.input(0);
-    if ((sizes.dtype() != DType::kInt32 && sizes.dtype() != DType::kInt64) || sizes.rank() != 1 ||
-        sizes.NumElements() != 4) {
-      return ctx.Error(absl::StrCat("orig_input_shape must be an int32/int64 vector of 4 sizes: ",
-                                    InputShapes(ctx)));
-    }
-    std::vector<int64_t> dims;
-    for (int k = 0; k < 4; ++k) dims.push_back(static_cast<int64_t>(sizes.ValueAsDouble(k)));
-    auto input_shape = TensorShape::Create(dims);
-    if (!input_shape.ok()) return ctx.Annotate(input_shape.status());
+    TANDEM_ASSIGN_OR_RETURN(TensorShape input_shape, ShapeFromSizesInput(ctx, 0));
     const Tensor& grad = ctx.input(1);
-    TANDEM_ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(ctx, attrs_, *input_shape));
-    if (grad.shape() != s.output_shape()) {
-      return ctx.Error(absl::StrCat("grad has shape ", grad.shape().DebugString(), " but pooling ",
-                                    input_shape->DebugString(), " gives ",
-                                    s.output_shape().DebugString()));
-    }
-    Tensor* out = ctx.allocate_output(0, *input_shape);
+    TANDEM_ASSIGN_OR_RETURN(PoolGeometry s, PoolGeometry::Make(ctx, attrs_, input_shape));
+    TANDEM_RETURN_IF_ERROR(CheckPoolGrad(ctx, s, grad));
+    Tensor* out = ctx.allocate_output(0, input_shape);
     if (grad.NumElements() == 0) {
       std::fill_n(out->data<float>(), out->NumElements(), 0.0f);
       return absl::OkStatus();

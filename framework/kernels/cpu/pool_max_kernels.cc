@@ -31,7 +31,7 @@ namespace {
 // Runs fn(image) for every image of `s`, in parallel; `work` is the per-image cost in
 // elements.
 template <typename F>
-void ForEachImage(const PoolShape& s, int64_t work, const F& fn) {
+void ForEachImage(const PoolGeometry& s, int64_t work, const F& fn) {
   OmpParallelFor(s.n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(work, 1)),
                  [&](int64_t b, int64_t e) {
                    for (int64_t img = b; img < e; ++img) fn(img);
@@ -73,7 +73,7 @@ T* Data(const Tensor& t) {
 // Full 2x2 windows of stride 2 (pool_2x2.h): row by row, float32 or bfloat16 directly;
 // with `codes`, each window's argmax code too.
 template <typename T>
-void MaxPool2x2Rows(const PoolShape& s, const Tensor& input, Tensor* out, uint8_t* codes) {
+void MaxPool2x2Rows(const PoolGeometry& s, const Tensor& input, Tensor* out, uint8_t* codes) {
   const int64_t c = s.c, row = s.w * c, image = s.h * row, pooled = s.oh * s.ow * c;
   const T* x = Data<T>(input);
   T* y = Data<T>(*out);
@@ -90,7 +90,7 @@ void MaxPool2x2Rows(const PoolShape& s, const Tensor& input, Tensor* out, uint8_
   });
 }
 
-void MaxPool2x2(const PoolShape& s, const Tensor& input, Tensor* out, uint8_t* codes) {
+void MaxPool2x2(const PoolGeometry& s, const Tensor& input, Tensor* out, uint8_t* codes) {
   if (input.dtype() == DType::kFloat) {
     MaxPool2x2Rows<float>(s, input, out, codes);
   } else {
@@ -99,7 +99,7 @@ void MaxPool2x2(const PoolShape& s, const Tensor& input, Tensor* out, uint8_t* c
 }
 
 template <typename T>
-void MaxPoolGrad2x2(const PoolShape& s, const Tensor& input, const Tensor& grad, Tensor* out) {
+void MaxPoolGrad2x2(const PoolGeometry& s, const Tensor& input, const Tensor& grad, Tensor* out) {
   const int64_t c = s.c, row = s.w * c, image = s.h * row, pooled = s.oh * s.ow * c;
   const T* x = Data<T>(input);
   const T* g = Data<T>(grad);
@@ -133,7 +133,7 @@ class MaxPoolKernel : public PoolKernelBase {
   absl::Status Compute(OpKernelContext& ctx) override {
     TANDEM_RETURN_IF_ERROR(ExpectOneFloatDType(ctx));
     const Tensor& input = ctx.input(0);
-    TANDEM_ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(ctx, attrs_, input.shape()));
+    TANDEM_ASSIGN_OR_RETURN(PoolGeometry s, PoolGeometry::Make(ctx, attrs_, input.shape()));
     MaxPoolInto(s, input, ctx.allocate_output(0, s.output_shape()));
     return absl::OkStatus();
   }
@@ -144,8 +144,8 @@ class MaxPoolKernel : public PoolKernelBase {
 
 // m[ch] = the maximum of rows [y0, y1) and columns [x0, x1) of image xi [h, w, c]: -inf
 // first, so NaNs are skipped.
-void WindowMax(const PoolShape& s, const float* xi, int64_t y0, int64_t y1, int64_t x0, int64_t x1,
-               float* __restrict m) {
+void WindowMax(const PoolGeometry& s, const float* xi, int64_t y0, int64_t y1, int64_t x0,
+               int64_t x1, float* __restrict m) {
   std::fill_n(m, s.c, -std::numeric_limits<float>::infinity());
   for (int64_t yy = y0; yy < y1; ++yy) {
     for (int64_t xx = x0; xx < x1; ++xx) {
@@ -162,7 +162,7 @@ void WindowMax(const PoolShape& s, const float* xi, int64_t y0, int64_t y1, int6
 // when windows are disjoint (every element of the window is written), added when
 // they overlap (dx zeroed first). `mv` and `rest` are scratch of c floats.
 template <bool kAccumulate>
-void RouteWindow(const PoolShape& s, const float* xi, const float* g, float* dxi, int64_t oy,
+void RouteWindow(const PoolGeometry& s, const float* xi, const float* g, float* dxi, int64_t oy,
                  int64_t ox, float* __restrict mv, float* __restrict rest) {
   const int64_t c = s.c;
   int64_t y0, y1, x0, x1;
@@ -199,7 +199,7 @@ class MaxPoolGradKernel : public PoolKernelBase {
     TANDEM_RETURN_IF_ERROR(ExpectOneFloatDType(ctx));
     const Tensor& input = ctx.input(0);
     const Tensor& grad = ctx.input(2);
-    TANDEM_ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(ctx, attrs_, input.shape()));
+    TANDEM_ASSIGN_OR_RETURN(PoolGeometry s, PoolGeometry::Make(ctx, attrs_, input.shape()));
     TANDEM_RETURN_IF_ERROR(ExpectPooledShape(ctx, s, {1, 2}));
     Tensor* out = ctx.allocate_output(0, input.shape());
     MaxPoolGradInto(s, input, grad, out);
@@ -214,7 +214,7 @@ namespace {
 // Codes k[ch] of the window of rows [y0, y1), columns [x0, x1) of image xi, whose
 // maxima are m: 2 * (y - y0) + (x - x0) of its first element, in row-major order, equal
 // to the maximum; kNoArgmax where none is (every element NaN).
-void WindowCodes(const PoolShape& s, const float* xi, int64_t y0, int64_t y1, int64_t x0,
+void WindowCodes(const PoolGeometry& s, const float* xi, int64_t y0, int64_t y1, int64_t x0,
                  int64_t x1, const float* __restrict m, uint8_t* __restrict k) {
   std::fill_n(k, s.c, kNoArgmax);
   for (int64_t yy = y1 - 1; yy >= y0; --yy) {  // Backwards: the first equal one stays.
@@ -227,7 +227,7 @@ void WindowCodes(const PoolShape& s, const float* xi, int64_t y0, int64_t y1, in
 }
 
 // MaxPoolInto and, with `codes`, MaxPoolArgmaxInto.
-void MaxPoolWithCodes(const PoolShape& s, const Tensor& input, Tensor* out, uint8_t* codes) {
+void MaxPoolWithCodes(const PoolGeometry& s, const Tensor& input, Tensor* out, uint8_t* codes) {
   if (out->NumElements() == 0) return;
   if (IsFull2x2(s)) return MaxPool2x2(s, input, out, codes);
   const int64_t c = s.c, image = s.h * s.w * c, pooled = s.oh * s.ow * c;
@@ -253,11 +253,11 @@ void MaxPoolWithCodes(const PoolShape& s, const Tensor& input, Tensor* out, uint
 
 }  // namespace
 
-void MaxPoolInto(const PoolShape& s, const Tensor& input, Tensor* out) {
+void MaxPoolInto(const PoolGeometry& s, const Tensor& input, Tensor* out) {
   MaxPoolWithCodes(s, input, out, nullptr);
 }
 
-void MaxPoolGradInto(const PoolShape& s, const Tensor& input, const Tensor& grad, Tensor* out) {
+void MaxPoolGradInto(const PoolGeometry& s, const Tensor& input, const Tensor& grad, Tensor* out) {
   if (out->NumElements() == 0) return;
   if (IsFull2x2(s)) {
     if (input.dtype() == DType::kFloat) {
@@ -294,20 +294,20 @@ void MaxPoolGradInto(const PoolShape& s, const Tensor& input, const Tensor& grad
   });
 }
 
-bool PoolsByArgmax(const PoolShape& s) {
+bool PoolsByArgmax(const PoolGeometry& s) {
   const WindowAttrs& a = s.attrs;
   return a.second_h == 2 && a.second_w == 2 && a.stride_h == 2 && a.stride_w == 2 &&
          s.dim_h.pad_before == 0 && s.dim_w.pad_before == 0;
 }
 
-void MaxPoolArgmaxInto(const PoolShape& s, const Tensor& input, Tensor* out, Tensor* argmax) {
+void MaxPoolArgmaxInto(const PoolGeometry& s, const Tensor& input, Tensor* out, Tensor* argmax) {
   MaxPoolWithCodes(s, input, out, argmax->data<uint8_t>());
 }
 
 namespace {
 
 template <typename T>
-void MaxPoolGradByArgmax(const PoolShape& s, const uint8_t* codes, const Tensor& grad,
+void MaxPoolGradByArgmax(const PoolGeometry& s, const uint8_t* codes, const Tensor& grad,
                          Tensor* out) {
   const int64_t c = s.c, row = s.w * c, image = s.h * row, pooled = s.oh * s.ow * c;
   const T* g = Data<T>(grad);
@@ -336,7 +336,7 @@ void MaxPoolGradByArgmax(const PoolShape& s, const uint8_t* codes, const Tensor&
 
 }  // namespace
 
-void MaxPoolGradByArgmaxInto(const PoolShape& s, const Tensor& argmax, const Tensor& grad,
+void MaxPoolGradByArgmaxInto(const PoolGeometry& s, const Tensor& argmax, const Tensor& grad,
                              Tensor* out) {
   if (out->NumElements() == 0) return;
   if (grad.dtype() == DType::kFloat) {

@@ -1,8 +1,8 @@
 // framework/kernels/cpu/reduction_kernels.cc
 //
 // CPU kernels of Sum, Mean, Prod, Max, Min and ArgMax. The input's dimensions are
-// merged into alternating runs of kept and reduced dimensions (size-1 dims dropped),
-// so that the common cases are simple loops:
+// merged into alternating runs of kept and reduced dimensions (size-1 dims dropped;
+// reduction_shape.h, as on the GPU), so that the common cases are simple loops:
 //   all reduced            one contiguous reduction, split over threads;
 //   [kept, reduced]        a contiguous reduction per row (e.g. over the last axis);
 //   [reduced, kept]        rows accumulated elementwise into the output (e.g. a bias
@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "framework/kernels/cpu/array_util.h"
 #include "framework/kernels/cpu/cwise_common.h"
+#include "framework/kernels/reduction_shape.h"
 
 namespace tandem::cwise {
 namespace {
@@ -105,44 +106,24 @@ class ReductionOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext& ctx) override {
     const Tensor& in = ctx.input(0);
-    const int rank = in.rank();
-    TANDEM_ASSIGN_OR_RETURN(std::vector<bool> reduced, array_kernels::ReducedAxes(ctx, rank));
-    TensorShape out_shape;
-    int64_t count = 1;  // Input elements per output element.
-    Dims dims;
-    std::vector<bool> dim_reduced;
-    for (int i = 0; i < rank; ++i) {
-      const int64_t d = in.dim(i);
-      if (reduced[i]) {
-        count *= d;
-        if (keep_dims_) out_shape.AddDim(1);
-      } else {
-        out_shape.AddDim(d);
-      }
-      if (d == 1) continue;
-      if (!dims.empty() && dim_reduced.back() == reduced[i]) {
-        dims.back() *= d;
-      } else {
-        dims.push_back(d);
-        dim_reduced.push_back(reduced[i]);
-      }
-    }
-    Tensor* out = ctx.allocate_output(0, out_shape);
+    TANDEM_ASSIGN_OR_RETURN(std::vector<bool> reduced, array_kernels::ReducedAxes(ctx, in.rank()));
+    const ReductionShape r = ReductionShape::Make(in.shape(), reduced, keep_dims_);
+    Tensor* out = ctx.allocate_output(0, r.out);
     T* o = out->data<T>();
     const T* x = in.data<T>();
-    const int64_t n_out = out_shape.num_elements();
+    const int64_t n_out = r.out.num_elements();
     if (in.NumElements() == 0) {
       for (int64_t i = 0; i < n_out; ++i) o[i] = R::template Identity<T>();
     } else {
-      Reduce(ctx, x, o, n_out, dims, dim_reduced);
+      Reduce(ctx, x, o, n_out, r.dims, r.dim_reduced);
     }
     if constexpr (kMean) {
-      if (count == 0) {
+      if (r.count == 0) {
         const T nan =
             std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN() : T(0);
         for (int64_t i = 0; i < n_out; ++i) o[i] = nan;
-      } else if (count > 1) {
-        const T c = static_cast<T>(count);
+      } else if (r.count > 1) {
+        const T c = static_cast<T>(r.count);
         for (int64_t i = 0; i < n_out; ++i) o[i] = o[i] / c;
       }
     }

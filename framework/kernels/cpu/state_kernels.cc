@@ -63,6 +63,25 @@ absl::StatusOr<std::vector<std::shared_ptr<Var>>> LookupDistinctVars(
   return vars;
 }
 
+absl::Status CheckOptimizerVars(const OpKernelContext& ctx,
+                                const std::vector<std::shared_ptr<Var>>& vars,
+                                const std::vector<const char*>& names) {
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!vars[i]->is_initialized()) return UninitializedError(ctx.input(i).resource_handle());
+    const Tensor& value = vars[i]->value();
+    if (value.dtype() != DType::kFloat) {
+      return ctx.Error(absl::StrCat(names[i], " ", ctx.input(i).resource_handle().name, " holds ",
+                                    DTypeName(value.dtype()), "; only float32 is supported"));
+    }
+    if (i > 0 && value.shape() != vars[0]->value().shape()) {
+      return ctx.Error(absl::StrCat("var and ", names[i], " do not have the same shape",
+                                    vars[0]->value().shape().DebugString(), " ",
+                                    value.shape().DebugString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<Var>> LookupOrCreateVar(const OpKernelContext& ctx, int i,
                                                        DType dtype) {
   TANDEM_ASSIGN_OR_RETURN(ResourceHandle h, HandleFromInput(ctx, i));

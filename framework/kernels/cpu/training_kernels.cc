@@ -94,13 +94,8 @@ class ApplyKernel : public OpKernel {
       TANDEM_ASSIGN_OR_RETURN(product, GradientProduct(ctx));
     }
 
-    std::vector<Var*> order;
-    for (const auto& v : vars) order.push_back(v.get());
-    std::sort(order.begin(), order.end());
-    for (Var* v : order) v->mu()->Lock();
-    absl::Status status = UpdateLocked(ctx, vars, args, product ? &*product : nullptr);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) (*it)->mu()->Unlock();
-    return status;
+    return WithVarsLocked(
+        vars, [&] { return UpdateLocked(ctx, vars, args, product ? &*product : nullptr); });
   }
 
  protected:
@@ -157,20 +152,7 @@ class ApplyKernel : public OpKernel {
   absl::Status UpdateLocked(OpKernelContext& ctx, const std::vector<std::shared_ptr<Var>>& vars,
                             ApplyArgs& args,
                             const nn::MatMulRowBlocks* product) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    for (int i = 0; i < num_vars_; ++i) {
-      if (!vars[i]->is_initialized()) return UninitializedError(ctx.input(i).resource_handle());
-      const Tensor& value = vars[i]->value();
-      if (value.dtype() != DType::kFloat) {
-        return ctx.Error(absl::StrCat(names_[i], " ", ctx.input(i).resource_handle().name,
-                                      " holds ", DTypeName(value.dtype()),
-                                      "; only float32 is supported"));
-      }
-      if (i > 0 && value.shape() != vars[0]->value().shape()) {
-        return ctx.Error(absl::StrCat("var and ", names_[i], " do not have the same shape",
-                                      vars[0]->value().shape().DebugString(), " ",
-                                      value.shape().DebugString()));
-      }
-    }
+    TANDEM_RETURN_IF_ERROR(CheckOptimizerVars(ctx, vars, names_));
     const TensorShape& shape = vars[0]->value().shape();
     std::vector<int64_t> rows;  // Sparse: the gradient's rows' indices in the variable.
     if (sparse_) {

@@ -137,7 +137,7 @@ TEST(Pool2x2Test, GeneralLoopsRouteWindowsWithNaNsAsTheRowsDo) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   // 3x3, one channel: window (0,0) {1, NaN / 0.5, 0.2}; window (0,1) {NaN / NaN} (clipped).
   const std::vector<float> x = {1.0f, nan, nan, 0.5f, 0.2f, nan, -1.0f, -2.0f, 3.0f};
-  const PoolShape s{1, 3, 3, 1, 2, 2, {2, 0, 1}, {2, 0, 1}, {2, 2, 2, 2, true}};
+  const PoolGeometry s{1, 3, 3, 1, 2, 2, {2, 0, 1}, {2, 0, 1}, {2, 2, 2, 2, true}};
   ASSERT_FALSE(IsFull2x2(s));
   ASSERT_TRUE(PoolsByArgmax(s));
   const Tensor input = Tensor::FromVector<float>(x, TensorShape({1, 3, 3, 1}));

@@ -377,7 +377,8 @@ TEST(ConvPoolFusionTest, RoutingPerImageEqualsTheWholeGradient) {
     const Tensor x = bf16(TensorShape({5, h, w, 1}), 0.61f, 0.0f);
     const Tensor a = bf16(TensorShape({5, h, w, 32}), 0.37f, 0.2f);
     const Tensor pg = bf16(TensorShape({5, h / 2, w / 2, 32}), 1.9f, 0.1f);
-    nn::PoolShape p{5, h, w, 32, h / 2, w / 2, {h / 2, 0, 0}, {w / 2, 0, 0}, {2, 2, 2, 2, false}};
+    nn::PoolGeometry p{
+        5, h, w, 32, h / 2, w / 2, {h / 2, 0, 0}, {w / 2, 0, 0}, {2, 2, 2, 2, false}};
     Tensor routed(DType::kBFloat16, a.shape());
     nn::MaxPoolGradInto(p, a, pg, &routed);
     Tensor want(DType::kFloat, TensorShape({5, 5, 1, 32}));
