@@ -50,6 +50,9 @@ absl::StatusOr<std::shared_ptr<Var>> LookupVar(const OpKernelContext& ctx, int i
 
 absl::StatusOr<std::vector<std::shared_ptr<Var>>> LookupDistinctVars(
     const OpKernelContext& ctx, int n, const std::vector<const char*>& names) {
+  if (ctx.num_inputs() != static_cast<int>(names.size())) {
+    return ctx.Error(absl::StrCat("expects ", names.size(), " inputs, got ", ctx.num_inputs()));
+  }
   std::vector<std::shared_ptr<Var>> vars(n);
   for (int i = 0; i < n; ++i) {
     TANDEM_ASSIGN_OR_RETURN(vars[i], LookupVar(ctx, i));

@@ -65,9 +65,6 @@ class ApplyKernel : public OpKernel {
   }
 
   absl::Status Compute(OpKernelContext& ctx) final ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    if (ctx.num_inputs() != static_cast<int>(names_.size())) {
-      return ctx.Error(absl::StrCat("expects ", names_.size(), " inputs, got ", ctx.num_inputs()));
-    }
     TANDEM_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Var>> vars,
                             LookupDistinctVars(ctx, num_vars_, names_));
     ApplyArgs args;

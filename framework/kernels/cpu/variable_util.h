@@ -26,7 +26,8 @@ absl::StatusOr<std::shared_ptr<Var>> LookupVar(const OpKernelContext& ctx, int i
 absl::StatusOr<std::shared_ptr<Var>> LookupOrCreateVar(const OpKernelContext& ctx, int i,
                                                        DType dtype);
 // The Vars of inputs [0, n), which must be n different variables (an optimizer's
-// variable and its slots); `names` names every input in errors.
+// variable and its slots); `names` names every input of the node (another number of
+// inputs is an error) and names them in errors.
 absl::StatusOr<std::vector<std::shared_ptr<Var>>> LookupDistinctVars(
     const OpKernelContext& ctx, int n, const std::vector<const char*>& names);
 // Checks an optimizer's variable and slots, `vars` (inputs [0, vars.size()), whose
