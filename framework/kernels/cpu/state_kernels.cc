@@ -85,6 +85,18 @@ absl::Status CheckOptimizerVars(const OpKernelContext& ctx,
   return absl::OkStatus();
 }
 
+absl::Status CheckOptimizerOperand(const OpKernelContext& ctx, int i, int grad,
+                                   const std::vector<const char*>& names) {
+  const Tensor& t = ctx.input(i);
+  if (t.dtype() != DType::kFloat) {
+    return ctx.Error(absl::StrCat(names[i], " must be float32, not ", DTypeName(t.dtype())));
+  }
+  if (i != grad && t.NumElements() != 1) {
+    return ctx.Error(absl::StrCat(names[i], " is not a scalar: ", t.shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<Var>> LookupOrCreateVar(const OpKernelContext& ctx, int i,
                                                        DType dtype) {
   TANDEM_ASSIGN_OR_RETURN(ResourceHandle h, HandleFromInput(ctx, i));

@@ -70,20 +70,15 @@ class ApplyKernel : public OpKernel {
     ApplyArgs args;
     int h = 0;
     for (int i = num_vars_; i < ctx.num_inputs(); ++i) {
-      const Tensor& t = ctx.input(i);
       if (matmul_ && (i == grad_ || i == grad_ + 1)) continue;  // checked by GradientProduct
       if (sparse_ && i == grad_ + 1) continue;  // indices, checked by VariableRowIndices
-      if (t.dtype() != DType::kFloat) {
-        return ctx.Error(absl::StrCat(names_[i], " must be float32, not ", DTypeName(t.dtype())));
-      }
+      TANDEM_RETURN_IF_ERROR(CheckOptimizerOperand(ctx, i, grad_, names_));
+      const float* value = ctx.input(i).data<float>();
       if (i == grad_) {
-        args.grad = t.data<float>();
-        continue;
+        args.grad = value;
+      } else {
+        args.hp[h++] = value[0];
       }
-      if (t.NumElements() != 1) {
-        return ctx.Error(absl::StrCat(names_[i], " is not a scalar: ", t.shape().DebugString()));
-      }
-      args.hp[h++] = t.data<float>()[0];
     }
     TANDEM_RETURN_IF_ERROR(CheckHyperParameters(ctx, args.hp));
     std::optional<nn::MatMulRowBlocks> product;

@@ -36,6 +36,10 @@ absl::StatusOr<std::vector<std::shared_ptr<Var>>> LookupDistinctVars(
 absl::Status CheckOptimizerVars(
     const OpKernelContext& ctx, const std::vector<std::shared_ptr<Var>>& vars,
     const std::vector<const char*>& names) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+// Checks an optimizer's input `i` past its variables: float32, and a scalar unless it
+// is the gradient (input `grad`); `names` names it in errors.
+absl::Status CheckOptimizerOperand(const OpKernelContext& ctx, int i, int grad,
+                                   const std::vector<const char*>& names);
 // Runs `update` with every Var of `vars` locked, in address order so that two updates
 // sharing variables cannot deadlock; returns its status.
 template <typename F>
