@@ -27,7 +27,6 @@
 // collective_timeout_secs, and the group waits for it to come back. SIGTERM to any
 // replica stops every replica after the same step; the chief's checkpoints hold the
 // tables (written by the ps tasks) and one copy of the mirrored variables.
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,7 +34,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "estimator/internal/collective_replicas.h"
-#include "estimator/internal/training_strategy.h"
+#include "estimator/internal/replica_group_strategy.h"
 #include "estimator/job_config.h"
 #include "framework/core/status.h"
 #include "framework/distributed/peer_watch.h"
@@ -69,11 +68,9 @@ std::vector<std::string> DescribeTables(Graph* graph, int* slots) {
   return tables;
 }
 
-class HybridStrategy : public TrainingStrategy {
+class HybridStrategy : public ReplicaGroupStrategy {
  public:
-  explicit HybridStrategy(StrategyEnv env)
-      : TrainingStrategy(std::move(env)),
-        settings_(env_.options->collective.value_or(CollectiveSettings{})) {}
+  using ReplicaGroupStrategy::ReplicaGroupStrategy;
   Strategy kind() const override { return Strategy::kHybrid; }
 
   absl::StatusOr<Scope> Place(const Scope& root) const override {
@@ -89,9 +86,7 @@ class HybridStrategy : public TrainingStrategy {
   }
 
   void EnableUpdates(const Scope& root) const override {
-    ops::CollectiveAllReduceOptions co;
-    co.bytes_per_pack = settings_.bytes_per_pack;
-    co.first_bucket_bytes = std::min<int64_t>(co.first_bucket_bytes, co.bytes_per_pack);
+    ops::CollectiveAllReduceOptions co = AllReduceOptions();
     if (env_.options->sync_replicas) {
       // Synchronous tables: rows all-gathered, applied by replica 0.
       co.tables = ops::CollectiveTables::kAppliedOnce;
@@ -112,12 +107,9 @@ class HybridStrategy : public TrainingStrategy {
           "variables made with ops::VariableOptions::table); use strategy = \"collective\" "
           "without ps tasks, or \"parameter_server\"");
     }
-    TANDEM_ASSIGN_OR_RETURN(Server * server, env_.server());
-    group_ = server->collective();
-    TANDEM_RETURN_IF_ERROR(ConfigureCollectiveGroup(config(), settings_.timeout_secs, group_));
-    TANDEM_ASSIGN_OR_RETURN(replica_vars_,
-                            AddReplicaVariables(g.root.WithDevice(config().task_device_name()),
-                                                g.global_step, /*skip_tables=*/true));
+    TANDEM_ASSIGN_OR_RETURN(
+        Server * server,
+        JoinGroup(g.root.WithDevice(config().task_device_name()), g, /*skip_tables=*/true));
     *factory = ClusterSessionFactory(env_, std::move(*factory));
     watch_ = WatchPeers(config(), env_.options->security);
     LOG(INFO) << "Training as hybrid replica " << group_->rank() << " of " << group_->size() << " ("
@@ -130,24 +122,14 @@ class HybridStrategy : public TrainingStrategy {
   }
 
   void Configure(MonitoredTrainingSessionOptions& mts) const override {
-    JoinReplicaGroup(mts, group_, replica_vars_, settings_.check_replicas_steps);
+    ReplicaGroupStrategy::Configure(mts);
     mts.session_options = SessionOptionsFor(config(), /*cluster_master=*/true);
     mts.before_ready_wait = [vars = replica_vars_](Session* session) {
       return InitializeUninitialized(session, vars);
     };
   }
 
-  bool RecoversLostTasks() const override { return true; }
-  bool StopsAtSignal() const override { return false; }
-
-  absl::Status AfterClose(int64_t global_step) const override {
-    return StoppedByAnotherReplica(group_, global_step, config().is_chief());
-  }
-
  private:
-  const CollectiveSettings settings_;
-  CollectiveExecutor* group_ = nullptr;
-  ReplicaVariables replica_vars_;
   std::unique_ptr<PeerWatch> watch_;  // Names silent tasks while training.
 };
 

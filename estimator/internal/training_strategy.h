@@ -18,7 +18,7 @@
 //
 // MakeTrainingStrategy builds the one of a Strategy value; a new strategy is one more
 // value and one more class (a file beside ps_strategy.cc, collective_strategy.cc and
-// hybrid_strategy.cc).
+// hybrid_strategy.cc; the last two share ReplicaGroupStrategy).
 //
 // Thread safety: used by one Train call at a time.
 #ifndef TANDEM_ESTIMATOR_INTERNAL_TRAINING_STRATEGY_H_
@@ -38,13 +38,10 @@
 
 namespace tandem {
 
-class CollectiveExecutor;
 class PeerWatch;
 class Server;
 
 namespace internal {
-
-struct ReplicaVariables;
 
 // How long creating a session on a cluster waits for its tasks to answer.
 inline constexpr int64_t kWaitForClusterMs = 300000;
@@ -102,15 +99,6 @@ SessionFactory ClusterSessionFactory(const StrategyEnv& env, SessionFactory fact
 // Names the tasks a training task of a ps cluster waits on when they stop answering:
 // the ps tasks, and the chief (a worker) or the workers (the chief).
 std::unique_ptr<PeerWatch> WatchPeers(const RunConfig& config, const TransportSecurity& security);
-
-// What the collective and hybrid strategies share (collective_strategy.cc): the
-// replicas' group in `mts` (ReplicaCheckHook every `check_steps`, the group formed and
-// the newest replica's variables broadcast after each session creation, variables
-// kept when ready), and the run's result once the group agreed to stop because
-// another replica was signalled (ABORTED; OK otherwise).
-void JoinReplicaGroup(MonitoredTrainingSessionOptions& mts, CollectiveExecutor* group,
-                      const ReplicaVariables& vars, int64_t check_steps);
-absl::Status StoppedByAnotherReplica(CollectiveExecutor* group, int64_t global_step, bool is_chief);
 
 // The strategy of `kind` (kLocal for any Estimator not on a cluster).
 std::unique_ptr<TrainingStrategy> MakeTrainingStrategy(Strategy kind, StrategyEnv env);
