@@ -8,13 +8,8 @@
 #ifndef TANDEM_FRAMEWORK_KERNELS_CPU_POOL_UTIL_H_
 #define TANDEM_FRAMEWORK_KERNELS_CPU_POOL_UTIL_H_
 
-#include <cstdint>
-#include <initializer_list>
-#include <string>
-
-#include "absl/status/statusor.h"
-#include "framework/core/status.h"
 #include "framework/kernels/cpu/nn_kernel_util.h"
+#include "framework/kernels/window_geometry.h"
 
 namespace tandem::nn {
 
