@@ -98,6 +98,16 @@ bool CheckWeights(const Scope& scope, absl::string_view metric, Output weights, 
   return true;
 }
 
+// The inputs of a metric of labels and predictions: both valid and of one shape, the
+// optional weights broadcastable to them.
+bool CheckLabelsAndPredictions(const Scope& scope, absl::string_view metric, Output labels,
+                               Output predictions, Output weights) {
+  return CheckInput(scope, metric, "labels", labels) &&
+         CheckInput(scope, metric, "predictions", predictions) &&
+         CheckSameShape(scope, metric, labels, predictions) &&
+         CheckWeights(scope, metric, weights, predictions);
+}
+
 Output ToFloat(const Scope& scope, Output x) {
   return x.dtype() == DType::kFloat ? x : Cast(scope, x, DType::kFloat);
 }
@@ -162,12 +172,7 @@ Metric StreamingMean(const Scope& ms, Output values, Output weights) {
 // Precision (tp / (tp + fp)) or recall (tp / (tp + fn)) of binary labels/predictions.
 Metric PrecisionOrRecall(const Scope& scope, absl::string_view metric, Output labels,
                          Output predictions, Output weights) {
-  if (!CheckInput(scope, metric, "labels", labels) ||
-      !CheckInput(scope, metric, "predictions", predictions) ||
-      !CheckSameShape(scope, metric, labels, predictions) ||
-      !CheckWeights(scope, metric, weights, predictions)) {
-    return {};
-  }
+  if (!CheckLabelsAndPredictions(scope, metric, labels, predictions, weights)) return {};
   const bool precision = metric == "precision";
   Scope ms = scope.NewSubScope(metric);
   Scope aux = internal::Aux(ms);
@@ -229,12 +234,7 @@ Metric Mean(const Scope& scope, Output values, Output weights) {
 
 Metric Accuracy(const Scope& scope, Output labels, Output predictions, Output weights) {
   constexpr absl::string_view kName = "accuracy";
-  if (!CheckInput(scope, kName, "labels", labels) ||
-      !CheckInput(scope, kName, "predictions", predictions) ||
-      !CheckSameShape(scope, kName, labels, predictions) ||
-      !CheckWeights(scope, kName, weights, predictions)) {
-    return {};
-  }
+  if (!CheckLabelsAndPredictions(scope, kName, labels, predictions, weights)) return {};
   Scope ms = scope.NewSubScope(kName);
   Scope aux = internal::Aux(ms);
   Output correct =
@@ -257,12 +257,7 @@ Metric Auc(const Scope& scope, Output labels, Output predictions, int num_thresh
     Fail(scope, kName, absl::StrCat("num_thresholds must be >= 2, got ", num_thresholds));
     return {};
   }
-  if (!CheckInput(scope, kName, "labels", labels) ||
-      !CheckInput(scope, kName, "predictions", predictions) ||
-      !CheckSameShape(scope, kName, labels, predictions) ||
-      !CheckWeights(scope, kName, weights, predictions)) {
-    return {};
-  }
+  if (!CheckLabelsAndPredictions(scope, kName, labels, predictions, weights)) return {};
   Scope ms = scope.NewSubScope(kName);
   Scope aux = internal::Aux(ms);
   // Thresholds as a column [T, 1]; everything per element as a row [1, N].
@@ -308,12 +303,7 @@ Metric Auc(const Scope& scope, Output labels, Output predictions, int num_thresh
 
 Metric MeanSquaredError(const Scope& scope, Output labels, Output predictions, Output weights) {
   constexpr absl::string_view kName = "mean_squared_error";
-  if (!CheckInput(scope, kName, "labels", labels) ||
-      !CheckInput(scope, kName, "predictions", predictions) ||
-      !CheckSameShape(scope, kName, labels, predictions) ||
-      !CheckWeights(scope, kName, weights, predictions)) {
-    return {};
-  }
+  if (!CheckLabelsAndPredictions(scope, kName, labels, predictions, weights)) return {};
   Scope ms = scope.NewSubScope(kName);
   Scope aux = internal::Aux(ms);
   Output sq = SquaredDifference(aux, ToFloat(aux, labels), ToFloat(aux, predictions));
