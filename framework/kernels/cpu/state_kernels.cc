@@ -77,8 +77,8 @@ absl::Status CheckOptimizerVars(const OpKernelContext& ctx,
                                     DTypeName(value.dtype()), "; only float32 is supported"));
     }
     if (i > 0 && value.shape() != vars[0]->value().shape()) {
-      return ctx.Error(absl::StrCat("var and ", names[i], " do not have the same shape",
-                                    vars[0]->value().shape().DebugString(), " ",
+      return ctx.Error(absl::StrCat("var and ", names[i], " do not have the same shape: ",
+                                    vars[0]->value().shape().DebugString(), " vs ",
                                     value.shape().DebugString()));
     }
   }

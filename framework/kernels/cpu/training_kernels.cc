@@ -168,7 +168,7 @@ class ApplyKernel : public OpKernel {
         product != nullptr ? TensorShape({product->m(), product->n()}) : ctx.input(grad_).shape();
     if (!sparse_ && grad_shape != shape) {
       return ctx.Error(absl::StrCat("var and ", product != nullptr ? "MatMul(a, b)" : names_[grad_],
-                                    " do not have the same shape", shape.DebugString(), " ",
+                                    " do not have the same shape: ", shape.DebugString(), " vs ",
                                     grad_shape.DebugString()));
     }
     for (int i = 0; i < num_vars_; ++i) args.v[i] = vars[i]->MutableValue()->data<float>();

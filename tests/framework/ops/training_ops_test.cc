@@ -307,7 +307,7 @@ TEST_F(ApplyOpTest, GradShapeMismatchIsClear) {
   Start();
   absl::Status s = Run(op, {Feed(alpha, 0.1f), Feed(delta, {1.0f, 2.0f})});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_THAT(s.message(), HasSubstr("var and delta do not have the same shape[3] [2]"));
+  EXPECT_THAT(s.message(), HasSubstr("var and delta do not have the same shape: [3] vs [2]"));
   // A scalar hyper-parameter with several elements.
   s = Run(op, {Feed(alpha, {0.1f, 0.2f}), Feed(delta, {1.0f, 2.0f, 3.0f})});
   EXPECT_THAT(s.message(), HasSubstr("alpha is not a scalar: [2]"));
