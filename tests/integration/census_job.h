@@ -3,7 +3,7 @@
 // Census wide & deep (configs/census_wide_deep.toml on data/adult) as the tests that
 // train it on clusters of trainer processes run it: the arguments of one task (no
 // shuffling, every step's loss logged, one thread per task), the hybrid strategy's
-// settings, and starting a task with its TF_CONFIG.
+// settings, starting a task with its TF_CONFIG, and starting a hybrid job.
 #ifndef TANDEM_TESTS_INTEGRATION_CENSUS_JOB_H_
 #define TANDEM_TESTS_INTEGRATION_CENSUS_JOB_H_
 
@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "tests/integration/cluster_job.h"
 #include "tests/integration/subprocess.h"
 
 namespace tandem::testing {
@@ -62,6 +63,24 @@ inline std::unique_ptr<Subprocess> StartCensusTask(const json& cluster, const st
           .string();
   return std::make_unique<Subprocess>(CensusArgs("train", model_dir, sets), log,
                                       std::vector<std::string>{"TF_CONFIG=" + tf.dump()});
+}
+
+// A chief, a worker and a ps training census wide & deep with `sets`, in <tmp>/job
+// (the model in <tmp>/job/model, the tasks' logs beside it).
+struct HybridJob {
+  std::string model_dir;
+  json cluster;
+  std::unique_ptr<Subprocess> ps, chief, worker;
+};
+inline HybridJob StartHybridJob(const std::string& tmp, const std::vector<std::string>& sets) {
+  HybridJob job;
+  job.cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
+  std::filesystem::create_directories(tmp + "/job");
+  job.model_dir = tmp + "/job/model";
+  job.ps = StartCensusTask(job.cluster, "ps", 0, job.model_dir, sets);
+  job.chief = StartCensusTask(job.cluster, "chief", 0, job.model_dir, sets);
+  job.worker = StartCensusTask(job.cluster, "worker", 0, job.model_dir, sets);
+  return job;
 }
 
 }  // namespace tandem::testing

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <regex>
 #include <string>
 #include <thread>
@@ -30,14 +29,14 @@
 namespace tandem {
 namespace {
 
-using testing::Addresses;
 using testing::CensusArgs;
 using testing::Hybrid;
+using testing::HybridJob;
 using testing::LoggedLosses;
 using testing::StartCensusTask;
+using testing::StartHybridJob;
 using testing::Subprocess;
 using testing::TempDir;
-using json = nlohmann::json;
 
 constexpr auto kDeadline = std::chrono::seconds(1200);
 
@@ -48,27 +47,24 @@ TEST(HybridAccuracyTest, CensusWithAWorkerKilledAndRestartedReachesTensorFlowsFi
   const std::vector<std::string> sets =
       Hybrid({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=2000",
               "run.log_step_count_steps=500", "data.shuffle_buffer=32561"});
-  json cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
-  std::filesystem::create_directories(tmp.path() + "/job");
-  const std::string model_dir = tmp.path() + "/job/model";
-  auto ps = StartCensusTask(cluster, "ps", 0, model_dir, sets);
-  auto chief = StartCensusTask(cluster, "chief", 0, model_dir, sets);
-  auto worker = StartCensusTask(cluster, "worker", 0, model_dir, sets);
+  HybridJob job = StartHybridJob(tmp.path(), sets);
+  const std::string& model_dir = job.model_dir;
+  Subprocess& worker = *job.worker;
   const auto until = std::chrono::steady_clock::now() + kDeadline;
   int64_t reached = -1;
-  while (reached < kSteps / 3 && std::chrono::steady_clock::now() < until && worker->running()) {
-    for (const auto& [step, loss] : LoggedLosses(worker->Stderr()))
+  while (reached < kSteps / 3 && std::chrono::steady_clock::now() < until && worker.running()) {
+    for (const auto& [step, loss] : LoggedLosses(worker.Stderr()))
       reached = std::max(reached, step);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  ASSERT_GE(reached, kSteps / 3) << worker->Stderr();
-  worker->Kill(SIGKILL);
-  worker->Wait(std::chrono::seconds(10));
-  auto again = StartCensusTask(cluster, "worker", 0, model_dir, sets, "_again");
-  ASSERT_EQ(chief->Wait(kDeadline), 0) << chief->Stderr();
+  ASSERT_GE(reached, kSteps / 3) << worker.Stderr();
+  worker.Kill(SIGKILL);
+  worker.Wait(std::chrono::seconds(10));
+  auto again = StartCensusTask(job.cluster, "worker", 0, model_dir, sets, "_again");
+  ASSERT_EQ(job.chief->Wait(kDeadline), 0) << job.chief->Stderr();
   ASSERT_EQ(again->Wait(kDeadline), 0) << again->Stderr();
-  ASSERT_EQ(ps->Wait(kDeadline), 0) << ps->Stderr();
-  EXPECT_EQ(testing::TrainingFinished(chief->Stderr()).global_step, kSteps);
+  ASSERT_EQ(job.ps->Wait(kDeadline), 0) << job.ps->Stderr();
+  EXPECT_EQ(testing::TrainingFinished(job.chief->Stderr()).global_step, kSteps);
   EXPECT_EQ(testing::TrainingFinished(again->Stderr()).global_step, kSteps);
   testing::ExpectFinalCheckpoint(model_dir, /*num_ps=*/2, kSteps);
 

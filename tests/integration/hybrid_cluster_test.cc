@@ -45,8 +45,10 @@ using testing::Addresses;
 using testing::CensusArgs;
 using ::testing::HasSubstr;
 using testing::Hybrid;
+using testing::HybridJob;
 using testing::LoggedLosses;
 using testing::StartCensusTask;
+using testing::StartHybridJob;
 using testing::Subprocess;
 using testing::TempDir;
 using json = nlohmann::json;
@@ -57,23 +59,6 @@ std::map<int64_t, double> LossByStep(const std::string& log) {
   std::map<int64_t, double> m;
   for (const auto& [step, loss] : LoggedLosses(log)) m[step] = loss;
   return m;
-}
-
-// A chief, a worker and a ps training census wide & deep with `sets`, in tmp/job.
-struct HybridJob {
-  std::string model_dir;
-  json cluster;
-  std::unique_ptr<Subprocess> ps, chief, worker;
-};
-HybridJob StartHybridJob(const TempDir& tmp, const std::vector<std::string>& sets) {
-  HybridJob job;
-  job.cluster = {{"chief", Addresses(1)}, {"worker", Addresses(1)}, {"ps", Addresses(1)}};
-  std::filesystem::create_directories(tmp.path() + "/job");
-  job.model_dir = tmp.path() + "/job/model";
-  job.ps = StartCensusTask(job.cluster, "ps", 0, job.model_dir, sets);
-  job.chief = StartCensusTask(job.cluster, "chief", 0, job.model_dir, sets);
-  job.worker = StartCensusTask(job.cluster, "worker", 0, job.model_dir, sets);
-  return job;
 }
 
 TEST(HybridClusterTest, OneReplicaFollowsOneProcess) {
@@ -136,7 +121,7 @@ TEST(HybridClusterTest, TwoSyncReplicasFollowOneProcessWithTheDoubleBatch) {
   replica_sets.push_back(absl::StrCat("train.batch_size=", kBatch));
   replica_sets.push_back("distribute.sync=true");
   replica_sets.push_back("distribute.check_replicas_steps=10");
-  HybridJob job = StartHybridJob(tmp, Hybrid(replica_sets));
+  HybridJob job = StartHybridJob(tmp.path(), Hybrid(replica_sets));
   auto& ps = job.ps;
   auto& chief = job.chief;
   auto& worker = job.worker;
@@ -169,7 +154,7 @@ TEST(HybridClusterTest, TwoReplicasTrainToMaxStepsAndTheCheckpointRestoresInOneP
   const std::vector<std::string> sets =
       Hybrid({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=100",
               "distribute.check_replicas_steps=10"});
-  HybridJob job = StartHybridJob(tmp, sets);
+  HybridJob job = StartHybridJob(tmp.path(), sets);
   const std::string& model_dir = job.model_dir;
   auto& ps = job.ps;
   auto& chief = job.chief;
@@ -197,7 +182,7 @@ TEST(HybridClusterTest, AKilledWorkerTakesTheLiveVariablesWhenItReturns) {
   const std::vector<std::string> sets =
       Hybrid({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=1000",
               "distribute.check_replicas_steps=50"});
-  HybridJob job = StartHybridJob(tmp, sets);
+  HybridJob job = StartHybridJob(tmp.path(), sets);
   const std::string& model_dir = job.model_dir;
   const json& cluster = job.cluster;
   auto& ps = job.ps;
@@ -228,7 +213,7 @@ TEST(HybridClusterTest, AKilledPsIsRestoredWhileTheReplicasKeepTheirLiveVariable
   constexpr int kSteps = 600;
   const std::vector<std::string> sets =
       Hybrid({absl::StrCat("train.max_steps=", kSteps), "run.save_checkpoints_steps=100"});
-  HybridJob job = StartHybridJob(tmp, sets);
+  HybridJob job = StartHybridJob(tmp.path(), sets);
   const std::string& model_dir = job.model_dir;
   const json& cluster = job.cluster;
   auto& ps = job.ps;
@@ -260,7 +245,7 @@ TEST(HybridClusterTest, SigtermToAWorkerStopsEveryReplicaAfterTheSameStep) {
   TempDir tmp;
   const std::vector<std::string> sets =
       Hybrid({"train.max_steps=100000", "run.save_checkpoints_steps=100000"});
-  HybridJob job = StartHybridJob(tmp, sets);
+  HybridJob job = StartHybridJob(tmp.path(), sets);
   const std::string& model_dir = job.model_dir;
   auto& ps = job.ps;
   auto& chief = job.chief;
