@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/checkpoint/checkpoint_files.h"
 #include "tests/util/temp_dir.h"
 
 namespace tandem::ckpt {
@@ -45,7 +46,10 @@ std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 constexpr char kShard100[] = "model.ckpt-100-00000-of-00001.safetensors";
 constexpr char kShard200[] = "model.ckpt-200-00000-of-00001.safetensors";
 
+using ::tandem::testing::FlipOneByte;
 using ::tandem::testing::TempDir;
+using ::tandem::testing::TensorByteRange;
+using ::tandem::testing::WritePartitionedCheckpoint;
 
 // dense/kernel [3,2] (0.5 + steps), dense/bias [2] ((2, 3) * steps) and global_step
 // (50 * steps), saved with a Saver on a DirectSession at the given steps.
@@ -77,49 +81,6 @@ void SaveModel(const std::string& dir, const std::vector<int64_t>& save_at_steps
     auto prefix = (*saver)->Save(session->get(), dir, at);
     ASSERT_TRUE(prefix.ok()) << prefix.status();
   }
-}
-
-// A [4,3] float tensor 0..11 in three parts over two shards plus a "bias" (as the
-// CheckpointReader test writes it): the index's "slices".
-std::string WritePartitionedCheckpoint(const std::string& dir) {
-  const std::string prefix = env::JoinPath(dir, CheckpointBaseName(7));
-  std::vector<NamedTensor> shard0 = {
-      {"w/part_0", Tensor::FromVector<float>({0, 1, 2, 3, 4, 5}, TensorShape({2, 3}))},
-      {"bias", Tensor::FromVector<float>({9, 8}, TensorShape({2}))}};
-  std::vector<NamedTensor> shard1 = {
-      {"w/part_1", Tensor::FromVector<float>({6, 7, 9, 10}, TensorShape({2, 2}))},
-      {"w/part_2", Tensor::FromVector<float>({8, 11}, TensorShape({2, 1}))}};
-  EXPECT_TRUE(WriteSafetensors(env::JoinPath(dir, ShardFileName(prefix, 0, 2)), shard0).ok());
-  EXPECT_TRUE(WriteSafetensors(env::JoinPath(dir, ShardFileName(prefix, 1, 2)), shard1).ok());
-  CheckpointIndex index;
-  index.global_step = 7;
-  index.num_shards = 2;
-  index.total_size = 48 + 8;
-  index.weight_map = {{"w/part_0", ShardFileName(prefix, 0, 2)},
-                      {"bias", ShardFileName(prefix, 0, 2)},
-                      {"w/part_1", ShardFileName(prefix, 1, 2)},
-                      {"w/part_2", ShardFileName(prefix, 1, 2)}};
-  index.slices["w"] = {
-      {4, 3},
-      {{"w/part_0", {0, 0}, {2, 3}}, {"w/part_1", {2, 0}, {2, 2}}, {"w/part_2", {2, 2}, {2, 1}}}};
-  EXPECT_TRUE(WriteIndex(IndexPath(prefix), index).ok());
-  return prefix;
-}
-
-// [begin, end) of `tensor`'s bytes in a safetensors file, parsed by hand.
-std::pair<size_t, size_t> TensorByteRange(const std::string& path, const std::string& tensor) {
-  std::string bytes = *env::ReadFile(path);
-  uint64_t n;
-  std::memcpy(&n, bytes.data(), 8);
-  json header = json::parse(bytes.substr(8, n));
-  size_t begin = header[tensor]["data_offsets"][0], end = header[tensor]["data_offsets"][1];
-  return {8 + n + begin, 8 + n + end};
-}
-
-void FlipOneByte(const std::string& path, size_t offset) {
-  std::string bytes = *env::ReadFile(path);
-  bytes[offset] ^= 0x20;
-  ASSERT_TRUE(env::WriteFileAtomic(path, bytes).ok());
 }
 
 std::vector<std::string> Lines(const std::string& text) {

@@ -5,6 +5,7 @@
 #include "framework/core/env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/checkpoint/checkpoint_files.h"
 
 namespace tandem::checkpoint {
 namespace {
@@ -12,31 +13,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// A [4,3] float tensor 0..11 split into three parts over two shards: rows 0-1 (all
-// columns), rows 2-3 columns 0-1, rows 2-3 column 2; plus an unpartitioned "bias".
-std::string WritePartitionedCheckpoint(const std::string& dir) {
-  const std::string prefix = env::JoinPath(dir, CheckpointBaseName(7));
-  std::vector<NamedTensor> shard0 = {
-      {"w/part_0", Tensor::FromVector<float>({0, 1, 2, 3, 4, 5}, TensorShape({2, 3}))},
-      {"bias", Tensor::FromVector<float>({9, 8}, TensorShape({2}))}};
-  std::vector<NamedTensor> shard1 = {
-      {"w/part_1", Tensor::FromVector<float>({6, 7, 9, 10}, TensorShape({2, 2}))},
-      {"w/part_2", Tensor::FromVector<float>({8, 11}, TensorShape({2, 1}))}};
-  EXPECT_TRUE(WriteSafetensors(env::JoinPath(dir, ShardFileName(prefix, 0, 2)), shard0).ok());
-  EXPECT_TRUE(WriteSafetensors(env::JoinPath(dir, ShardFileName(prefix, 1, 2)), shard1).ok());
-  CheckpointIndex index;
-  index.global_step = 7;
-  index.num_shards = 2;
-  index.weight_map = {{"w/part_0", ShardFileName(prefix, 0, 2)},
-                      {"bias", ShardFileName(prefix, 0, 2)},
-                      {"w/part_1", ShardFileName(prefix, 1, 2)},
-                      {"w/part_2", ShardFileName(prefix, 1, 2)}};
-  index.slices["w"] = {
-      {4, 3},
-      {{"w/part_0", {0, 0}, {2, 3}}, {"w/part_1", {2, 0}, {2, 2}}, {"w/part_2", {2, 2}, {2, 1}}}};
-  EXPECT_TRUE(WriteIndex(IndexPath(prefix), index).ok());
-  return prefix;
-}
+using ::tandem::testing::WritePartitionedCheckpoint;
 
 TEST(CheckpointReaderTest, ReadsStoredAndPartitionedTensors) {
   std::string dir = *env::MakeTempDir("ckpt_reader_test");

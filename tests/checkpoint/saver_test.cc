@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/checkpoint/checkpoint_files.h"
 #include "tests/util/temp_dir.h"
 
 namespace tandem::checkpoint {
@@ -31,7 +32,9 @@ std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 
 constexpr char kShard100[] = "model.ckpt-100-00000-of-00001.safetensors";
 
+using ::tandem::testing::FlipOneByte;
 using ::tandem::testing::TempDir;
+using ::tandem::testing::TensorByteRange;
 
 struct ModelOptions {
   TensorShape kernel_shape{3, 2};
@@ -117,22 +120,6 @@ absl::Status RestoreTinyModel(const std::string& dir, ModelOptions o = {}) {
   TinyModel model(o);
   auto session = model.NewSession();
   return model.saver().Restore(session.get(), env::JoinPath(dir, "model.ckpt-100"));
-}
-
-// [begin, end) of `tensor`'s bytes in the shard file, parsed by hand.
-std::pair<size_t, size_t> TensorByteRange(const std::string& path, const std::string& tensor) {
-  std::string bytes = *env::ReadFile(path);
-  uint64_t n;
-  std::memcpy(&n, bytes.data(), 8);
-  json header = json::parse(bytes.substr(8, n));
-  size_t begin = header[tensor]["data_offsets"][0], end = header[tensor]["data_offsets"][1];
-  return {8 + n + begin, 8 + n + end};
-}
-
-void FlipOneByte(const std::string& path, size_t offset) {
-  std::string bytes = *env::ReadFile(path);
-  bytes[offset] ^= 0x10;
-  ASSERT_TRUE(env::WriteFileAtomic(path, bytes).ok());
 }
 
 TEST(SaverTest, RoundTripRestoresValuesAndGlobalStep) {

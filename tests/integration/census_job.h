@@ -56,13 +56,8 @@ inline std::unique_ptr<Subprocess> StartCensusTask(const json& cluster, const st
                                                    int index, const std::string& model_dir,
                                                    const std::vector<std::string>& sets,
                                                    const std::string& log_suffix = "") {
-  json tf = {
-      {"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}, {"environment", "cloud"}};
-  const std::string log =
-      (std::filesystem::path(model_dir).parent_path() / absl::StrCat(type, "_", index, log_suffix))
-          .string();
-  return std::make_unique<Subprocess>(CensusArgs("train", model_dir, sets), log,
-                                      std::vector<std::string>{"TF_CONFIG=" + tf.dump()});
+  return StartClusterTask(cluster, type, index, CensusArgs("train", model_dir, sets), model_dir,
+                          log_suffix, {{"environment", "cloud"}});
 }
 
 // A chief, a worker and a ps training census wide & deep with `sets`, in <tmp>/job

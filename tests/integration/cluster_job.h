@@ -8,6 +8,7 @@
 #ifndef TANDEM_TESTS_INTEGRATION_CLUSTER_JOB_H_
 #define TANDEM_TESTS_INTEGRATION_CLUSTER_JOB_H_
 
+#include <signal.h>
 #include <stdlib.h>
 
 #include <chrono>
@@ -73,8 +74,26 @@ struct TaskRun {
   std::unique_ptr<Subprocess> process;
 };
 
-// Starts one trainer per {type, index} with TF_CONFIG {cluster, task, extra...}.
-// Logs go to <model_dir>/../<type>_<index><log_suffix>.{out,err}.
+// Starts `args` as task `type`:`index` of `cluster`, with TF_CONFIG {cluster, task,
+// extra...} in its environment; its log goes to
+// <model_dir>/../<type>_<index><log_suffix>.{out,err}.
+inline std::unique_ptr<Subprocess> StartClusterTask(const json& cluster, const std::string& type,
+                                                    int index, const std::vector<std::string>& args,
+                                                    const std::string& model_dir,
+                                                    const std::string& log_suffix = "",
+                                                    const json& extra = json::object()) {
+  json tf = extra;
+  tf["cluster"] = cluster;
+  tf["task"]["type"] = type;
+  tf["task"]["index"] = index;
+  const std::string log =
+      (std::filesystem::path(model_dir).parent_path() / absl::StrCat(type, "_", index, log_suffix))
+          .string();
+  return std::make_unique<Subprocess>(args, log,
+                                      std::vector<std::string>{"TF_CONFIG=" + tf.dump()});
+}
+
+// Starts one `train_and_evaluate` trainer per {type, index}, as StartClusterTask does.
 inline std::vector<TaskRun> StartTasks(const json& cluster, const json& extra,
                                        const std::vector<std::pair<std::string, int>>& tasks,
                                        const std::string& model_dir,
@@ -82,16 +101,10 @@ inline std::vector<TaskRun> StartTasks(const json& cluster, const json& extra,
                                        const std::vector<std::string>& sets = {}) {
   std::vector<TaskRun> runs;
   for (const auto& [type, index] : tasks) {
-    json tf = extra;
-    tf["cluster"] = cluster;
-    tf["task"]["type"] = type;
-    tf["task"]["index"] = index;
-    const std::string name = absl::StrCat(type, "_", index);
     runs.push_back(
-        {name, std::make_unique<Subprocess>(
-                   JobArgs("train_and_evaluate", model_dir, sets),
-                   (std::filesystem::path(model_dir).parent_path() / (name + log_suffix)).string(),
-                   std::vector<std::string>{"TF_CONFIG=" + tf.dump()})});
+        {absl::StrCat(type, "_", index),
+         StartClusterTask(cluster, type, index, JobArgs("train_and_evaluate", model_dir, sets),
+                          model_dir, log_suffix, extra)});
   }
   return runs;
 }
@@ -184,6 +197,29 @@ inline bool WaitForStep(const Subprocess& task, int64_t step,
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return true;
+}
+
+// A replica group's agreed stop after a worker got SIGTERM, at the end of
+// `deadline`: the worker exits 128 + SIGTERM and the chief 1, the chief names the
+// step at which "another replica" stopped, the worker names the same step, and the
+// chief saved a checkpoint there. Returns that step, or -1 after recording a failure.
+inline int64_t ExpectAgreedStop(Subprocess& chief, Subprocess& worker,
+                                std::chrono::seconds deadline = std::chrono::seconds(60)) {
+  EXPECT_EQ(worker.Wait(deadline), 128 + SIGTERM) << worker.Stderr();
+  EXPECT_EQ(chief.Wait(deadline), 1) << chief.Stderr();
+  const std::string chief_log = chief.Stderr();
+  std::smatch m;
+  if (!std::regex_search(chief_log, m,
+                         std::regex(R"(stopped at global step (\d+): another replica)"))) {
+    ADD_FAILURE() << "the chief names no agreed stop:\n" << chief_log;
+    return -1;
+  }
+  const int64_t stopped = std::stoll(m[1]);
+  EXPECT_NE(worker.Stderr().find(absl::StrCat("at global step ", stopped)), std::string::npos)
+      << worker.Stderr();
+  EXPECT_NE(chief_log.find(absl::StrCat("Saving checkpoints for ", stopped)), std::string::npos)
+      << chief_log;
+  return stopped;
 }
 
 inline const TaskRun& Find(const std::vector<TaskRun>& runs, const std::string& name) {

@@ -57,13 +57,8 @@ std::unique_ptr<Subprocess> StartTask(const json& cluster, const std::string& ty
                                       const std::string& command, const std::string& model_dir,
                                       const std::vector<std::string>& sets,
                                       const std::string& log_suffix = "") {
-  json tf = {
-      {"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}, {"environment", "cloud"}};
-  const std::string log =
-      (std::filesystem::path(model_dir).parent_path() / absl::StrCat(type, "_", index, log_suffix))
-          .string();
-  return std::make_unique<Subprocess>(JobArgs(command, model_dir, sets), log,
-                                      std::vector<std::string>{"TF_CONFIG=" + tf.dump()});
+  return testing::StartClusterTask(cluster, type, index, JobArgs(command, model_dir, sets),
+                                   model_dir, log_suffix, {{"environment", "cloud"}});
 }
 
 // The global step a task's training ended at, or -1.
@@ -246,17 +241,8 @@ TEST(CollectiveClusterTest, SigtermToAWorkerStopsEveryReplicaAfterTheSameStep) {
   auto worker = StartTask(cluster, "worker", 0, "train", model_dir, sets);
   ASSERT_TRUE(testing::WaitForStep(*chief, 300)) << chief->Stderr();
   worker->Kill(SIGTERM);
-  EXPECT_EQ(worker->Wait(std::chrono::seconds(60)), 128 + SIGTERM) << worker->Stderr();
-  EXPECT_EQ(chief->Wait(std::chrono::seconds(60)), 1) << chief->Stderr();
-  std::smatch m;
-  const std::string chief_log = chief->Stderr();
-  ASSERT_TRUE(std::regex_search(chief_log, m,
-                                std::regex(R"(stopped at global step (\d+): another replica)")))
-      << chief_log;
-  const int64_t stopped = std::stoll(m[1]);
-  EXPECT_THAT(worker->Stderr(), HasSubstr(absl::StrCat("at global step ", stopped)));
-  // The chief's checkpoint is at that step.
-  EXPECT_THAT(chief_log, HasSubstr(absl::StrCat("Saving checkpoints for ", stopped)));
+  const int64_t stopped = testing::ExpectAgreedStop(*chief, *worker);
+  ASSERT_GT(stopped, 0);
   ExpectFinalCheckpoint(model_dir, /*num_ps=*/1, stopped);
 }
 
