@@ -199,10 +199,11 @@ inline bool WaitForStep(const Subprocess& task, int64_t step,
   return true;
 }
 
-// A replica group's agreed stop after a worker got SIGTERM, at the end of
-// `deadline`: the worker exits 128 + SIGTERM and the chief 1, the chief names the
-// step at which "another replica" stopped, the worker names the same step, and the
-// chief saved a checkpoint there. Returns that step, or -1 after recording a failure.
+// A replica group's agreed stop after a worker got SIGTERM: the worker exits
+// 128 + SIGTERM and the chief 1 (each waited for up to `deadline`), the chief names
+// the step at which "another replica" stopped, the worker names the same step, and
+// the chief saved a checkpoint there. Returns that step, or -1 after recording a
+// failure.
 inline int64_t ExpectAgreedStop(Subprocess& chief, Subprocess& worker,
                                 std::chrono::seconds deadline = std::chrono::seconds(60)) {
   EXPECT_EQ(worker.Wait(deadline), 128 + SIGTERM) << worker.Stderr();
