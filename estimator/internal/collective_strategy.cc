@@ -30,7 +30,8 @@ class CollectiveStrategy : public ReplicaGroupStrategy {
   }
 
   absl::Status SetUp(ModeGraph& g, SessionFactory* factory) override {
-    TANDEM_ASSIGN_OR_RETURN(Server * server, JoinGroup(g.root, g, /*skip_tables=*/false));
+    TANDEM_ASSIGN_OR_RETURN(Server * server,
+                            JoinGroup(g.root, g.global_step, /*skip_tables=*/false));
     if (!*factory) *factory = CollectiveSessionFactory(group_);
     LOG(INFO) << "Training as collective replica " << group_->rank() << " of " << group_->size()
               << " (" << server->task_name() << "); global batch = " << group_->size()

@@ -107,9 +107,9 @@ class HybridStrategy : public ReplicaGroupStrategy {
           "variables made with ops::VariableOptions::table); use strategy = \"collective\" "
           "without ps tasks, or \"parameter_server\"");
     }
-    TANDEM_ASSIGN_OR_RETURN(
-        Server * server,
-        JoinGroup(g.root.WithDevice(config().task_device_name()), g, /*skip_tables=*/true));
+    TANDEM_ASSIGN_OR_RETURN(Server * server,
+                            JoinGroup(g.root.WithDevice(config().task_device_name()), g.global_step,
+                                      /*skip_tables=*/true));
     *factory = ClusterSessionFactory(env_, std::move(*factory));
     watch_ = WatchPeers(config(), env_.options->security);
     LOG(INFO) << "Training as hybrid replica " << group_->rank() << " of " << group_->size() << " ("

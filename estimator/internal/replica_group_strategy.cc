@@ -36,12 +36,13 @@ ops::CollectiveAllReduceOptions ReplicaGroupStrategy::AllReduceOptions() const {
   return co;
 }
 
-absl::StatusOr<Server*> ReplicaGroupStrategy::JoinGroup(const Scope& scope, const ModeGraph& g,
+absl::StatusOr<Server*> ReplicaGroupStrategy::JoinGroup(const Scope& scope,
+                                                        const ops::Variable& global_step,
                                                         bool skip_tables) {
   TANDEM_ASSIGN_OR_RETURN(Server * server, env_.server());
   group_ = server->collective();
   TANDEM_RETURN_IF_ERROR(ConfigureCollectiveGroup(config(), settings_.timeout_secs, group_));
-  TANDEM_ASSIGN_OR_RETURN(replica_vars_, AddReplicaVariables(scope, g.global_step, skip_tables));
+  TANDEM_ASSIGN_OR_RETURN(replica_vars_, AddReplicaVariables(scope, global_step, skip_tables));
   return server;
 }
 

@@ -41,8 +41,10 @@ class ReplicaGroupStrategy : public TrainingStrategy {
   // The all-reduce of the gradients, in buckets of the settings' bytes_per_pack.
   ops::CollectiveAllReduceOptions AllReduceOptions() const;
   // Joins this task's server's collective group and mirrors the variables of the TRAIN
-  // graph built under `scope` (its tables too unless `skip_tables`); returns the server.
-  absl::StatusOr<Server*> JoinGroup(const Scope& scope, const ModeGraph& g, bool skip_tables);
+  // graph built under `scope`, with `global_step` (its tables too unless
+  // `skip_tables`); returns the server.
+  absl::StatusOr<Server*> JoinGroup(const Scope& scope, const ops::Variable& global_step,
+                                    bool skip_tables);
 
   const CollectiveSettings settings_;
   CollectiveExecutor* group_ = nullptr;  // This task's server's; set by JoinGroup.

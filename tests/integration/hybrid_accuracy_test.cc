@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -32,7 +31,6 @@ namespace {
 using testing::CensusArgs;
 using testing::Hybrid;
 using testing::HybridJob;
-using testing::LoggedLosses;
 using testing::StartCensusTask;
 using testing::StartHybridJob;
 using testing::Subprocess;
@@ -50,14 +48,7 @@ TEST(HybridAccuracyTest, CensusWithAWorkerKilledAndRestartedReachesTensorFlowsFi
   HybridJob job = StartHybridJob(tmp.path(), sets);
   const std::string& model_dir = job.model_dir;
   Subprocess& worker = *job.worker;
-  const auto until = std::chrono::steady_clock::now() + kDeadline;
-  int64_t reached = -1;
-  while (reached < kSteps / 3 && std::chrono::steady_clock::now() < until && worker.running()) {
-    for (const auto& [step, loss] : LoggedLosses(worker.Stderr()))
-      reached = std::max(reached, step);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  ASSERT_GE(reached, kSteps / 3) << worker.Stderr();
+  ASSERT_TRUE(testing::WaitForStep(worker, kSteps / 3, kDeadline)) << worker.Stderr();
   worker.Kill(SIGKILL);
   worker.Wait(std::chrono::seconds(10));
   auto again = StartCensusTask(job.cluster, "worker", 0, model_dir, sets, "_again");
